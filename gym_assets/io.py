@@ -1,0 +1,93 @@
+"""Atomic file output and strict streaming JSONL input.
+
+Outputs are written to a temporary file in the destination directory and renamed into place,
+so an interrupted write leaves either the old file or the new one, never half of either.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+from gym_assets.errors import UserError
+
+
+@contextlib.contextmanager
+def atomic_writer(path: str | Path, mode: str = "w") -> Iterator[IO[Any]]:
+    """Open a temp file beside ``path``; rename it over ``path`` only if the block succeeds."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        encoding = None if "b" in mode else "utf-8"
+        newline = None if "b" in mode else "\n"
+        with os.fdopen(fd, mode, encoding=encoding, newline=newline) as handle:
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    with atomic_writer(path) as handle:
+        handle.write(text)
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> None:
+    with atomic_writer(path, "wb") as handle:
+        handle.write(data)
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _parse_float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError(f"number {text} is out of range")
+    return value
+
+
+def parse_json_line(text: str) -> Any:
+    """Parse one JSON document strictly: NaN and Infinity are refused, as JSON requires."""
+    return json.loads(text, parse_constant=_refuse_constant, parse_float=_parse_float)
+
+
+def iter_jsonl(path: str | Path, *, objects_only: bool = True) -> Iterator[tuple[int, Any]]:
+    """Yield ``(line_number, value)`` for each non-blank line of a JSONL file, streaming.
+
+    Line numbers are 1-based, as editors show them. A malformed line raises a ``UserError``
+    that names the file and line and never echoes the line's content (it may hold a payload).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise UserError("file not found; check the path in the config", path=path)
+    with path.open("r", encoding="utf-8") as handle:
+        for number, text in enumerate(handle, start=1):
+            if not text.strip():
+                continue
+            try:
+                value = parse_json_line(text)
+            except ValueError as exc:
+                reason = str(exc).split(":")[0]
+                raise UserError(
+                    f"not valid JSON ({reason}); each line must be one JSON object",
+                    path=path,
+                    line=number,
+                ) from None
+            if objects_only and not isinstance(value, dict):
+                raise UserError(
+                    f"expected a JSON object, got {type(value).__name__}", path=path, line=number
+                )
+            yield number, value
