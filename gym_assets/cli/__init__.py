@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from gym_assets import settings
 from gym_assets.errors import UserError
 
 AREA_MODULES = ("config", "benchmarks", "plans", "conformance")
@@ -21,7 +21,7 @@ AREA_MODULES = ("config", "benchmarks", "plans", "conformance")
 
 def configs_root(value: str | None) -> Path:
     """The configs root: ``--configs``, else ``$GYM_ASSETS_CONFIGS``, else ``./configs``."""
-    return Path(value or os.environ.get("GYM_ASSETS_CONFIGS") or "configs")
+    return settings.configs_root(value)
 
 
 def add_configs_flag(parser: argparse.ArgumentParser) -> None:
@@ -30,6 +30,15 @@ def add_configs_flag(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         default=None,
         help="configs root (default: $GYM_ASSETS_CONFIGS or ./configs)",
+    )
+
+
+def add_data_root_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--data-root",
+        metavar="DIR",
+        default=None,
+        help="where products are written (default: $GYM_ASSETS_DATA_ROOT or ./.gym_assets)",
     )
 
 

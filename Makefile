@@ -1,0 +1,45 @@
+# Two commands for a fresh machine: `make demo` and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+export DAGSTER_HOME := $(CURDIR)/.dagster_home
+
+.PHONY: setup demo test ui lint format bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+$(DAGSTER_HOME)/dagster.yaml: dagster.yaml
+	mkdir -p $(DAGSTER_HOME)
+	cp dagster.yaml $(DAGSTER_HOME)/dagster.yaml
+
+demo: setup $(DAGSTER_HOME)/dagster.yaml  ## materialize every asset of the bundled configs
+	$(BIN)/python -m gym_assets.defs.demo
+
+test: setup  ## run the whole test suite
+	$(BIN)/python -m pytest
+
+ui: setup $(DAGSTER_HOME)/dagster.yaml  ## serve the Dagster UI on 127.0.0.1:3000
+	$(BIN)/dagster dev -h 127.0.0.1 -p 3000 -w workspace.yaml
+
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: setup
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+bench: setup  ## quick benchmark runs; see bench/README.md for the full-size ones
+	$(BIN)/python bench/collate.py --rows 200000
+	$(BIN)/python bench/plan.py --tasks 200000
+	$(BIN)/python bench/checks.py --records 2000
+
+clean:
+	rm -rf .gym_assets .dagster_home

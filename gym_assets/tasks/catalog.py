@@ -1,0 +1,179 @@
+"""The benchmark catalogue: every ``type: benchmark`` dataset of the configs tree.
+
+A benchmark is named by its dataset name, which is unique across the configs tree and is also
+its Dagster partition key. The catalogue resolves the paths a benchmark needs: relative paths
+in a config resolve against the directory of the YAML file that declares them, except the
+``jsonl_fpath`` of a dataset with a ``prepare_script``, which is a product and so lives under
+the data root (``prepared/<benchmark>/``).
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gym_assets.config.loader import LoadedConfig, load_configs
+from gym_assets.config.model import (
+    AGENTS,
+    ENVIRONMENTS,
+    DatasetConfig,
+    DeclaredDataset,
+    agent_names,
+    iter_declared_datasets,
+    server_instances,
+)
+from gym_assets.errors import ConfigError, UserError
+from gym_assets.tasks.layout import Layout
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    """One benchmark dataset with every path and server it involves, resolved."""
+
+    declared: DeclaredDataset
+    rows_path: Path
+    prepare_script: Path | None
+    prompt_config_path: Path | None
+    environment_server: str | None
+    agents: tuple[str, ...]
+    config_paths: tuple[Path, ...]
+    sidecar_dir: Path
+
+    @property
+    def name(self) -> str:
+        return self.declared.dataset.name
+
+    @property
+    def dataset(self) -> DatasetConfig:
+        return self.declared.dataset
+
+    @property
+    def instance(self) -> str:
+        return self.declared.instance.name
+
+    @property
+    def taskset(self) -> str:
+        """The declared taskset, or the benchmark name when none is declared."""
+        return self.dataset.taskset or self.name
+
+    @property
+    def domain(self) -> str:
+        return str(self.declared.instance.config.get("domain") or "")
+
+    @property
+    def description(self) -> str:
+        return str(self.declared.instance.config.get("description") or "")
+
+    def require_rows(self) -> Path:
+        """The prepared rows, or a clear error saying how to produce them."""
+        if self.rows_path.is_file():
+            return self.rows_path
+        if self.prepare_script is not None:
+            raise UserError(
+                f"benchmark '{self.name}' has not been prepared yet ({self.rows_path} is "
+                f"missing); run `gym-assets prepare --benchmark {self.name}` first"
+            )
+        raise UserError(
+            f"benchmark '{self.name}': data file {self.rows_path} does not exist; fix "
+            "`jsonl_fpath` in its config",
+            path=self.config_paths[0] if self.config_paths else None,
+        )
+
+
+def _fronting_server(config: Mapping[str, Any], decl: DeclaredDataset) -> str | None:
+    """The environment server that runs this dataset's rows (by route, else by agent)."""
+    routes = config.get("environment_server_routes") or {}
+    if decl.dataset.taskset is not None:
+        return routes.get(decl.dataset.taskset)
+    servers = server_instances(config)
+    agent = decl.instance.name if decl.instance.is_agent else None
+    for server in servers.values():
+        if server.kind != ENVIRONMENTS:
+            continue
+        names = agent_names(server.config)
+        if agent in names:
+            return server.name
+        bound = server.config.get("resources_server")
+        if agent is None and isinstance(bound, Mapping) and bound.get("name") == decl.instance.name:
+            return server.name
+    return None
+
+
+class Catalog:
+    """Benchmarks of one configs tree, keyed by name, in config order."""
+
+    def __init__(self, loaded: LoadedConfig, layout: Layout):
+        self.loaded = loaded
+        self.layout = layout
+        self._benchmarks: dict[str, Benchmark] = {}
+        for decl in iter_declared_datasets(loaded.data):
+            if decl.dataset.type != "benchmark":
+                continue
+            if decl.name in self._benchmarks:
+                first = self._benchmarks[decl.name].instance
+                raise ConfigError(
+                    f"benchmark name '{decl.name}' is declared by both '{first}' and "
+                    f"'{decl.instance.name}'; dataset names must be unique",
+                    path=loaded.file_of(decl.instance.name),
+                )
+            self._benchmarks[decl.name] = self._resolve(decl)
+
+    def _resolve(self, decl: DeclaredDataset) -> Benchmark:
+        instance = decl.instance.name
+        dataset = decl.dataset
+        resolve = self.loaded.resolve_path
+        script = resolve(instance, dataset.prepare_script) if dataset.prepare_script else None
+        if script is not None:
+            rows = Path(dataset.jsonl_fpath)
+            rows = rows if rows.is_absolute() else self.layout.prepared_dir(dataset.name) / rows
+        else:
+            rows = resolve(instance, dataset.jsonl_fpath)
+        prompt = resolve(instance, dataset.prompt_config) if dataset.prompt_config else None
+        server = _fronting_server(self.loaded.data, decl)
+        servers = server_instances(self.loaded.data)
+        agents: tuple[str, ...] = ()
+        if server is not None and server in servers:
+            agents = tuple(agent_names(servers[server].config))
+        elif decl.instance.kind == AGENTS:
+            agents = (instance,)
+        involved = [instance, *([server] if server else []), *agents]
+        files = sorted({self.loaded.file_of(name) for name in involved if name in servers})
+        return Benchmark(
+            declared=decl,
+            rows_path=rows,
+            prepare_script=script,
+            prompt_config_path=prompt,
+            environment_server=server,
+            agents=agents,
+            config_paths=tuple(files),
+            sidecar_dir=rows.parent,
+        )
+
+    def __iter__(self) -> Iterator[Benchmark]:
+        return iter(self._benchmarks.values())
+
+    def __len__(self) -> int:
+        return len(self._benchmarks)
+
+    def names(self) -> list[str]:
+        return list(self._benchmarks)
+
+    def get(self, name: str) -> Benchmark:
+        try:
+            return self._benchmarks[name]
+        except KeyError:
+            close = difflib.get_close_matches(name, self._benchmarks, n=3, cutoff=0.6)
+            hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+            known = ", ".join(self._benchmarks) or "none"
+            raise UserError(
+                f"unknown benchmark '{name}'{hint} (configured benchmarks: {known}; "
+                "see `gym-assets list benchmarks`)"
+            ) from None
+
+
+def load_catalog(configs_root: str | Path, data_root: str | Path) -> Catalog:
+    """Load and resolve the configs tree, then list its benchmarks."""
+    return Catalog(load_configs(Path(configs_root)), Layout(Path(data_root)))

@@ -1,0 +1,120 @@
+"""Prepare a benchmark's rows: run its prepare script, or check its bundled JSONL.
+
+A prepare script is a Python file with ``prepare(output_fpath: Path, **kwargs) -> Path``. It
+writes flat JSONL rows to ``output_fpath`` and returns that path. We hand it a temporary path
+beside the final one and publish the result only after every line parsed as a JSON object, so a
+failed or interrupted prepare never leaves a half-written dataset behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib.util
+import os
+import tempfile
+import traceback
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from gym_assets.errors import UserError
+from gym_assets.io import iter_jsonl
+from gym_assets.tasks.catalog import Benchmark
+
+
+@dataclass(frozen=True)
+class PreparedRows:
+    """What a prepare step produced: where, how many rows, and the file's digest."""
+
+    benchmark: str
+    path: Path
+    rows: int
+    sha256: str
+    ran_prepare: bool
+
+
+def _scan(path: Path) -> tuple[int, str]:
+    """Count the rows of a JSONL file (checking each is an object) and hash its bytes."""
+    rows = sum(1 for _ in iter_jsonl(path))
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return rows, digest.hexdigest()
+
+
+def _load_script(benchmark: Benchmark) -> Callable[..., Any]:
+    script = benchmark.prepare_script
+    assert script is not None
+    if not script.is_file():
+        raise UserError(
+            f"benchmark '{benchmark.name}' is missing a valid prepare script: {script} does "
+            "not exist; fix `prepare_script` in its config"
+        )
+    spec = importlib.util.spec_from_file_location(f"gym_assets_prepare_{benchmark.name}", script)
+    assert spec is not None and spec.loader is not None
+    module: ModuleType = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        raise UserError(
+            f"could not import the prepare script of '{benchmark.name}': "
+            f"{type(exc).__name__}: {exc}",
+            path=script,
+        ) from None
+    prepare = getattr(module, "prepare", None)
+    if not callable(prepare):
+        raise UserError(
+            f"benchmark '{benchmark.name}' has a prepare script but it defines no "
+            "`prepare(output_fpath, **kwargs)` function",
+            path=script,
+        )
+    return prepare
+
+
+def prepare_benchmark(
+    benchmark: Benchmark,
+    *,
+    use_cached: bool = False,
+    script_args: Mapping[str, Any] | None = None,
+) -> PreparedRows:
+    """Produce (or check) the benchmark's flat rows and describe them.
+
+    Bundled datasets are only checked: every line must be a JSON object. Datasets with a
+    prepare script are regenerated unless ``use_cached`` and the output already exists.
+    """
+    target = benchmark.rows_path
+    if benchmark.prepare_script is None or (use_cached and target.is_file()):
+        rows, sha = _scan(benchmark.require_rows())
+        return PreparedRows(benchmark.name, target, rows, sha, ran_prepare=False)
+
+    prepare = _load_script(benchmark)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        try:
+            returned = prepare(output_fpath=tmp, **dict(script_args or {}))
+        except Exception as exc:
+            last = traceback.extract_tb(exc.__traceback__)[-1]
+            raise UserError(
+                f"the prepare script of '{benchmark.name}' failed: {type(exc).__name__}: "
+                f"{exc} (at {last.filename}:{last.lineno})",
+                path=benchmark.prepare_script,
+            ) from None
+        if returned is None or Path(returned).resolve() != tmp.resolve():
+            raise UserError(
+                f"the prepare script of '{benchmark.name}' returned {returned!r}; expected the "
+                "output_fpath it was given (write the rows there and return it)",
+                path=benchmark.prepare_script,
+            )
+        rows, sha = _scan(tmp)
+        os.replace(tmp, target)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+    return PreparedRows(benchmark.name, target, rows, sha, ran_prepare=True)
