@@ -1,0 +1,174 @@
+"""Load the configs tree: every YAML file merged into one mapping, then resolved.
+
+Files are read in sorted relative-path order so the merged key order (and everything derived
+from it) is the same on every machine. A top-level key belongs to exactly one file: that file
+"owns" the instance, and relative paths in the instance resolve against its directory.
+Every node's file and line are kept so any later error can point at the line to edit.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gym_assets.config.inheritance import INHERIT_KEY
+from gym_assets.config.locate import Locate
+from gym_assets.config.resolve import resolve_config
+from gym_assets.config.yaml_source import KeyPath, parse_yaml_file, yaml_files_under
+from gym_assets.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class SourceMap:
+    """Where each node of the merged config was written."""
+
+    root: Path
+    raw: Mapping[str, Any]
+    nodes: dict[KeyPath, tuple[Path, int]]
+    relays: Mapping[str, str] = field(default_factory=dict)  # generated relay -> its agent
+
+    def where(self, *path: Any) -> tuple[Path, int]:
+        """The deepest known node on ``path``, looking through inheritance; line 0 if none."""
+        best: tuple[int, Path, int] | None = None
+        for candidate in self._aliases(path):
+            for depth in range(len(candidate), 0, -1):
+                found = self.nodes.get(candidate[:depth])
+                if found is not None:
+                    if best is None or depth > best[0]:
+                        best = (depth, *found)
+                    break
+        return (self.root, 0) if best is None else (best[1], best[2])
+
+    def _aliases(self, path: KeyPath) -> Iterator[KeyPath]:
+        """``path``, then the same path in each base it inherits from (a relay: its agent)."""
+        yield path
+        if not path:
+            return
+        if path[0] in self.relays:
+            yield (self.relays[path[0]],)
+            return
+        seen = {path[0]}
+        block = self.raw.get(path[0])
+        while isinstance(block, Mapping) and isinstance(block.get(INHERIT_KEY), str):
+            base = block[INHERIT_KEY]
+            if base in seen:
+                return
+            seen.add(base)
+            yield (base, *path[1:])
+            block = self.raw.get(base)
+
+    def locate(self, *path: Any) -> dict[str, Any]:
+        """``ConfigError`` keyword arguments for ``path``."""
+        file, line = self.where(*path)
+        return {"path": file, "line": line or None}
+
+
+class LoadedConfig(Mapping[str, Any]):
+    """The resolved config of a configs tree, with the origin of every node.
+
+    It reads like the resolved mapping (``config["x"]`` is ``config.data["x"]``), so it can be
+    passed wherever a resolved config is expected; errors raised from it then carry file:line.
+    """
+
+    def __init__(
+        self,
+        root: Path,
+        files: list[Path],
+        raw: dict[str, Any],
+        data: dict[str, Any],
+        warnings: list[str],
+        sources: SourceMap,
+    ) -> None:
+        self.root = root
+        self.files = files
+        self.raw = raw
+        self.data = data
+        self.warnings = warnings
+        self._sources = sources
+
+    def __getitem__(self, key: str) -> Any:
+        return self.data[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.data)
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    def where(self, *path: Any) -> tuple[Path, int]:
+        """File and 1-based line of the deepest known node on ``path`` (line 0: unknown)."""
+        return self._sources.where(*path)
+
+    @property
+    def locate(self) -> Locate:
+        return self._sources.locate
+
+    def file_of(self, instance: str) -> Path:
+        """The file that defined a top-level key (a generated relay: its agent's file)."""
+        file, line = self.where(instance)
+        if line == 0:
+            raise KeyError(instance)
+        return file
+
+    def resolve_path(self, instance: str, relpath: str | Path) -> Path:
+        """A path from an instance's config, relative to the file that defined the instance."""
+        path = Path(relpath)
+        return path if path.is_absolute() else self.file_of(instance).parent / path
+
+
+def _config_files(root: Path) -> list[Path]:
+    if root.is_file():
+        return [root]
+    if not root.is_dir():
+        raise ConfigError(
+            "configs root not found; pass --configs DIR or set GYM_ASSETS_CONFIGS", path=root
+        )
+    return list(yaml_files_under(root))
+
+
+def load_configs(root: Path) -> LoadedConfig:
+    """Parse, merge and resolve every YAML file below ``root`` (or the one file ``root``)."""
+    root = Path(root)
+    files = _config_files(root)
+    raw: dict[str, Any] = {}
+    nodes: dict[KeyPath, tuple[Path, int]] = {}
+    for file in files:
+        parsed = parse_yaml_file(file)
+        if parsed.data is None:
+            continue
+        if not isinstance(parsed.data, Mapping):
+            raise ConfigError(
+                f"the top level of a config file must be a mapping of instance names to their "
+                f"settings; this file holds a {type(parsed.data).__name__}.",
+                path=file,
+                line=1,
+            )
+        for key, value in parsed.data.items():
+            line = parsed.lines.get((key,), 0)
+            if key in raw:
+                first_file, first_line = nodes[(key,)]
+                raise ConfigError(
+                    f"top-level key '{key}' is already defined in {first_file}:{first_line}; "
+                    "each key may be defined in one file only. Rename one of them, or derive "
+                    "one from the other with `_inherit_from`.",
+                    path=file,
+                    line=line,
+                )
+            raw[key] = value
+        nodes.update({path: (file, line) for path, line in parsed.lines.items()})
+    sources = SourceMap(root=root, raw=raw, nodes=nodes)
+    resolution = resolve_config(raw, sources.locate)
+    sources = SourceMap(root=root, raw=raw, nodes=nodes, relays=resolution.relays)
+    for message in resolution.warnings:
+        warnings.warn(message, DeprecationWarning, stacklevel=2)
+    return LoadedConfig(
+        root=root,
+        files=files,
+        raw=raw,
+        data=resolution.data,
+        warnings=resolution.warnings,
+        sources=sources,
+    )

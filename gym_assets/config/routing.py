@@ -1,0 +1,366 @@
+"""Which environment server runs a dataset's rows, and which agent the results belong to.
+
+A dataset that declares a taskset is routed by ``environment_server_routes``; the route must
+name an environment server that fronts the declaring agent or binds the declaring resources
+server. A flat dataset is routed through its agent: the declaring agent, or the single agent
+(or the pinned one) bound to the declaring resources server. These functions take the
+resolved config mapping (``LoadedConfig.data``); given a ``LoadedConfig`` itself, their
+errors also name the file and line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from gym_assets.config.errors import (
+    AgentWithoutEnvironmentServerError,
+    AmbiguousEnvironmentServerError,
+    ServerRefNotFoundError,
+)
+from gym_assets.config.locate import Locate, did_you_mean, locator_of, nowhere, quoted
+from gym_assets.config.model import (
+    AGENTS,
+    ENVIRONMENTS,
+    RESOURCES,
+    ServerInstance,
+    agent_names,
+    agent_references,
+    attributed_agent,
+    server_instances,
+)
+from gym_assets.errors import ConfigError
+from gym_assets.tasks.materialize import is_materialized
+
+ROUTES = "environment_server_routes"
+MODE = "environment_routing_mode"
+SERVER_NAME = "environment_server_name"
+ROUTING_MODES = ("agent", "legacy", "taskset")
+MIGRATE_HINT = "gym-assets config add-environment-servers"
+
+
+def routing_mode(config: Mapping[str, Any]) -> str:
+    """``environment_routing_mode``, defaulting to ``agent``."""
+    mode = config.get(MODE)
+    if mode is None:
+        return "agent"
+    if mode not in ROUTING_MODES:
+        raise ConfigError(
+            f"environment_routing_mode must be one of {', '.join(ROUTING_MODES)}; got {mode!r}.",
+            **locator_of(config)(MODE),
+        )
+    return str(mode)
+
+
+def validate_routing(config: Mapping[str, Any], locate: Locate = nowhere) -> None:
+    """Check the routing keys: the mode's requirements, and that routes name real servers."""
+    mode = config.get(MODE)
+    if mode is not None and mode not in ROUTING_MODES:
+        raise ConfigError(
+            f"environment_routing_mode must be one of {', '.join(ROUTING_MODES)}; got {mode!r}.",
+            **locate(MODE),
+        )
+    routes = config.get(ROUTES)
+    if routes is not None and not isinstance(routes, Mapping):
+        raise ConfigError(
+            "environment_server_routes must map each taskset name to the environment server "
+            f"that runs it, e.g. `environment_server_routes: {{my_taskset: my_env}}`; got "
+            f"{type(routes).__name__}.",
+            **locate(ROUTES),
+        )
+    for taskset, target in (routes or {}).items():
+        if not isinstance(taskset, str) or not taskset:
+            raise ConfigError(
+                f"environment_server_routes has the key {taskset!r}; taskset names are "
+                "non-empty strings.",
+                **locate(ROUTES, taskset),
+            )
+        _check_environment_server(
+            config, target, f"The route for taskset '{taskset}'", locate(ROUTES, taskset)
+        )
+    server_name = config.get(SERVER_NAME)
+    if server_name is not None:
+        _check_environment_server(
+            config, server_name, "environment_server_name", locate(SERVER_NAME)
+        )
+    if mode == "legacy" and not server_name:
+        raise ConfigError(
+            "environment_server_name is required when environment_routing_mode=legacy; set it "
+            "to the environment server that runs every flat row.",
+            **locate(MODE),
+        )
+    if mode == "taskset" and not routes:
+        raise ConfigError(
+            "environment_server_routes are required when environment_routing_mode=taskset; map "
+            "each taskset to the environment server that runs it.",
+            **locate(MODE),
+        )
+
+
+def _check_environment_server(
+    config: Mapping[str, Any], target: Any, what: str, at: dict[str, Any]
+) -> None:
+    instances = server_instances(config)
+    environments = [name for name, s in instances.items() if s.kind == ENVIRONMENTS]
+    if not isinstance(target, str) or not target:
+        raise ConfigError(
+            f"{what} must be the name of an environment server; got {target!r}.", **at
+        )
+    if target not in config:
+        raise ServerRefNotFoundError(
+            f"{what} names environment server '{target}', which is not defined."
+            + did_you_mean(target, environments)
+            + " Point it at an instance declared under environment_servers.",
+            **at,
+        )
+    server = instances.get(target)
+    if server is None or server.kind != ENVIRONMENTS:
+        kind = "not a server instance" if server is None else f"a {server.kind} instance"
+        raise ConfigError(
+            f"{what} names '{target}', which is {kind}, not an environment server. Point it "
+            "at an instance declared under environment_servers"
+            + (f" (defined: {quoted(environments)})." if environments else "."),
+            **at,
+        )
+
+
+def taskset_environment_server(config: Mapping[str, Any], taskset: str) -> ServerInstance:
+    """The environment server a taskset is routed to (reference §5.1 steps 1–2)."""
+    locate = locator_of(config)
+    routes = config.get(ROUTES)
+    target = routes.get(taskset) if isinstance(routes, Mapping) else None
+    if not isinstance(target, str) or not target:
+        raise ConfigError(
+            f"No Environment Server route for taskset '{taskset}'; set environment_server_routes."
+            f" Add `{taskset}: <environment server>` under environment_server_routes.",
+            **locate(ROUTES),
+        )
+    block = config.get(target)
+    implementations = block.get(ENVIRONMENTS) if isinstance(block, Mapping) else None
+    if not isinstance(implementations, Mapping) or len(implementations) != 1:
+        environments = [n for n, s in server_instances(config).items() if s.kind == ENVIRONMENTS]
+        raise ConfigError(
+            f"Taskset '{taskset}' route '{target}' must name an Environment Server."
+            + did_you_mean(target, environments)
+            + " A route names an instance with exactly one implementation under "
+            "environment_servers.",
+            **locate(ROUTES, taskset),
+        )
+    ((implementation, server_config),) = implementations.items()
+    if not isinstance(server_config, Mapping):
+        raise ConfigError(
+            f"Environment Server '{target}' must have a configuration mapping under "
+            f"environment_servers.{implementation}.",
+            **locate(target, ENVIRONMENTS, implementation),
+        )
+    return ServerInstance(target, ENVIRONMENTS, str(implementation), server_config)
+
+
+def _is_agent_block(block: Any) -> bool:
+    return isinstance(block, Mapping) and AGENTS in block
+
+
+def _is_resources_block(block: Any) -> bool:
+    return isinstance(block, Mapping) and RESOURCES in block
+
+
+def resolve_dataset_agent(
+    config: Mapping[str, Any],
+    declaring_instance: str,
+    pin: str | None = None,
+    *,
+    taskset: str | None = None,
+) -> str | None:
+    """The agent a dataset's rows are credited to (None: a multi-agent server decides).
+
+    With a taskset the route is validated (§5.1); without one the first matching rule of
+    §5.2 decides. Every refusal is a ``ConfigError`` saying how to fix the config.
+    """
+    locate = locator_of(config)
+    block = config.get(declaring_instance)
+    if not (_is_agent_block(block) or _is_resources_block(block)):
+        instances = [name for name, value in config.items() if isinstance(value, Mapping)]
+        raise ConfigError(
+            f"Datasets of '{declaring_instance}' cannot be routed: "
+            + (
+                "it is not defined."
+                if block is None
+                else "it is neither an agent nor a resources server."
+            )
+            + did_you_mean(declaring_instance, instances)
+            + " Declare datasets on a resources server or an agent.",
+            **locate(declaring_instance),
+        )
+    if taskset is not None:
+        return _taskset_agent(config, declaring_instance, pin, taskset, locate)
+    return _flat_agent(config, declaring_instance, pin, locate)
+
+
+def _taskset_agent(
+    config: Mapping[str, Any], declaring: str, pin: str | None, taskset: str, locate: Locate
+) -> str | None:
+    server = taskset_environment_server(config, taskset)
+    instances = server_instances(config)
+    references = agent_references(server.config)
+    for field, ref in references:
+        name = ref.get("name")
+        if not isinstance(name, str) or name not in instances or not instances[name].is_agent:
+            raise ConfigError(
+                f"Environment Server '{server.name}' references '{name}', which is not an agent. "
+                "Its agent_server and other agent references must name agents.",
+                **locate(server.name, ENVIRONMENTS, server.implementation, field, "name"),
+            )
+    if not references:
+        raise ConfigError(
+            f"Environment Server '{server.name}' must bind a valid agent_server for this dataset "
+            f"(taskset '{taskset}'). Add `agent_server: {{type: responses_api_agents, name: "
+            "<agent>}` to it.",
+            **locate(server.name),
+        )
+    if pin is not None:
+        raise ConfigError(
+            f"Taskset '{taskset}' pins agent '{pin}', but a taskset routes to Environment Server "
+            f"'{server.name}' through environment_server_routes, not to an agent. Remove the "
+            "`agent` key.",
+            **locate(declaring),
+        )
+    if _is_agent_block(config[declaring]):
+        if declaring not in agent_names(server.config):
+            raise ConfigError(
+                f"Taskset '{taskset}' must route to its declaring agent '{declaring}'. The route "
+                f"names '{server.name}', which fronts {quoted(agent_names(server.config))}; route "
+                "the taskset to a server that fronts the declaring agent.",
+                **locate(ROUTES, taskset),
+            )
+        return declaring
+    binding = server.config.get("resources_server")
+    if not (
+        isinstance(binding, Mapping)
+        and binding.get("name") == declaring
+        and (binding.get("type") or RESOURCES) == RESOURCES
+    ):
+        raise ConfigError(
+            f"Environment Server '{server.name}' must bind declaring resources server "
+            f"'{declaring}' for taskset '{taskset}'. Set its resources_server.name to "
+            f"'{declaring}', or route the taskset to a server that binds it.",
+            **locate(ROUTES, taskset),
+        )
+    return attributed_agent(server.config)
+
+
+def _flat_agent(config: Mapping[str, Any], declaring: str, pin: str | None, locate: Locate) -> str:
+    if _is_agent_block(config[declaring]):
+        if pin is not None and pin != declaring:
+            raise ConfigError(
+                f"A dataset of agent '{declaring}' pins agent '{pin}', but a dataset declared on "
+                "an agent always runs on that agent, so the pin would not apply. Remove the "
+                "`agent` key, or declare the dataset on the resources server and pin it there.",
+                **locate(declaring),
+            )
+        return declaring
+    candidates = [
+        server.name
+        for server in server_instances(config).values()
+        if server.is_agent
+        and isinstance(server.config.get("resources_server"), Mapping)
+        and server.config["resources_server"].get("name") == declaring
+    ]
+    listed = f"[{', '.join(candidates)}]" if candidates else "none"
+    if pin is not None:
+        if pin not in candidates:
+            raise ConfigError(
+                f"The dataset pins agent '{pin}', but no agent of that name references resources "
+                f"server '{declaring}'. Agents referencing it: {listed}. Pin one of those, or "
+                f"bind '{pin}' to '{declaring}' through its resources_server field.",
+                **locate(declaring),
+            )
+        return pin
+    if not candidates:
+        raise ConfigError(
+            f"No agent in the running config references resources server '{declaring}', so its "
+            f"datasets have no agent to run them. Add an agent whose resources_server.name is "
+            f"'{declaring}'.",
+            **locate(declaring),
+        )
+    if len(candidates) > 1:
+        raise ConfigError(
+            f"{len(candidates)} agents reference this resources server ({listed}). Pin the "
+            f"harness with an `agent:` key on each dataset of '{declaring}'.",
+            **locate(declaring),
+        )
+    return candidates[0]
+
+
+def servers_by_agent(config: Mapping[str, Any]) -> dict[str, list[str]]:
+    """Every referenced agent and the environment servers that front it, in config order."""
+    fronting: dict[str, list[str]] = {}
+    for server in server_instances(config).values():
+        if server.kind != ENVIRONMENTS:
+            continue
+        for agent in dict.fromkeys(agent_names(server.config)):
+            fronting.setdefault(agent, []).append(server.name)
+    return fronting
+
+
+def environment_server_for_agent(config: Mapping[str, Any], agent: str) -> str:
+    """The one environment server that runs rows routed by ``agent`` (§8.5)."""
+    locate = locator_of(config)
+    instances = server_instances(config)
+    if agent not in instances or not instances[agent].is_agent:
+        agents = [name for name, server in instances.items() if server.is_agent]
+        raise ConfigError(
+            f"Rows name agent '{agent}', which is not an agent instance in the running config."
+            + did_you_mean(agent, agents),
+            **locate(agent),
+        )
+    servers = servers_by_agent(config).get(agent, [])
+    if not servers:
+        raise AgentWithoutEnvironmentServerError(
+            f"Agent '{agent}' has no environment server, so rows routed by agent cannot reach "
+            "it. Declare an environment server whose agent_server names it (or run "
+            f"`{MIGRATE_HINT}`), or route these rows by taskset.",
+            **locate(agent),
+        )
+    if len(servers) > 1:
+        raise AmbiguousEnvironmentServerError(
+            f"Agent '{agent}' is fronted by several environment servers: [{', '.join(servers)}]. "
+            "Rows that route by agent cannot choose between them. Set "
+            "environment_routing_mode=legacy with environment_server_name, or route these rows "
+            "by taskset.",
+            **locate(servers[1]),
+        )
+    return servers[0]
+
+
+def environment_server_for_row(config: Mapping[str, Any], row: Mapping[str, Any]) -> str | None:
+    """The server a row is stamped with before dispatch; None means "find it by agent" (§8.2)."""
+    locate = locator_of(config)
+    taskset = row["task_id"].get("taskset") if is_materialized(row) else None
+    if isinstance(taskset, str) and taskset:
+        routes = config.get(ROUTES)
+        target = routes.get(taskset) if isinstance(routes, Mapping) else None
+        if not isinstance(target, str) or not target:
+            raise ConfigError(
+                f"No environment server route is configured for taskset '{taskset}'; add "
+                f"`{taskset}: <environment server>` under environment_server_routes.",
+                **locate(ROUTES),
+            )
+        return target
+    mode = routing_mode(config)
+    if mode == "agent":
+        return None
+    if mode == "legacy":
+        name = config.get(SERVER_NAME)
+        if not isinstance(name, str) or not name:
+            raise ConfigError(
+                "environment_server_name is required when environment_routing_mode=legacy; set "
+                "it to the environment server that runs every flat row.",
+                **locate(MODE),
+            )
+        return name
+    raise ConfigError(
+        "taskset routing requires rows containing task_id.taskset and task_input; use "
+        "environment_routing_mode=agent to mix flat rows with materialized tasks, or collate "
+        "the dataset with a taskset.",
+        **locate(MODE),
+    )
