@@ -28,6 +28,9 @@ from gym_assets.config.references import UNSET
 STRICT_FLAG = "error_on_agent_without_environment_server"
 RELAY_IMPLEMENTATION = "legacy_agent"
 SERVER_SUFFIX = "_environment_server"
+NATIVE_SESSION_AGENT_TYPES = frozenset(
+    {"hermes_agent", "pi_agent", "codex_agent", "openclaw_agent", "opencode_agent"}
+)
 MIGRATE_COMMAND = (
     "gym-assets config add-environment-servers path/to/config.yaml [more paths] [--check]"
 )
@@ -83,11 +86,22 @@ def fronted_agents(config: Mapping[str, Any]) -> set[str]:
     }
 
 
-def needs_environment_server(agent: ServerInstance) -> bool:
-    """Unbound templates and agents that are never started need no server."""
+def is_template(agent: ServerInstance) -> bool:
+    """An agent meant to be completed by others, which therefore needs no server itself.
+
+    That is an unbound template (``resources_server.name: ???``), or a native-session harness
+    whose ``resources_server`` is explicitly null (an omitted binding may still be inherited).
+    """
     binding = agent.config.get("resources_server")
-    unbound = isinstance(binding, Mapping) and binding.get("name") == UNSET
-    return bool(agent.config.get("entrypoint")) and not unbound
+    if isinstance(binding, Mapping):
+        return binding.get("name") == UNSET
+    explicitly_unbound = "resources_server" in agent.config and binding is None
+    return explicitly_unbound and agent.implementation in NATIVE_SESSION_AGENT_TYPES
+
+
+def needs_environment_server(agent: ServerInstance) -> bool:
+    """Agents that are started and are not templates need a server."""
+    return bool(agent.config.get("entrypoint")) and not is_template(agent)
 
 
 def unfronted_agents(config: Mapping[str, Any]) -> list[ServerInstance]:
