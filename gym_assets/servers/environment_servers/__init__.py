@@ -1,0 +1,1 @@
+"""Environment servers: each directory may ship a ``task_data.py`` for its task input."""

@@ -1,0 +1,1 @@
+"""Resources servers: each directory may ship ``task_data.py`` and ``dataset_metrics.py``."""

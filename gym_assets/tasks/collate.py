@@ -1,0 +1,675 @@
+"""Collate declared datasets into one JSONL per dataset type, streaming.
+
+Each declaration's rows are read once: they feed the dataset's metrics, get their prompt
+rendered, lose their legacy ``agent_ref``, are stamped with their declaring instance, are
+validated (first repeat only, so errors cite the source line), and — for datasets that declare
+a taskset — become tasks with stable IDs. Every output is staged as a temp file and renamed
+only when the whole run succeeded, so a refused run leaves the previous outputs untouched and
+source files are never written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import ExitStack
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from gym_assets.config.model import ENVIRONMENTS, MODELS, DeclaredDataset, bound_resources_server
+from gym_assets.config.routing import resolve_dataset_agent, taskset_environment_server
+from gym_assets.errors import ConfigError, UserError
+from gym_assets.io import atomic_write_text, atomic_writer
+from gym_assets.tasks.materialize import (
+    IDENTITY_KEYS,
+    MaterializeError,
+    materialize_task,
+    source_task_id,
+)
+from gym_assets.tasks.metrics import DatasetMetrics, dump_metrics, metrics_differences
+from gym_assets.tasks.prompts import PromptConfig, load_prompt_config
+from gym_assets.tasks.schemas import (
+    SERVERS_PACKAGE,
+    SINGLE_AGENT_SCHEMA,
+    SchemaLoadError,
+    ServerDir,
+    TaskSchema,
+    load_metrics_hook,
+    load_task_schema,
+    owner_dir,
+    resources_dir,
+)
+from gym_assets.tasks.source_rows import iter_source_rows
+from gym_assets.tasks.validation import TaskDataValidator, resolve_validation_mode
+
+IN_SCOPE_TYPES = {
+    "train_preparation": ("train", "validation", "benchmark"),
+    "example_validation": ("example",),
+}
+LISTED_DUPLICATES = 5
+KEPT_DUPLICATES = 100
+PREVIEW_ROWS = 3
+PROGRESS_EVERY = 100_000
+_MISSING = object()
+# Output rows: compact, key order as in the source, non-ASCII kept. One encoder, reused.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def encode_row(row: Mapping[str, Any]) -> bytes:
+    """One output line; the exact bytes do not depend on which parser read the row."""
+    return (_ENCODER.encode(row) + "\n").encode("utf-8")
+
+
+@dataclass(frozen=True)
+class CollationInput:
+    """One dataset declaration and the files it resolves to."""
+
+    declared: DeclaredDataset
+    source_path: Path
+    prompt_config_path: Path | None = None
+    sidecar_dir: Path | None = None  # default: the source file's directory
+
+    @property
+    def label(self) -> str:
+        return f"{self.declared.instance.name}/{self.declared.dataset.name}"
+
+    @property
+    def sidecar_path(self) -> Path:
+        directory = self.sidecar_dir or self.source_path.parent
+        return directory / f"{self.source_path.stem}_metrics.json"
+
+
+@dataclass(frozen=True)
+class OutputFile:
+    path: str
+    sha256: str
+    rows: int | None  # None for JSON documents
+
+
+@dataclass
+class DatasetSummary:
+    """What collation did with one declaration."""
+
+    label: str
+    type: str
+    source: str
+    prepared: str
+    taskset: str | None
+    source_rows: int = 0
+    rows_written: int = 0
+    positional_ids: int = 0
+    agent_ref_stripped: int = 0
+    malformed_tasks: int = 0
+    validation: dict[str, Any] | None = None
+
+
+@dataclass
+class CollationReport:
+    """Everything a run produced and found, small enough to show as asset metadata."""
+
+    mode: str
+    validation_mode: str
+    outputs: list[OutputFile] = field(default_factory=list)
+    rows: int = 0  # rows written to the collated {type}.jsonl files, repeats included
+    tasks: int = 0  # distinct tasks: source rows of taskset datasets
+    tasksets: list[str] = field(default_factory=list)
+    datasets: list[DatasetSummary] = field(default_factory=list)
+    duplicate_task_ids: list[str] = field(default_factory=list)  # first KEPT_DUPLICATES
+    duplicate_task_id_count: int = 0
+    validation_reports: list[dict[str, Any]] = field(default_factory=list)
+    validation_summary: str = ""
+    metrics: dict[str, dict[str, Any]] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    preview: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def positional_ids(self) -> dict[str, int]:
+        return {d.label: d.positional_ids for d in self.datasets if d.positional_ids}
+
+    @property
+    def agent_ref_stripped(self) -> dict[str, int]:
+        return {d.label: d.agent_ref_stripped for d in self.datasets if d.agent_ref_stripped}
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def warn(self, message: str, category: type[Warning] = UserWarning) -> None:
+        """Emit a warning and keep it, so that it also shows where warnings are not printed."""
+        warnings.warn(message, category, stacklevel=3)
+        self.warnings.append(message)
+
+
+class _Discarded(Exception):
+    """Raised into staged writers to make them drop their temp files."""
+
+
+class _StagedFile:
+    """An output being written to a temp file, with its running digest and row count."""
+
+    def __init__(self, path: Path, handle: IO[bytes]):
+        self.path = path
+        self.handle = handle
+        self.digest = hashlib.sha256()
+        self.rows = 0
+
+    def write(self, data: bytes, rows: int) -> None:
+        self.handle.write(data)
+        self.digest.update(data)
+        self.rows += rows
+
+    def describe(self) -> OutputFile:
+        return OutputFile(str(self.path), self.digest.hexdigest(), self.rows)
+
+
+class _Stage:
+    """Temp files of one dataset type, renamed into place together or dropped together."""
+
+    def __init__(self) -> None:
+        self._stack = ExitStack()
+        self.files: list[_StagedFile] = []
+
+    def open(self, path: Path) -> _StagedFile:
+        staged = _StagedFile(path, self._stack.enter_context(atomic_writer(path, "wb")))
+        self.files.append(staged)
+        return staged
+
+    def commit(self) -> list[OutputFile]:
+        self._stack.close()
+        return [staged.describe() for staged in self.files]
+
+    def discard(self) -> None:
+        self._stack.__exit__(_Discarded, _Discarded(), None)
+
+
+@dataclass
+class _Plan:
+    """One declaration, with everything resolved before any row is read."""
+
+    input: CollationInput
+    prepared_path: Path
+    prompt: PromptConfig | None
+    validator: TaskDataValidator | None
+    metrics: DatasetMetrics
+    summary: DatasetSummary
+
+
+class _TypeState:
+    """State shared by all declarations of one dataset type (IDs are unique per type)."""
+
+    def __init__(self, track_duplicates: bool):
+        self.source_task_index = -1
+        self.track_duplicates = track_duplicates
+        self.seen: dict[str, dict[str, int]] = {}  # taskset -> id -> (declaration, line) code
+        self.labels: list[str] = []
+        self.duplicates: list[str] = []
+        self.duplicate_count = 0
+
+    def record(self, taskset: str, task_id: str, declaration: int, line: int) -> None:
+        """Remember where an ID was first seen; a second place is a duplicate."""
+        ids = self.seen.setdefault(taskset, {})
+        here = (declaration << 32) | line
+        first = ids.setdefault(task_id, here)
+        if first == here:
+            return
+        self.duplicate_count += 1
+        if len(self.duplicates) < KEPT_DUPLICATES:
+            self.duplicates.append(
+                f"{taskset}/{task_id} ({self._where(first)}; {self._where(here)})"
+            )
+
+    def _where(self, code: int) -> str:
+        return f"{self.labels[code >> 32]} line {code & 0xFFFFFFFF}"
+
+
+def collate(
+    config: Mapping[str, Any],
+    inputs: Sequence[CollationInput],
+    output_dir: Path,
+    *,
+    mode: str = "train_preparation",
+    validation: str = "auto",
+    overwrite_metrics_conflicts: bool = False,
+    progress: Callable[[str], None] | None = None,
+    servers_package: str = SERVERS_PACKAGE,
+) -> CollationReport:
+    """Collate the in-scope declarations of ``inputs`` (in the given order) into ``output_dir``.
+
+    Writes ``{type}.jsonl`` and ``{type}_metrics.json`` per in-scope type, one prepared file per
+    declaration, and each dataset's metrics sidecar. Refusals are ``UserError``s and leave no
+    collated output behind; a metrics conflict writes only the ``*_conflict.json`` files.
+    """
+    if mode not in IN_SCOPE_TYPES:
+        raise UserError(f"unknown collation mode {mode!r}; use one of {', '.join(IN_SCOPE_TYPES)}")
+    validation_mode = resolve_validation_mode(validation, mode)
+    report = CollationReport(mode=mode, validation_mode=validation_mode)
+    say = progress or (lambda _message: None)
+    _refuse_model_server_datasets(inputs)
+    types = IN_SCOPE_TYPES[mode]
+    selected = [i for t in types for i in inputs if i.declared.dataset.type == t]
+    _check_sources(selected)
+    schemas = _SchemaCache(report, servers_package)
+    used_paths: set[Path] = set()
+    plans = [
+        _plan(config, item, output_dir, used_paths, validation_mode, schemas, servers_package)
+        for item in selected
+    ]
+    stages: dict[str, _Stage] = {}
+    try:
+        for dataset_type in types:
+            type_plans = [p for p in plans if p.summary.type == dataset_type]
+            if type_plans:
+                stages[dataset_type] = _collate_type(
+                    dataset_type, type_plans, output_dir, validation_mode, report, say
+                )
+        conflicts = _settle_metrics(plans, stages, output_dir, report, overwrite_metrics_conflicts)
+    except BaseException:
+        for stage in stages.values():
+            stage.discard()
+        raise
+    for stage in stages.values():
+        report.outputs.extend(stage.commit())
+    report.outputs.sort(key=lambda output: output.path)
+    report.datasets = [plan.summary for plan in plans]
+    report.validation_reports = [
+        plan.summary.validation for plan in plans if plan.summary.validation is not None
+    ]
+    report.tasksets = sorted({plan.summary.taskset for plan in plans if plan.summary.taskset})
+    if conflicts:
+        raise UserError(
+            "Found conflicting aggregate metrics that need to be corrected: " + "; ".join(conflicts)
+        )
+    return report
+
+
+def _refuse_model_server_datasets(inputs: Sequence[CollationInput]) -> None:
+    on_models = [i.label for i in inputs if i.declared.instance.kind == MODELS]
+    if on_models:
+        raise ConfigError(
+            f"Datasets cannot be declared on model servers: {on_models}. Declare them on the "
+            "resources server or agent whose tasks they are."
+        )
+
+
+def _check_sources(selected: Sequence[CollationInput]) -> None:
+    """Refuse before anything is written if a source file is missing."""
+    for item in selected:
+        if item.source_path.is_file():
+            continue
+        dataset = item.declared.dataset
+        hint = (
+            "run `gym-assets prepare` for this benchmark first"
+            if dataset.prepare_script
+            else "check the dataset's jsonl_fpath"
+        )
+        raise UserError(
+            f"dataset '{dataset.name}' of '{item.declared.instance.name}' is missing on disk; "
+            + hint,
+            path=item.source_path,
+        )
+
+
+class _SchemaCache:
+    """Loads each server's schema once per run; a broken one is skipped with one warning."""
+
+    def __init__(self, report: CollationReport, package: str):
+        self._report = report
+        self._package = package
+        self._loaded: dict[ServerDir, TaskSchema | None] = {}
+
+    def get(self, where: ServerDir | None) -> TaskSchema | None:
+        if where is None:
+            return None
+        if where not in self._loaded:
+            try:
+                schema = load_task_schema(where.kind, where.implementation, package=self._package)
+            except SchemaLoadError as exc:
+                self._report.warn(
+                    f"Skipping task_data validation for {where.implementation}: {exc}"
+                )
+                schema = None
+            self._loaded[where] = schema
+        return self._loaded[where]
+
+
+def _prepared_path(item: CollationInput, output_dir: Path, used: set[Path]) -> Path:
+    """First unused of ``<stem>_prepare[.<instance>[.<dataset>[.<k>]]].jsonl``."""
+    stem = item.source_path.stem
+    instance = item.declared.instance.name
+    dataset = item.declared.dataset.name
+    candidates = [
+        f"{stem}_prepare.jsonl",
+        f"{stem}_prepare.{instance}.jsonl",
+        f"{stem}_prepare.{instance}.{dataset}.jsonl",
+    ]
+    k = 2
+    while True:
+        for name in candidates:
+            path = output_dir / name
+            if path not in used:
+                used.add(path)
+                return path
+        candidates = [f"{stem}_prepare.{instance}.{dataset}.{k}.jsonl"]
+        k += 1
+
+
+def _plan(
+    config: Mapping[str, Any],
+    item: CollationInput,
+    output_dir: Path,
+    used: set[Path],
+    validation_mode: str,
+    schemas: _SchemaCache,
+    package: str,
+) -> _Plan:
+    declared = item.declared
+    dataset = declared.dataset
+    owner = owner_dir(config, declared.instance)
+    environment: ServerDir | None = None
+    if dataset.taskset is not None:
+        # Route validation runs first: collation drops the declaring instance and any pin.
+        pin = dataset.agent if dataset.type == "benchmark" else None
+        resolve_dataset_agent(config, declared.instance.name, pin, taskset=dataset.taskset)
+        server = taskset_environment_server(config, dataset.taskset)
+        environment = ServerDir(ENVIRONMENTS, server.implementation)
+        bound = resources_dir(config, bound_resources_server(server.config))
+        owner = bound or owner
+    prompt = None
+    if item.prompt_config_path is not None:
+        if dataset.type != "benchmark":
+            raise ConfigError(
+                f"dataset '{dataset.name}' of '{declared.instance.name}' has a prompt_config, "
+                f"but prompt configs apply to benchmark datasets only (this one is "
+                f"{dataset.type}); build responses_create_params.input in the data instead"
+            )
+        prompt = load_prompt_config(item.prompt_config_path)
+    prepared = _prepared_path(item, output_dir, used)
+    summary = DatasetSummary(
+        label=item.label,
+        type=dataset.type,
+        source=str(item.source_path),
+        prepared=str(prepared),
+        taskset=dataset.taskset,
+    )
+    validator = None
+    if validation_mode != "off":
+        validator = _validator(item, environment, owner, schemas)
+    hook_dir = owner_dir(config, declared.instance)
+    hook = None
+    if hook_dir is not None:
+        hook = load_metrics_hook(hook_dir.kind, hook_dir.implementation, package=package)
+    hook_owner = hook_dir.implementation if hook_dir else ""
+    return _Plan(item, prepared, prompt, validator, DatasetMetrics(hook, hook_owner), summary)
+
+
+def _validator(
+    item: CollationInput,
+    environment: ServerDir | None,
+    owner: ServerDir | None,
+    schemas: _SchemaCache,
+) -> TaskDataValidator | None:
+    """Taskset datasets: the routed environment's schema; flat ones: the single-agent schema."""
+    if environment is None:
+        env_schema: TaskSchema | None = SINGLE_AGENT_SCHEMA
+        env_name = "single-agent"
+    else:
+        env_schema = schemas.get(environment)
+        env_name = environment.implementation
+    owner_schema = schemas.get(owner)
+    if env_schema is None and owner_schema is None:
+        return None
+    return TaskDataValidator(
+        server_name=owner.implementation if owner_schema and owner else env_name,
+        dataset_fpath=str(item.source_path),
+        environment=env_schema,
+        owner=owner_schema,
+    )
+
+
+def _collate_type(
+    dataset_type: str,
+    plans: Sequence[_Plan],
+    output_dir: Path,
+    validation_mode: str,
+    report: CollationReport,
+    say: Callable[[str], None],
+) -> _Stage:
+    stage = _Stage()
+    try:
+        collated = stage.open(output_dir / f"{dataset_type}.jsonl")
+        state = _TypeState(track_duplicates=validation_mode != "off")
+        for plan in plans:
+            say(f"{dataset_type}: collating {plan.summary.label} from {plan.input.source_path}")
+            prepared = stage.open(plan.prepared_path)
+            state.labels.append(plan.summary.label)
+            _collate_dataset(plan, state, len(state.labels) - 1, (prepared, collated), report, say)
+            _finish_dataset(plan, validation_mode, report)
+        _check_duplicates(state, validation_mode, report)
+    except BaseException:
+        stage.discard()
+        raise
+    report.rows += collated.rows
+    return stage
+
+
+def _collate_dataset(
+    plan: _Plan,
+    state: _TypeState,
+    declaration: int,
+    outputs: tuple[_StagedFile, _StagedFile],
+    report: CollationReport,
+    say: Callable[[str], None],
+) -> None:
+    """The per-row loop; kept flat because it runs once per source row."""
+    item, summary, metrics, validator, prompt = (
+        plan.input,
+        plan.summary,
+        plan.metrics,
+        plan.validator,
+        plan.prompt,
+    )
+    source = item.source_path
+    instance = item.declared.instance.name
+    taskset = item.declared.dataset.taskset
+    repeats = item.declared.dataset.num_repeats
+    for line, row in iter_source_rows(source):
+        if not metrics.add_row(row, repeats):
+            summary.malformed_tasks += 1
+        if prompt is not None:
+            row = prompt.apply(row, source=source, line=line)
+        if row.pop("agent_ref", _MISSING) is not _MISSING:
+            summary.agent_ref_stripped += 1
+        row["task_source"] = instance
+        state.source_task_index += 1
+        if validator is not None:
+            validator.validate(row, line)
+        if taskset is not None:
+            row = _task_of(row, taskset, state, declaration, line, summary)
+        try:
+            data = encode_row(row)
+        except UnicodeEncodeError:
+            raise UserError(
+                "a string holds a lone surrogate escape (\\ud800-\\udfff), which cannot be "
+                "written as UTF-8; fix the escape in the data",
+                path=source,
+                line=line,
+            ) from None
+        chunk = data * repeats
+        for output in outputs:
+            output.write(chunk, repeats)
+        summary.source_rows += 1
+        summary.rows_written += repeats
+        if len(report.preview) < PREVIEW_ROWS:
+            report.preview.extend([row] * min(repeats, PREVIEW_ROWS - len(report.preview)))
+        if summary.source_rows % PROGRESS_EVERY == 0:
+            say(f"  {summary.label}: {summary.source_rows} rows")
+    if summary.source_rows == 0:
+        report.warn(f"{source}: has no rows; dataset {summary.label} contributes nothing")
+
+
+def _task_of(
+    row: dict[str, Any],
+    taskset: str,
+    state: _TypeState,
+    declaration: int,
+    line: int,
+    summary: DatasetSummary,
+) -> dict[str, Any]:
+    """Materialize ``row`` and put its collector identity keys back at the top level."""
+    source = summary.source
+    try:
+        task = materialize_task(row, taskset, state.source_task_index)
+    except MaterializeError as exc:
+        raise UserError(str(exc), path=source, line=line) from None
+    if source_task_id(row) is None and "_ng_task_index" not in row:
+        summary.positional_ids += 1
+    elif state.track_duplicates:
+        state.record(taskset, task["task_id"]["task_id"], declaration, line)
+    for key in IDENTITY_KEYS:
+        if key in row:
+            task[key] = row[key]
+    return task
+
+
+def _finish_dataset(plan: _Plan, validation_mode: str, report: CollationReport) -> None:
+    summary = plan.summary
+    source = plan.input.source_path
+    if summary.taskset is not None:
+        report.tasks += summary.source_rows
+    validator = plan.validator
+    if validator is not None:
+        summary.validation = validator.report.to_dict()
+        if not validator.report.clean:
+            text = validator.report.summary()
+            report.validation_summary += text + "\n"
+            if validation_mode == "error":
+                raise UserError(text)
+            report.warn("[task_data validation]\n" + text)
+    if summary.positional_ids:
+        report.warn(
+            f"{source}: {summary.positional_ids} rows of taskset '{summary.taskset}' have no "
+            "task_id, problem_id, instance_id, so their task IDs are positions in this "
+            "collation and change when datasets are added or reordered. Write a stable "
+            "task_id in the dataset's preparation script."
+        )
+    if summary.agent_ref_stripped:
+        report.warn(
+            f"{source}: stripped legacy agent_ref from {summary.agent_ref_stripped} rows "
+            "(deprecated: routing comes from the config declaration, not from the rows).",
+            DeprecationWarning,
+        )
+    if summary.malformed_tasks:
+        report.warn(
+            f"{source}: {summary.malformed_tasks} rows look like tasks but have an invalid "
+            "task_id or a non-object task_input; they are left out of the metrics."
+        )
+
+
+def _check_duplicates(state: _TypeState, validation_mode: str, report: CollationReport) -> None:
+    report.duplicate_task_id_count += state.duplicate_count
+    report.duplicate_task_ids.extend(state.duplicates)
+    if not state.duplicate_count or validation_mode == "off":
+        return
+    listed = "; ".join(state.duplicates[:LISTED_DUPLICATES])
+    more = " ..." if state.duplicate_count > LISTED_DUPLICATES else ""
+    text = (
+        f"{state.duplicate_count} task IDs name more than one task in their taskset: {listed}{more}"
+    )
+    report.validation_summary += text + "\n"
+    if validation_mode == "error":
+        raise UserError(text)
+    report.warn("[task_data validation]\n" + text)
+
+
+def declaration_document(dataset_type: str, declared: DeclaredDataset) -> dict[str, Any]:
+    """The declaration as stored beside its metrics, without the routing keys.
+
+    Routing keys are left out so that a flat and a taskset declaration of the same file share
+    one sidecar; benchmark-only keys are left out of other datasets.
+    """
+    exclude = {"agent", "taskset"}
+    if dataset_type != "benchmark":
+        exclude |= {"prepare_script", "prepare_dependencies", "prompt_config"}
+    return declared.dataset.model_dump(mode="json", exclude=exclude)
+
+
+def _settle_metrics(
+    plans: Sequence[_Plan],
+    stages: dict[str, _Stage],
+    output_dir: Path,
+    report: CollationReport,
+    overwrite: bool,
+) -> list[str]:
+    """Write or check every sidecar; drop the stages a conflict blocks. Returns conflicts."""
+    conflicts: list[str] = []
+    for plan in plans:
+        document = {
+            **declaration_document(plan.summary.type, plan.input.declared),
+            **plan.metrics.to_dict(),
+        }
+        _settle_document(plan.input.sidecar_path, document, overwrite, conflicts, report)
+    dataset_conflict = bool(conflicts)
+    for dataset_type, stage in list(stages.items()):
+        type_plans = [p for p in plans if p.summary.type == dataset_type]
+        merged = DatasetMetrics()
+        for plan in type_plans:
+            merged.merge(plan.metrics)
+        document = {
+            **declaration_document(dataset_type, type_plans[0].input.declared),
+            **merged.to_dict(),
+        }
+        report.metrics[dataset_type] = merged.to_dict()
+        path = output_dir / f"{dataset_type}_metrics.json"
+        before = len(conflicts)
+        _settle_document(path, document, overwrite, conflicts, report)
+        if dataset_conflict or len(conflicts) > before:
+            stage.discard()
+            del stages[dataset_type]
+    return conflicts
+
+
+def _settle_document(
+    path: Path,
+    document: dict[str, Any],
+    overwrite: bool,
+    conflicts: list[str],
+    report: CollationReport,
+) -> None:
+    """Keep a matching stored document as is; write a new one; report a conflicting one."""
+    text = dump_metrics(document)
+    if path.is_file():
+        try:
+            stored = json.loads(path.read_text(encoding="utf-8"))
+        except ValueError:
+            stored = {"(unreadable)": True}
+        differences = metrics_differences(stored, document)
+        if not differences:
+            report.outputs.append(_json_output(path, path.read_bytes()))
+            return
+        conflict_path = path.with_name(f"{path.stem}_conflict.json")
+        _write(conflict_path, text)
+        report.warn(f"{path}: metrics differ from the stored ones: " + "; ".join(differences[:10]))
+        if not overwrite:
+            conflicts.append(
+                f"{path} (new metrics in {conflict_path}; if the change is intended, replace "
+                f"{path.name} with it and delete {conflict_path.name})"
+            )
+            return
+    _write(path, text)
+    report.outputs.append(_json_output(path, text.encode("utf-8")))
+
+
+def _write(path: Path, text: str) -> None:
+    try:
+        atomic_write_text(path, text)
+    except OSError as exc:
+        raise UserError(
+            f"cannot write metrics ({exc.strerror}); give the dataset a writable sidecar_dir",
+            path=path,
+        ) from None
+
+
+def _json_output(path: Path, data: bytes) -> OutputFile:
+    return OutputFile(str(path), hashlib.sha256(data).hexdigest(), None)

@@ -1,0 +1,249 @@
+"""Validate dataset rows against their servers' task-data schemas, before materialization.
+
+Validation runs on the flat row because materialization would hide a misplaced field: a field
+the verifier reads only from inside ``verifier_metadata`` but that the row carries top-level is
+invisible to the server, and only the flat row still shows where it was.
+
+Two schemas may apply to a dataset (the environment server's and the owning server's). Each
+one validates the fields it declares plus the fields neither declares, so an owner schema that
+forbids extras never sees the environment's ``responses_create_params``. Unknown-field reports
+come only from the owner schema's undeclared extras.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import ValidationError
+
+from gym_assets.errors import UserError
+from gym_assets.tasks.materialize import COLLECTOR_PREFIX, ID_FIELDS, ROUTING_KEYS, is_materialized
+from gym_assets.tasks.schemas import TaskSchema
+
+VALIDATION_MODES = ("off", "warn", "error", "auto")
+MAX_REPORTED_ERRORS = 5
+MAX_ERROR_CHARS = 400
+# Containers whose contents are task fields; spliced to the top level in this order.
+TASK_FIELD_CONTAINERS = ("verifier_metadata", "task_data")
+
+
+def resolve_validation_mode(requested: str, collation_mode: str) -> str:
+    """``auto`` is ``error`` when validating examples, ``warn`` when preparing training data."""
+    if requested not in VALIDATION_MODES:
+        raise UserError(
+            f"unknown task_data validation mode {requested!r}; use one of "
+            + ", ".join(VALIDATION_MODES)
+        )
+    if requested != "auto":
+        return requested
+    return "error" if collation_mode == "example_validation" else "warn"
+
+
+class RowShapeError(ValueError):
+    """A materialized row whose ``task_input`` (or its ``task_data``) is not an object."""
+
+
+def _type_name(value: Any) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+@dataclass
+class NormalizedRow:
+    """The task fields of one row, with where they came from."""
+
+    fields: dict[str, Any]
+    conflicts: list[str]
+    materialized: bool
+    nested: bool  # fields came from a ``task_data`` container
+
+
+def normalize_row(row: Mapping[str, Any]) -> NormalizedRow:
+    """Drop framework keys and splice ``verifier_metadata`` then ``task_data`` to the top level.
+
+    A key found both top-level and inside a container with a different value is a conflict; the
+    top-level value wins. A non-object container is left in place for the schema to reject.
+    Framework keys are the routing keys and every collector (``_ng_``) key: none is task data.
+    """
+    materialized = is_materialized(row)
+    source: Mapping[str, Any] = row
+    if materialized:
+        source = row["task_input"]
+        if not isinstance(source, Mapping):
+            raise RowShapeError(f"task_input must be an object, got {_type_name(source)}")
+        if "task_data" in source and not isinstance(source["task_data"], Mapping):
+            raise RowShapeError(
+                f"task_input.task_data must be an object, got {_type_name(source['task_data'])}"
+            )
+    fields = {
+        key: value
+        for key, value in source.items()
+        if key not in ROUTING_KEYS and not key.startswith(COLLECTOR_PREFIX)
+    }
+    conflicts: list[str] = []
+    nested = False
+    for container in TASK_FIELD_CONTAINERS:
+        inner = fields.get(container)
+        if not isinstance(inner, Mapping):
+            continue
+        del fields[container]
+        nested = nested or container == "task_data"
+        for key, value in inner.items():
+            if key not in fields:
+                fields[key] = value
+            elif fields[key] != value:
+                conflicts.append(key)
+    return NormalizedRow(fields, conflicts, materialized, nested)
+
+
+def _keys_line(title: str, counts: Counter[str]) -> str:
+    listed = ", ".join(f"{key} ({counts[key]} rows)" for key in sorted(counts))
+    return f"  {title}: {listed}"
+
+
+@dataclass
+class ValidationReport:
+    """What one dataset's validation found; ``clean`` means nothing to fix."""
+
+    server_name: str
+    dataset_fpath: str
+    rows: int = 0
+    error_rows: int = 0
+    errors: list[str] = field(default_factory=list)
+    unknown_keys: Counter[str] = field(default_factory=Counter)
+    conflicting_keys: Counter[str] = field(default_factory=Counter)
+    misplaced_keys: Counter[str] = field(default_factory=Counter)
+
+    @property
+    def clean(self) -> bool:
+        return not (
+            self.error_rows or self.unknown_keys or self.conflicting_keys or self.misplaced_keys
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "server_name": self.server_name,
+            "dataset_fpath": self.dataset_fpath,
+            "rows": self.rows,
+            "error_rows": self.error_rows,
+            "errors": list(self.errors),
+            "unknown_keys": dict(sorted(self.unknown_keys.items())),
+            "conflicting_keys": dict(sorted(self.conflicting_keys.items())),
+            "misplaced_keys": dict(sorted(self.misplaced_keys.items())),
+        }
+
+    def summary(self) -> str:
+        lines = [
+            f"{self.dataset_fpath}: {self.error_rows}/{self.rows} rows failed task_data "
+            f"validation against the `{self.server_name}` schema."
+        ]
+        lines += [f"  row {error}" for error in self.errors]
+        if self.error_rows > len(self.errors):
+            lines.append(f"  ... and {self.error_rows - len(self.errors)} more rows")
+        if self.conflicting_keys:
+            lines.append(
+                _keys_line(
+                    "keys with DIFFERENT values top-level and inside verifier_metadata or "
+                    "task_data (the top-level value was used)",
+                    self.conflicting_keys,
+                )
+            )
+        if self.misplaced_keys:
+            lines.append(
+                _keys_line(
+                    "keys this server's wire reads from verifier_metadata but found top-level "
+                    "(the server will not see them)",
+                    self.misplaced_keys,
+                )
+            )
+        if self.unknown_keys:
+            lines.append(
+                _keys_line(
+                    "keys not declared by the schema (typo, or missing schema field?)",
+                    self.unknown_keys,
+                )
+            )
+        return "\n".join(lines)
+
+
+def _describe(schema: TaskSchema, exc: ValidationError) -> str:
+    """One line per schema: ``<Schema>: <field path>: <message>; ...`` without input values."""
+    parts = []
+    for error in exc.errors(include_url=False, include_input=False):
+        where = ".".join(str(part) for part in error["loc"]) or "(row)"
+        parts.append(f"{schema.name}: {where}: {error['msg']}")
+    text = "; ".join(parts).replace("\n", " ")
+    return text if len(text) <= MAX_ERROR_CHARS else text[: MAX_ERROR_CHARS - 3] + "..."
+
+
+class TaskDataValidator:
+    """Validates the rows of one dataset file and accumulates its ``ValidationReport``.
+
+    The environment schema is not applied to already-materialized rows: their environment
+    validates them at dispatch, with its own task-input type.
+    """
+
+    def __init__(
+        self,
+        *,
+        server_name: str,
+        dataset_fpath: str,
+        environment: TaskSchema | None,
+        owner: TaskSchema | None,
+    ):
+        self.environment = environment
+        self.owner = owner
+        self.report = ValidationReport(server_name=server_name, dataset_fpath=dataset_fpath)
+        self._legacy_fields = sorted(
+            (environment.legacy_fields if environment else frozenset())
+            | (owner.legacy_fields if owner else frozenset())
+        )
+
+    def validate(self, row: Mapping[str, Any], line: int) -> None:
+        """Check one source row; ``line`` is the 1-based JSONL line the errors cite."""
+        report = self.report
+        report.rows += 1
+        try:
+            normalized = normalize_row(row)
+        except RowShapeError as exc:
+            self._record_error(line, [str(exc)])
+            return
+        report.conflicting_keys.update(normalized.conflicts)
+        if not normalized.materialized and "task_data" not in row:
+            self._count_misplaced(row)
+        environment = None if normalized.materialized else self.environment
+        errors = []
+        extras: list[str] = []
+        for schema, other in ((environment, self.owner), (self.owner, environment)):
+            if schema is None:
+                continue
+            other_fields = other.fields if other is not None else frozenset()
+            view = {
+                key: value
+                for key, value in normalized.fields.items()
+                if key in schema.fields or (key not in other_fields and key not in ID_FIELDS)
+            }
+            try:
+                validated = schema.adapter.validate_python(view)
+            except ValidationError as exc:
+                errors.append(_describe(schema, exc))
+                continue
+            if schema is self.owner:
+                extras = list(getattr(validated, "model_extra", None) or ())
+        report.unknown_keys.update(extras)
+        if errors:
+            self._record_error(line, errors)
+
+    def _count_misplaced(self, row: Mapping[str, Any]) -> None:
+        container = row.get("verifier_metadata")
+        inner = container if isinstance(container, Mapping) else {}
+        for name in self._legacy_fields:
+            if name in row and name not in inner:
+                self.report.misplaced_keys[name] += 1
+
+    def _record_error(self, line: int, errors: list[str]) -> None:
+        self.report.error_rows += 1
+        if len(self.report.errors) < MAX_REPORTED_ERRORS:
+            self.report.errors.append(f"{line}: " + "; ".join(errors))
