@@ -1,0 +1,185 @@
+"""Build an eval plan from one benchmark's prepared (flat) rows, in one streaming pass.
+
+Each row becomes a task exactly as collation makes it (``materialize_task``), so a plan's
+digests are the digests of what a run dispatches. Only ids and digests are kept, never rows.
+
+Refusals follow the reference order even though rows are read once: rows without an id are
+reported first (over all rows), then the first row that cannot become a task, then duplicate
+ids, then requested ids that do not exist. After the first problem the pass only keeps
+counting ids, so the messages are complete without hashing rows that cannot be planned.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gym_assets.errors import UserError
+from gym_assets.plans.canonical import digest, iter_json_objects
+from gym_assets.plans.model import GymStamp, Plan, PlannedTask
+from gym_assets.tasks.materialize import ID_FIELDS, materialize_task, source_task_id
+
+MAX_MISSING_ROWS_SHOWN = 5
+MAX_DUPLICATES_SHOWN = 10
+
+
+@dataclass(frozen=True)
+class PlanSpec:
+    """Everything about a plan except its rows."""
+
+    benchmark: str
+    taskset: str
+    gym: GymStamp
+    config_paths: tuple[str, ...] = ()
+    selected_task_ids: Iterable[str] | None = None
+
+
+def require_one_benchmark(names: Sequence[str]) -> str:
+    """The single benchmark a plan is for; a plan never spans benchmarks."""
+    if len(names) != 1:
+        raise UserError(
+            f"A plan covers exactly one benchmark, but the config declares {len(names)}"
+            f"{': ' + ', '.join(names) if names else ''}; plan each benchmark separately"
+        )
+    return names[0]
+
+
+def refuse_prompt_template(benchmark: str, prompt_config: object | None) -> None:
+    """Refuse template benchmarks: a run renders the template into each task's input after
+    the rows are prepared, so digests of the prepared rows would never match the run."""
+    if prompt_config is not None:
+        raise UserError(
+            f"Benchmark {benchmark!r} uses prompt_config {str(prompt_config)!r}, but plans do "
+            "not support prompt templates yet: the template changes each task's input when the "
+            "run is collated. Plan a benchmark whose rows carry their full prompt in "
+            "responses_create_params."
+        )
+
+
+class PlanBuilder:
+    """Accumulates rows one at a time; ``finish`` applies the refusals and sorts."""
+
+    def __init__(self, benchmark: str, taskset: str, source: Path | None = None):
+        if not isinstance(taskset, str) or not taskset:
+            raise UserError(f"Benchmark {benchmark!r}: taskset must be a non-empty string")
+        self.benchmark = benchmark
+        self.taskset = taskset
+        self.source = source
+        self._rows = 0
+        self._digests: dict[str, str] = {}
+        self._duplicates: set[str] = set()
+        self._missing = 0
+        self._missing_shown: list[tuple[int, int | None]] = []
+        self._refusal: UserError | None = None
+
+    def add(self, row: Mapping[str, Any], line: int | None = None) -> None:
+        index = self._rows
+        self._rows += 1
+        if source_task_id(row) is None:
+            self._missing += 1
+            if len(self._missing_shown) < MAX_MISSING_ROWS_SHOWN:
+                self._missing_shown.append((index, line))
+            return
+        if self._missing or self._refusal is not None:
+            return
+        try:
+            task = materialize_task(row, self.taskset)
+            task_digest = digest(task["task_input"])
+        except ValueError as exc:  # MaterializeError, or a string that cannot be hashed
+            self._refusal = UserError(
+                f"Benchmark {self.benchmark!r}: {exc} (row {index})",
+                path=self.source,
+                line=line,
+            )
+            return
+        task_id = task["task_id"]["task_id"]
+        if task_id in self._digests:
+            self._duplicates.add(task_id)
+        else:
+            self._digests[task_id] = task_digest
+
+    def finish(
+        self, selection: Iterable[str] | None = None
+    ) -> tuple[tuple[PlannedTask, ...], tuple[str, ...] | None]:
+        """The sorted tasks (only the selected ones) and the normalised selection."""
+        if self._missing:
+            raise self._missing_ids_refusal()
+        if self._refusal is not None:
+            raise self._refusal
+        if self._duplicates:
+            shown = sorted(self._duplicates)[:MAX_DUPLICATES_SHOWN]
+            more = len(self._duplicates) - len(shown)
+            raise UserError(
+                f"Benchmark {self.benchmark!r}: task ids are not unique: {shown!r}"
+                f"{f' (and {more} more)' if more else ''}. Each row needs its own id; remove "
+                "or rename the repeated rows in the benchmark's data",
+                path=self.source,
+            )
+        selected = None if selection is None else tuple(sorted(set(selection)))
+        if selected is None:
+            ids: Iterable[str] = sorted(self._digests)
+        else:
+            unknown = [task_id for task_id in selected if task_id not in self._digests]
+            if unknown:
+                raise UserError(
+                    f"Benchmark {self.benchmark!r} has no tasks with ids {unknown!r}; check the "
+                    "requested ids against the benchmark's rows",
+                    path=self.source,
+                )
+            ids = selected
+        tasks = tuple(PlannedTask(self.taskset, task_id, self._digests[task_id]) for task_id in ids)
+        return tasks, selected
+
+    def _missing_ids_refusal(self) -> UserError:
+        rows = [index for index, _ in self._missing_shown]
+        more = self._missing - len(rows)
+        lines = [line for _, line in self._missing_shown if line is not None]
+        return UserError(
+            f"Benchmark {self.benchmark!r}: {self._missing} of {self._rows} tasks have no task "
+            f"id (none of the top-level fields {', '.join(ID_FIELDS)} is set): rows {rows}"
+            f"{f' and {more} more' if more else ''}"
+            f"{f' (file lines {lines})' if lines else ''}. Add a task_id field to every row in "
+            "the benchmark's prepare script or data file; plans never fall back to row "
+            "positions, which name a different task once rows are reordered",
+            path=self.source,
+        )
+
+
+def _plan(builder: PlanBuilder, spec: PlanSpec) -> Plan:
+    tasks, selected = builder.finish(spec.selected_task_ids)
+    return Plan(
+        gym=spec.gym,
+        benchmark=spec.benchmark,
+        config_paths=tuple(spec.config_paths),
+        selected_task_ids=selected,
+        tasks=tasks,
+    )
+
+
+def build_plan(rows: Iterable[Mapping[str, Any]], spec: PlanSpec) -> Plan:
+    """Plan already-parsed flat rows (any order gives the same plan)."""
+    builder = PlanBuilder(spec.benchmark, spec.taskset)
+    for row in rows:
+        builder.add(row)
+    return _plan(builder, spec)
+
+
+def _read(path: str | Path, benchmark: str, taskset: str) -> PlanBuilder:
+    path = Path(path)
+    builder = PlanBuilder(benchmark, taskset, source=path)
+    for line, row in iter_json_objects(path):
+        builder.add(row, line)
+    return builder
+
+
+def build_plan_from_file(path: str | Path, spec: PlanSpec) -> Plan:
+    """Plan a JSONL file of flat rows, streaming; errors name the file and line."""
+    return _plan(_read(path, spec.benchmark, spec.taskset), spec)
+
+
+def file_tasks(path: str | Path, benchmark: str, taskset: str) -> tuple[PlannedTask, ...]:
+    """Every task of a rows file as a plan would list it (all refusals except selection)."""
+    tasks, _ = _read(path, benchmark, taskset).finish()
+    return tasks

@@ -1,0 +1,234 @@
+"""The eval-plan v1 format: strict pydantic models, the JSON Schema, and the in-memory plan.
+
+Two representations on purpose. The pydantic models are the contract: they generate the JSON
+Schema printed by ``gym-assets plan --schema`` and validate documents strictly (unknown keys
+refused). But a pydantic object per task costs over 1 KB, so a million-task plan would need
+more than a gigabyte; plans are therefore built, rendered and compared as a lean ``Plan``
+(one small tuple per task), and converted to a document only to validate it.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, NamedTuple
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from gym_assets.errors import UserError
+
+SCHEMA_LABEL = "nemo-gym.eval-plan.v1"
+DIGEST_PATTERN = r"^sha256:[0-9a-f]{64}$"
+
+_STRICT = ConfigDict(extra="forbid", frozen=True)
+
+
+class TaskId(BaseModel):
+    """Identifies one task within a run-qualified taskset."""
+
+    model_config = _STRICT
+
+    taskset: str = Field(
+        min_length=1,
+        description="Taskset the task belongs to; by convention `<environment>:<taskset>` "
+        "when several environments are blended in one run.",
+    )
+    task_id: str = Field(min_length=1, description="The task's own id within its taskset.")
+
+
+class PlanTask(BaseModel):
+    """One planned task: who it is and what its input must hash to."""
+
+    model_config = _STRICT
+
+    task_id: TaskId
+    digest: str = Field(
+        pattern=DIGEST_PATTERN,
+        description='"sha256:" followed by the SHA-256 (lowercase hex) of the task input '
+        "written as canonical JSON (sorted keys, no whitespace, non-ASCII kept literal).",
+    )
+
+
+class PlanGym(BaseModel):
+    """The software that wrote the plan."""
+
+    model_config = _STRICT
+
+    version: str = Field(description="Version of the installed gym-assets package.")
+    commit: str | None = Field(
+        description="Git commit of the project checkout that wrote the plan, with `-dirty` "
+        "appended when tracked files had uncommitted changes; null outside a git checkout."
+    )
+
+
+class PlanBenchmark(BaseModel):
+    """The benchmark the plan covers."""
+
+    model_config = _STRICT
+
+    name: str = Field(description="The benchmark's dataset name.")
+    config_paths: list[str] = Field(
+        description="Config files that declare the benchmark, relative to the project root "
+        "when inside it."
+    )
+
+
+class EvalPlan(BaseModel):
+    # The description is the schema's, written once here rather than as a multi-line docstring.
+    model_config = ConfigDict(
+        extra="forbid",
+        frozen=True,
+        json_schema_extra={
+            "description": "The tasks of one benchmark, each listed once and sorted by task "
+            "id, with the digest its input must have when a run dispatches it."
+        },
+    )
+
+    schema_: Literal["nemo-gym.eval-plan.v1"] = Field(
+        default=SCHEMA_LABEL, alias="schema", title="Schema"
+    )
+    gym: PlanGym
+    benchmark: PlanBenchmark
+    selected_task_ids: list[str] | None = Field(
+        default=None,
+        description="The requested subset of task ids, sorted and de-duplicated; null means "
+        "the plan covers every task of the benchmark.",
+    )
+    tasks: list[PlanTask]
+
+
+def plan_json_schema() -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) every v1 plan file satisfies."""
+    return EvalPlan.model_json_schema(by_alias=True)
+
+
+class PlannedTask(NamedTuple):
+    """One task of a lean plan (field order is irrelevant to the file's key order)."""
+
+    taskset: str
+    task_id: str
+    digest: str
+
+
+class TaskKey(NamedTuple):
+    taskset: str
+    task_id: str
+
+
+@dataclass(frozen=True)
+class GymStamp:
+    version: str
+    commit: str | None
+
+
+@dataclass(frozen=True)
+class Plan:
+    """An eval plan in memory; ``tasks`` are sorted by task id (then taskset)."""
+
+    gym: GymStamp
+    benchmark: str
+    config_paths: tuple[str, ...]
+    selected_task_ids: tuple[str, ...] | None
+    tasks: tuple[PlannedTask, ...]
+
+    @functools.cached_property
+    def digests(self) -> dict[TaskKey, str]:
+        """Digest by task, for consumers that look tasks up (built on first use)."""
+        return {TaskKey(t.taskset, t.task_id): t.digest for t in self.tasks}
+
+    def header(self) -> dict[str, Any]:
+        """The document without its tasks."""
+        return {
+            "schema": SCHEMA_LABEL,
+            "gym": {"version": self.gym.version, "commit": self.gym.commit},
+            "benchmark": {"name": self.benchmark, "config_paths": list(self.config_paths)},
+            "selected_task_ids": (
+                None if self.selected_task_ids is None else list(self.selected_task_ids)
+            ),
+        }
+
+    def to_document(self) -> dict[str, Any]:
+        """The whole document as plain JSON values (small plans, validation, tests)."""
+        tasks = [
+            {"task_id": {"taskset": t.taskset, "task_id": t.task_id}, "digest": t.digest}
+            for t in self.tasks
+        ]
+        return {**self.header(), "tasks": tasks}
+
+
+def _sorted_tasks(tasks: list[PlannedTask]) -> tuple[PlannedTask, ...]:
+    return tuple(sorted(tasks, key=lambda t: (t.task_id, t.taskset)))
+
+
+def _lean(model: EvalPlan, tasks: list[PlannedTask]) -> Plan:
+    selected = model.selected_task_ids
+    return Plan(
+        gym=GymStamp(model.gym.version, model.gym.commit),
+        benchmark=model.benchmark.name,
+        config_paths=tuple(model.benchmark.config_paths),
+        selected_task_ids=None if selected is None else tuple(selected),
+        tasks=_sorted_tasks(tasks),
+    )
+
+
+def _lean_task(task: PlanTask) -> PlannedTask:
+    return PlannedTask(task.task_id.taskset, task.task_id.task_id, task.digest)
+
+
+def validate_plan(document: Mapping[str, Any]) -> Plan:
+    """Validate a v1 document strictly (unknown keys refused); pydantic ValidationError."""
+    model = EvalPlan.model_validate(document)
+    return _lean(model, [_lean_task(task) for task in model.tasks])
+
+
+def describe_validation_error(exc: ValidationError, prefix: str = "") -> str:
+    """The first problem of a validation error as `where: what` (never the input value)."""
+    error = exc.errors()[0]
+    where = ".".join(str(part) for part in error["loc"])
+    where = f"{prefix}.{where}" if prefix and where else prefix or where
+    return f"{where}: {error['msg']}" if where else error["msg"]
+
+
+def load_plan(path: str | Path) -> Plan:
+    """Read a plan for use: require the v1 label exactly, ignore keys v1 does not know.
+
+    Within v1 the format only grows new optional keys, so a consumer accepts a newer v1 file
+    (additive policy); a different label is a different format and is refused. Tasks are
+    validated one at a time so only the lean plan stays in memory.
+    """
+    path = Path(path)
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UserError("plan file not found", path=path) from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise UserError(f"not a JSON plan file ({exc})", path=path) from None
+    if not isinstance(document, dict):
+        raise UserError("not an eval plan: expected a JSON object", path=path)
+    label = document.get("schema")
+    if label != SCHEMA_LABEL:
+        raise UserError(
+            f"not a {SCHEMA_LABEL} plan (its schema label is {label!r}); write it again with "
+            "`gym-assets plan`",
+            path=path,
+        )
+    raw_tasks = document.get("tasks")
+    if not isinstance(raw_tasks, list):
+        raise UserError("not a valid eval plan: 'tasks' must be a list", path=path)
+    try:
+        model = EvalPlan.model_validate({**document, "tasks": []}, extra="ignore")
+    except ValidationError as exc:
+        raise UserError(
+            f"not a valid eval plan: {describe_validation_error(exc)}", path=path
+        ) from None
+    tasks = []
+    for index, raw in enumerate(raw_tasks):
+        try:
+            tasks.append(_lean_task(PlanTask.model_validate(raw, extra="ignore")))
+        except ValidationError as exc:
+            detail = describe_validation_error(exc, f"tasks.{index}")
+            raise UserError(f"not a valid eval plan: {detail}", path=path) from None
+    return _lean(model, tasks)

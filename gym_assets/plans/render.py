@@ -1,0 +1,74 @@
+"""The one serializer for plan files (and the schema): sorted keys, indent 2, literal
+non-ASCII, one trailing newline -- exactly ``json.dumps(doc, sort_keys=True, indent=2,
+ensure_ascii=False) + "\\n"``, so equal plans are equal bytes.
+
+The tasks array is streamed task by task from a fixed template instead of building one dict per
+task: a million-task plan then costs no more memory than the plan itself. The template spells
+out what the stdlib writes for a task object (keys ``digest`` < ``task_id``, ``task_id`` <
+``taskset``); the tests hold it to ``json.dumps`` of the whole document.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from gym_assets.io import atomic_writer
+from gym_assets.plans.model import Plan
+
+_PRETTY = json.JSONEncoder(sort_keys=True, indent=2, ensure_ascii=False)
+_EMPTY_TASKS_TAIL = '"tasks": []\n}\n'
+_TASK = (
+    "    {{\n"
+    '      "digest": "{digest}",\n'
+    '      "task_id": {{\n'
+    '        "task_id": {task_id},\n'
+    '        "taskset": {taskset}\n'
+    "      }}\n"
+    "    }}"
+)
+_CHUNK = 4096  # tasks per yielded string: few writes, small buffers
+
+
+def render_json(value: Any) -> str:
+    """Any JSON value in the plan-file style."""
+    return _PRETTY.encode(value) + "\n"
+
+
+def iter_plan_text(plan: Plan) -> Iterator[str]:
+    """The plan file's text in pieces (join them, or write them as they come)."""
+    head = render_json({**plan.header(), "tasks": []})
+    if not plan.tasks:
+        yield head
+        return
+    yield head[: -len(_EMPTY_TASKS_TAIL)] + '"tasks": [\n'
+    quoted_tasksets: dict[str, str] = {}
+    pieces = []
+    separator = ""
+    for task in plan.tasks:
+        taskset = quoted_tasksets.get(task.taskset)
+        if taskset is None:
+            taskset = quoted_tasksets[task.taskset] = _PRETTY.encode(task.taskset)
+        pieces.append(
+            # The digest is "sha256:" + hex by construction: nothing in it needs escaping.
+            _TASK.format(digest=task.digest, task_id=_PRETTY.encode(task.task_id), taskset=taskset)
+        )
+        if len(pieces) == _CHUNK:
+            yield separator + ",\n".join(pieces)
+            separator, pieces = ",\n", []
+    if pieces:
+        yield separator + ",\n".join(pieces)
+    yield "\n  ]\n}\n"
+
+
+def plan_text(plan: Plan) -> str:
+    return "".join(iter_plan_text(plan))
+
+
+def write_plan(path: str | Path, plan: Plan) -> None:
+    """Write the plan atomically (parents created): the old file or the new, never half."""
+    with atomic_writer(path) as handle:
+        for piece in iter_plan_text(plan):
+            handle.write(piece)
