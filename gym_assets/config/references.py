@@ -49,25 +49,41 @@ def server_references(config: Mapping[str, Any]) -> Iterator[tuple[str, str, Map
             yield str(field), kind, value
 
 
+def rename_agent_references(data: Mapping[str, Any], renames: Mapping[str, str]) -> None:
+    """Point every environment-server agent reference to a renamed agent at its new name.
+
+    Only the fields naming a renamed agent change; other participants of a multi-agent server
+    and the servers' own names stay as they are, so routes remain valid.
+    """
+    for server in server_instances(data).values():
+        if server.kind != ENVIRONMENTS:
+            continue
+        for _, ref in agent_references(server.config):
+            name = ref.get("name")
+            if isinstance(name, str) and name in renames:
+                ref["name"] = renames[name]  # type: ignore[index]  # our own dict tree
+
+
 def retarget_renamed_agents(data: dict[str, Any], inheritance: Inheritance, locate: Locate) -> None:
     """Point environment servers at the one agent a referenced agent was moved to."""
     instances = server_instances(data)
-    servers = [server for server in instances.values() if server.kind == ENVIRONMENTS]
+    renames: dict[str, str] = {}
     for source in inheritance.moves:
         agents = [
             name
             for name in inheritance.final_destinations(source)
             if name in instances and instances[name].is_agent
         ]
-        if not agents:
-            continue  # nothing to follow; the dangling reference is reported by the check
-        for server in servers:
-            for field, ref in agent_references(server.config):
-                if ref.get("name") != source:
+        if len(agents) == 1:
+            renames[source] = agents[0]
+        elif len(agents) > 1:
+            for server in instances.values():
+                if server.kind != ENVIRONMENTS:
                     continue
-                if len(agents) > 1:
-                    raise _ambiguous_rename(source, agents, server, field, locate)
-                ref["name"] = agents[0]  # type: ignore[index]  # data is our own dict tree
+                for field, ref in agent_references(server.config):
+                    if ref.get("name") == source:
+                        raise _ambiguous_rename(source, agents, server, field, locate)
+    rename_agent_references(data, renames)
 
 
 def _ambiguous_rename(
