@@ -1,0 +1,167 @@
+"""``gym-assets plan``: write a benchmark's eval plan, print its schema, or verify it.
+
+    gym-assets plan --benchmark NAME --out FILE [--task-ids A,B]
+    gym-assets plan --schema
+    gym-assets plan verify --plan FILE (--benchmark NAME | --taskset FILE)
+
+Refusals exit 1 with one message and write nothing; flag mistakes are usage errors (exit 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from gym_assets import settings
+from gym_assets.cli import add_configs_flag, add_data_root_flag
+from gym_assets.errors import UserError
+from gym_assets.plans.build import (
+    PlanSpec,
+    build_plan_from_file,
+    file_tasks,
+    refuse_prompt_template,
+    require_one_benchmark,
+)
+from gym_assets.plans.model import TaskKey, load_plan, plan_json_schema
+from gym_assets.plans.provenance import current_gym, project_root, recorded_config_paths
+from gym_assets.plans.render import render_json, write_plan
+from gym_assets.plans.verify import PlanDiff, taskset_tasks, verify_plan
+from gym_assets.tasks.catalog import Benchmark, load_catalog
+
+
+def task_ids_flag(value: str) -> list[str]:
+    """``A, B,,C`` -> ``["A", "B", "C"]``; a list with no id at all is a usage error."""
+    ids = [item.strip() for item in value.split(",") if item.strip()]
+    if not ids:
+        raise argparse.ArgumentTypeError(
+            "needs at least one id (A,B,...); leave the flag out to plan every task"
+        )
+    return ids
+
+
+def _benchmark(args: argparse.Namespace, name: str) -> Benchmark:
+    catalog = load_catalog(settings.configs_root(args.configs), settings.data_root(args.data_root))
+    benchmark = catalog.get(name)
+    refuse_prompt_template(benchmark.name, benchmark.dataset.prompt_config)
+    return benchmark
+
+
+def _plan(args: argparse.Namespace) -> int:
+    parser: argparse.ArgumentParser = args.plan_parser
+    if args.schema:
+        if args.benchmark or args.out or args.task_ids is not None:
+            parser.error("--schema only prints the schema; drop --benchmark, --out, --task-ids")
+        sys.stdout.write(render_json(plan_json_schema()))
+        return 0
+    if not args.out:
+        parser.error("--out FILE is required (where to write the plan), or pass --schema")
+    if not args.benchmark:
+        parser.error("--benchmark NAME is required")
+    benchmark = _benchmark(args, require_one_benchmark(args.benchmark))
+    rows = benchmark.require_rows()
+    root = project_root()
+    spec = PlanSpec(
+        benchmark=benchmark.name,
+        taskset=benchmark.taskset,
+        gym=current_gym(root),
+        config_paths=recorded_config_paths(benchmark.config_paths, root),
+        selected_task_ids=args.task_ids,
+    )
+    plan = build_plan_from_file(rows, spec)
+    if not plan.tasks and plan.selected_task_ids is None:
+        print(
+            f"warning: benchmark '{benchmark.name}' has no rows in {rows}; the plan lists no tasks",
+            file=sys.stderr,
+        )
+    write_plan(args.out, plan)
+    print(
+        f"planned {len(plan.tasks)} tasks of '{benchmark.name}' (taskset '{benchmark.taskset}')",
+        file=sys.stderr,
+    )
+    print(args.out)
+    return 0
+
+
+def _label(key: TaskKey) -> str:
+    return f"{key.task_id} (taskset {key.taskset})"
+
+
+def _report(diff: PlanDiff) -> None:
+    for section, keys in (
+        ("added", diff.added),
+        ("removed", diff.removed),
+        ("changed", diff.changed),
+        ("inconsistent", diff.inconsistent),
+    ):
+        for key in keys:
+            print(f"{section}: {_label(key)}")
+    if diff.unchecked_rows:
+        print(
+            f"unchecked: {diff.unchecked_rows} flat rows have no task envelope (task_id object "
+            "+ task_input), so they cannot be compared; verify a collated taskset whose dataset "
+            "declares a taskset"
+        )
+
+
+def _verify(args: argparse.Namespace) -> int:
+    plan = load_plan(args.plan)
+    if args.taskset is not None:
+        source = args.taskset
+        diff = verify_plan(plan, taskset_tasks(args.taskset))
+    else:
+        benchmark = _benchmark(args, args.verify_benchmark)
+        if benchmark.name != plan.benchmark:
+            raise UserError(
+                f"the plan is for benchmark '{plan.benchmark}', not '{benchmark.name}'",
+                path=args.plan,
+            )
+        source = f"benchmark '{benchmark.name}'"
+        rows = benchmark.require_rows()
+        diff = verify_plan(plan, file_tasks(rows, benchmark.name, benchmark.taskset))
+    _report(diff)
+    if diff.matches:
+        print(f"plan matches {source}: {len(plan.tasks)} tasks, every digest equal")
+        return 0
+    counts = f"{len(diff.added)} added, {len(diff.removed)} removed, {len(diff.changed)} changed"
+    print(f"plan does not match {source}: {counts}")
+    return 1
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    plan = subparsers.add_parser(
+        "plan",
+        help="write a benchmark's eval plan (task ids + input digests), or verify one",
+        description="Write the nemo-gym.eval-plan.v1 file of one benchmark: each task once, "
+        "sorted by id, with the sha256 of its canonical task input.",
+    )
+    plan.add_argument(
+        "--benchmark", action="append", metavar="NAME", help="the benchmark to plan (one)"
+    )
+    plan.add_argument("--out", metavar="FILE", help="where to write the plan (atomically)")
+    plan.add_argument(
+        "--task-ids",
+        type=task_ids_flag,
+        metavar="ID[,ID...]",
+        help="plan only these tasks (comma separated)",
+    )
+    plan.add_argument("--schema", action="store_true", help="print the plan JSON Schema and exit")
+    add_configs_flag(plan)
+    add_data_root_flag(plan)
+    plan.set_defaults(handler=_plan, plan_parser=plan)
+
+    actions = plan.add_subparsers(dest="plan_action", metavar="verify")
+    verify = actions.add_parser(
+        "verify",
+        help="compare a plan with a benchmark's rows or a collated taskset",
+        description="Print the added, removed and changed task ids; exit 0 when the plan "
+        "matches, 1 when it does not.",
+    )
+    verify.add_argument("--plan", required=True, metavar="FILE", help="the plan file")
+    source = verify.add_mutually_exclusive_group(required=True)
+    source.add_argument(
+        "--benchmark", dest="verify_benchmark", metavar="NAME", help="the benchmark's rows"
+    )
+    source.add_argument("--taskset", metavar="FILE", help="a collated taskset JSONL file")
+    add_configs_flag(verify)
+    add_data_root_flag(verify)
+    verify.set_defaults(handler=_verify)
