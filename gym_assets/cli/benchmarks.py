@@ -1,0 +1,92 @@
+"""``gym-assets list benchmarks``, ``gym-assets prepare`` and ``gym-assets collate``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from gym_assets import settings
+from gym_assets.cli import add_configs_flag, add_data_root_flag
+from gym_assets.tasks.catalog import Benchmark, Catalog, load_catalog
+from gym_assets.tasks.prepare import prepare_benchmark
+
+
+def _catalog(args: argparse.Namespace) -> Catalog:
+    return load_catalog(settings.configs_root(args.configs), settings.data_root(args.data_root))
+
+
+def _listing(benchmark: Benchmark) -> dict[str, Any]:
+    agent = benchmark.agents[0] if len(benchmark.agents) == 1 else None
+    return {
+        "name": benchmark.name,
+        "agent_name": agent,
+        "domain": benchmark.domain,
+        "num_repeats": benchmark.dataset.num_repeats,
+        "description": benchmark.description,
+        "taskset": benchmark.dataset.taskset,
+        "environment_server": benchmark.environment_server,
+        "agents": list(benchmark.agents),
+        "prepared": benchmark.rows_path.is_file(),
+    }
+
+
+def _print_table(rows: list[dict[str, Any]]) -> None:
+    headers = ["name", "taskset", "environment_server", "agents", "repeats", "domain", "prepared"]
+    table = [
+        [
+            row["name"],
+            row["taskset"] or "-",
+            row["environment_server"] or "-",
+            ",".join(row["agents"]) or "-",
+            str(row["num_repeats"]),
+            row["domain"] or "-",
+            "yes" if row["prepared"] else "no",
+        ]
+        for row in rows
+    ]
+    widths = [
+        max(len(h), *(len(r[i]) for r in table)) if table else len(h) for i, h in enumerate(headers)
+    ]
+    print(f"Benchmarks ({len(rows)})")
+    print("  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)))
+    for r in table:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)))
+
+
+def _list(args: argparse.Namespace) -> int:
+    rows = [_listing(b) for b in _catalog(args)]
+    if args.json:
+        print(json.dumps(rows, ensure_ascii=False))
+    else:
+        _print_table(rows)
+    return 0
+
+
+def _prepare(args: argparse.Namespace) -> int:
+    benchmark = _catalog(args).get(args.benchmark)
+    result = prepare_benchmark(benchmark, use_cached=args.use_cached)
+    verb = "prepared" if result.ran_prepare else "checked"
+    print(f"{verb} {result.rows} rows of '{result.benchmark}' at {result.path}", file=sys.stderr)
+    print(result.path)
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    listing = subparsers.add_parser("list", help="list configured things")
+    what = listing.add_subparsers(dest="what", metavar="WHAT", required=True)
+    benchmarks = what.add_parser("benchmarks", help="list the benchmarks of the configs tree")
+    benchmarks.add_argument("--json", action="store_true", help="print one JSON array")
+    add_configs_flag(benchmarks)
+    add_data_root_flag(benchmarks)
+    benchmarks.set_defaults(handler=_list)
+
+    prepare = subparsers.add_parser("prepare", help="prepare (or check) a benchmark's rows")
+    prepare.add_argument("--benchmark", required=True, metavar="NAME")
+    prepare.add_argument(
+        "--use-cached", action="store_true", help="keep already prepared rows instead of redoing"
+    )
+    add_configs_flag(prepare)
+    add_data_root_flag(prepare)
+    prepare.set_defaults(handler=_prepare)

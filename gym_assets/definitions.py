@@ -1,0 +1,17 @@
+"""The one Definitions object of the project (``dagster dev -m gym_assets.definitions``)."""
+
+import dagster as dg
+
+from gym_assets.defs.resources import GymWorkspace
+from gym_assets.defs.tasksets import assets as taskset_assets
+from gym_assets.defs.tasksets import checks as taskset_checks
+from gym_assets.defs.tasksets.jobs import taskset_job
+from gym_assets.defs.tasksets.sensors import config_change_sensor
+
+defs = dg.Definitions(
+    assets=dg.load_assets_from_modules([taskset_assets]),
+    asset_checks=dg.load_asset_checks_from_modules([taskset_checks]),
+    jobs=[taskset_job],
+    sensors=[config_change_sensor],
+    resources={"workspace": GymWorkspace()},
+)

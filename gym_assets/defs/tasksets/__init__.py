@@ -1,0 +1,1 @@
+"""Prepared benchmark data and collated tasksets, one partition per benchmark."""

@@ -1,0 +1,158 @@
+"""Checks over a collated taskset, as plain functions (the Dagster asset checks call them).
+
+Each check re-reads what collation wrote, or re-derives it from the config, rather than
+trusting the collation step's own verdict: a check that only echoed the producer could not
+catch the producer's bugs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gym_assets.config.routing import (
+    environment_server_for_agent,
+    resolve_dataset_agent,
+    taskset_environment_server,
+)
+from gym_assets.errors import ConfigError
+from gym_assets.io import iter_jsonl
+from gym_assets.tasks.catalog import Benchmark, Catalog
+from gym_assets.tasks.materialize import ID_FIELDS, is_materialized, source_task_id
+
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+MAX_LISTED = 10
+
+
+@dataclass(frozen=True)
+class CheckOutcome:
+    """A check's verdict, a one-line description, and details for the UI."""
+
+    passed: bool
+    description: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+    warn_only: bool = False
+
+
+def task_data_valid(report: Mapping[str, Any]) -> CheckOutcome:
+    """Every validated row matched its schemas, with no unknown, misplaced or conflicting key."""
+    if report.get("validation_mode") == "off":
+        return CheckOutcome(
+            False,
+            "task data was not validated (validation: off); re-collate with warn or error",
+            warn_only=True,
+        )
+    problems = []
+    for item in report.get("validation_reports", []):
+        issues = {
+            kind: item.get(kind) or {}
+            for kind in ("unknown_keys", "conflicting_keys", "misplaced_keys")
+        }
+        if item.get("error_rows") or any(issues.values()):
+            problems.append(item)
+    rows = sum(int(item.get("rows", 0)) for item in report.get("validation_reports", []))
+    metadata = {"validated_rows": rows, "reports": len(report.get("validation_reports", []))}
+    if problems:
+        metadata["summary"] = report.get("validation_summary", "")
+        failed = sum(int(item.get("error_rows", 0)) for item in problems)
+        return CheckOutcome(False, f"{failed} of {rows} rows failed task-data validation", metadata)
+    return CheckOutcome(True, f"{rows} rows match their task-data schemas", metadata)
+
+
+def _identity(row: Mapping[str, Any]) -> tuple[str, str] | None:
+    if is_materialized(row):
+        task_id = row["task_id"]
+        return str(task_id.get("taskset")), str(task_id.get("task_id"))
+    own = source_task_id(row)
+    return None if own is None else ("", own)
+
+
+def _content_digest(row: Mapping[str, Any]) -> str:
+    body = (
+        row.get("task_input")
+        if is_materialized(row)
+        else {k: v for k, v in row.items() if k != "task_source" and not k.startswith("_ng_")}
+    )
+    return hashlib.sha256(_CANONICAL.encode(body).encode()).hexdigest()
+
+
+def task_ids_unique(collated: Path, report: Mapping[str, Any]) -> CheckOutcome:
+    """No task ID names two different tasks: every row sharing an ID has the same input.
+
+    Repeats of one task are expected (``num_repeats``); the collation step also reports IDs
+    that came from two different source lines, even with identical content.
+    """
+    digests: dict[tuple[str, str], str] = {}
+    clashes: set[tuple[str, str]] = set()
+    rows = 0
+    for _, row in iter_jsonl(collated):
+        rows += 1
+        identity = _identity(row)
+        if identity is None:
+            continue
+        digest = _content_digest(row)
+        if digests.setdefault(identity, digest) != digest:
+            clashes.add(identity)
+    listed = [f"{t}/{i}" if t else i for t, i in sorted(clashes)][:MAX_LISTED]
+    reported = list(report.get("duplicate_task_ids", []))
+    metadata = {"rows": rows, "distinct_ids": len(digests)}
+    if clashes or reported:
+        metadata["ids_with_different_inputs"] = listed
+        metadata["ids_from_several_source_lines"] = reported[:MAX_LISTED]
+        count = len(clashes) or int(report.get("duplicate_task_id_count", len(reported)))
+        return CheckOutcome(False, f"{count} task IDs name more than one task", metadata)
+    return CheckOutcome(True, f"{len(digests)} task IDs, each naming one task", metadata)
+
+
+def route_resolves(catalog: Catalog, benchmark: Benchmark) -> CheckOutcome:
+    """The benchmark's rows reach exactly one environment server and a valid agent."""
+    config = catalog.loaded.data
+    dataset = benchmark.dataset
+    try:
+        agent = resolve_dataset_agent(
+            config, benchmark.instance, dataset.agent, taskset=dataset.taskset
+        )
+        if dataset.taskset is not None:
+            server = taskset_environment_server(config, dataset.taskset).name
+        else:
+            server = environment_server_for_agent(config, agent) if agent else None
+    except ConfigError as exc:
+        return CheckOutcome(False, exc.render())
+    if server is None:
+        return CheckOutcome(False, f"no environment server runs the rows of '{benchmark.name}'")
+    return CheckOutcome(
+        True,
+        f"rows of '{benchmark.name}' run on environment server '{server}'",
+        {"environment_server": server, "attributed_agent": agent or "(several agents)"},
+    )
+
+
+def stable_task_ids(collated: Path) -> CheckOutcome:
+    """Tasks whose IDs are positions in the collation (they shift when datasets change)."""
+    positional = total = 0
+    examples: list[str] = []
+    for _, row in iter_jsonl(collated):
+        if not is_materialized(row):
+            continue
+        total += 1
+        task_input = row.get("task_input")
+        has_own = isinstance(task_input, Mapping) and source_task_id(task_input) is not None
+        if not has_own and "_ng_task_index" not in row:
+            positional += 1
+            if len(examples) < MAX_LISTED:
+                examples.append(str(row["task_id"].get("task_id")))
+    metadata = {"tasks_rows": total, "positional_rows": positional}
+    if positional:
+        metadata["examples"] = examples
+        return CheckOutcome(
+            False,
+            f"{positional} of {total} task rows have positional IDs; give each row a "
+            f"{', '.join(ID_FIELDS)} in its data or prepare script",
+            metadata,
+            warn_only=True,
+        )
+    return CheckOutcome(True, f"all {total} task rows carry their own IDs", metadata)
