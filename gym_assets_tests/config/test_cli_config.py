@@ -1,0 +1,91 @@
+"""``gym-assets config show`` and ``gym-assets config add-environment-servers``."""
+
+from __future__ import annotations
+
+import json
+import re
+import textwrap
+
+from gym_assets.cli import main
+
+CONFIG = """\
+rs:
+  resources_servers:
+    exact: {entrypoint: app.py}
+rs_simple_agent:
+  responses_api_agents:
+    simple_agent:
+      entrypoint: app.py
+      resources_server: {type: resources_servers, name: rs}
+lonely_simple_agent:
+  responses_api_agents:
+    simple_agent:
+      entrypoint: app.py
+      resources_server: {type: resources_servers, name: rs}
+rs_env:
+  environment_servers:
+    single_agent_turn:
+      agent_server: {type: responses_api_agents, name: rs_simple_agent}
+      resources_server: {type: resources_servers, name: rs}
+environment_server_routes: {t: rs_env}
+"""
+
+
+def write_root(tmp_path):
+    root = tmp_path / "configs"
+    root.mkdir()
+    (root / "a.yaml").write_text(textwrap.dedent(CONFIG), encoding="utf-8")
+    return root
+
+
+def test_show_prints_servers_routes_fronting_and_warnings(tmp_path, capsys):
+    root = write_root(tmp_path)
+    assert main(["config", "show", "--configs", str(root)]) == 0
+    out = capsys.readouterr().out
+    server_line = (
+        rf"^  rs_env +environment_servers/single_agent_turn +{re.escape(str(root))}/a\.yaml:14$"
+    )
+    assert re.search(server_line, out, re.MULTILINE)
+    assert "  t -> rs_env\n" in out
+    assert "  rs_simple_agent -> rs_env\n" in out
+    assert "  lonely_simple_agent -> lonely_environment_server\n" in out
+    assert "DEPRECATED: agents without an environment server: `lonely_simple_agent`" in out
+
+
+def test_show_json_is_machine_readable(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("GYM_ASSETS_CONFIGS", str(write_root(tmp_path)))
+    assert main(["config", "show", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["routing"] == {
+        "mode": "agent",
+        "environment_server_name": None,
+        "routes": {"t": "rs_env"},
+    }
+    assert summary["agents"] == {
+        "rs_simple_agent": ["rs_env"],
+        "lonely_simple_agent": ["lonely_environment_server"],
+    }
+    generated = [server["name"] for server in summary["servers"] if server["generated"]]
+    assert generated == ["lonely_environment_server"]
+    assert len(summary["warnings"]) == 1
+
+
+def test_show_reports_a_bad_config_as_one_error_line(tmp_path, capsys):
+    root = write_root(tmp_path)
+    (root / "b.yaml").write_text("rs: {}\n", encoding="utf-8")
+    assert main(["config", "show", "--configs", str(root)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {root / 'b.yaml'}:1: top-level key 'rs' is already defined")
+    assert err.count("\n") == 1
+
+
+def test_add_environment_servers_command_exit_codes(tmp_path, capsys):
+    root = write_root(tmp_path)
+    path = root / "a.yaml"
+    assert main(["config", "add-environment-servers", str(root), "--check"]) == 1
+    assert capsys.readouterr().out == f"would add 1 to {path}\n"
+    assert main(["config", "add-environment-servers", str(path)]) == 0
+    assert main(["config", "add-environment-servers", str(root), "--check"]) == 0
+    (root / "bad.yaml").write_text("a: [\n", encoding="utf-8")
+    assert main(["config", "add-environment-servers", str(root)]) == 2
+    assert "could not update" in capsys.readouterr().err

@@ -1,0 +1,285 @@
+"""``add_environment_servers``: append relays, never rewrite; exit codes 0 / 1 / 2 (case 54)."""
+
+from __future__ import annotations
+
+import os
+import textwrap
+import warnings
+from pathlib import Path
+
+import pytest
+
+from gym_assets.config.loader import load_configs
+from gym_assets.config.migrate import add_environment_servers
+from gym_assets.config.routing import servers_by_agent
+
+USER = """\
+# my benchmark: comments must survive
+my_resources:
+  resources_servers:
+    exact:
+      entrypoint: app.py   # the verifier
+my_agent:
+  responses_api_agents:
+    simple_agent:
+      entrypoint: app.py
+      resources_server: {type: resources_servers, name: my_resources}
+"""
+
+DIALOGUE = """\
+dialogue_resources:
+  resources_servers:
+    dialogue: {entrypoint: app.py}
+participant_a:
+  responses_api_agents:
+    simple_agent:
+      entrypoint: app.py
+      resources_server: {type: resources_servers, name: dialogue_resources}
+participant_b:
+  responses_api_agents:
+    simple_agent:
+      entrypoint: app.py
+      resources_server: {type: resources_servers, name: dialogue_resources}
+"""
+
+MULTI_SERVER = """\
+multi_agent_environment:
+  environment_servers:
+    conversation:
+      entrypoint: app.py
+      user_agent: {type: responses_api_agents, name: participant_a}
+      assistant_agent: {type: responses_api_agents, name: participant_b}
+      resources_server: {type: resources_servers, name: dialogue_resources}
+"""
+
+
+def write(directory: Path, name: str, text: str) -> Path:
+    path = directory / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return path
+
+
+def load_quietly(root: Path):
+    """Load and assert resolution had nothing left to generate."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        loaded = load_configs(root)
+    assert loaded.warnings == []
+    return loaded
+
+
+def test_appends_a_relay_and_keeps_the_original_as_a_prefix(tmp_path, capsys):
+    path = write(tmp_path, "user.yaml", USER)
+    before = path.read_bytes()
+    assert add_environment_servers([path], check=False) == 0
+    after = path.read_bytes()
+    assert after.startswith(before)
+    assert b"\nmy_environment_server:\n" in after[len(before) :]
+    assert capsys.readouterr().out == f"added 1 to {path}\n"
+    loaded = load_quietly(tmp_path)
+    assert servers_by_agent(loaded.data) == {"my_agent": ["my_environment_server"]}
+    relay = loaded.data["my_environment_server"]["environment_servers"]["legacy_agent"]
+    assert relay == {
+        "entrypoint": "app.py",
+        "agent_server": {"type": "responses_api_agents", "name": "my_agent"},
+    }
+
+
+def test_check_reports_and_changes_nothing(tmp_path, capsys):
+    path = write(tmp_path, "user.yaml", USER)
+    before = path.read_bytes()
+    assert add_environment_servers([path], check=True) == 1
+    assert path.read_bytes() == before
+    assert capsys.readouterr().out == f"would add 1 to {path}\n"
+
+
+def test_second_run_has_nothing_to_do(tmp_path, capsys):
+    path = write(tmp_path, "user.yaml", USER)
+    add_environment_servers([path], check=False)
+    capsys.readouterr()
+    assert add_environment_servers([path], check=True) == 0
+    assert capsys.readouterr().out == ""
+
+
+def test_agents_fronted_by_a_multi_agent_server_in_another_file_get_nothing(tmp_path):
+    agents = write(tmp_path, "agents.yaml", DIALOGUE)
+    server = write(tmp_path, "servers/multi.yaml", MULTI_SERVER)
+    before = agents.read_bytes()
+    assert add_environment_servers([tmp_path], check=True) == 0
+    assert add_environment_servers([agents, server], check=False) == 0
+    assert agents.read_bytes() == before
+
+
+def test_renames_of_both_participants_map_to_the_same_server(tmp_path):
+    write(tmp_path, "repo/dialogue.yaml", DIALOGUE + MULTI_SERVER)
+    user = write(
+        tmp_path,
+        "user.yaml",
+        """\
+        new_a:
+          _inherit_from: participant_a
+          responses_api_agents:
+            simple_agent: {max_steps: 3}
+        new_b:
+          _inherit_from: participant_b
+        """,
+    )
+    before = user.read_bytes()
+    assert add_environment_servers([tmp_path], check=False) == 0
+    assert user.read_bytes() == before
+    assert servers_by_agent(load_quietly(tmp_path).data) == {
+        "new_a": ["multi_agent_environment"],
+        "new_b": ["multi_agent_environment"],
+    }
+
+
+def test_rename_of_an_unfronted_agent_is_served_through_its_source(tmp_path):
+    repo = write(tmp_path, "repo.yaml", USER)
+    user = write(tmp_path, "user.yaml", "renamed:\n  _inherit_from: my_agent\n")
+    before = user.read_bytes()
+    assert add_environment_servers([tmp_path], check=False) == 0
+    assert user.read_bytes() == before
+    assert b"my_environment_server:" in repo.read_bytes()
+    assert servers_by_agent(load_quietly(tmp_path).data) == {"renamed": ["my_environment_server"]}
+
+
+def test_source_with_two_movers_gets_no_relay_and_each_mover_gets_one(tmp_path):
+    repo = write(tmp_path, "repo.yaml", USER)
+    write(
+        tmp_path,
+        "user.yaml",
+        "one_agent:\n  _inherit_from: my_agent\n"
+        "  responses_api_agents: {simple_agent: {max_steps: 1}}\n"
+        "two_agent:\n  _inherit_from: my_agent\n"
+        "  responses_api_agents: {simple_agent: {max_steps: 2}}\n",
+    )
+    before = repo.read_bytes()
+    assert add_environment_servers([tmp_path], check=False) == 0
+    assert repo.read_bytes() == before
+    assert servers_by_agent(load_quietly(tmp_path).data) == {
+        "one_agent": ["one_environment_server"],
+        "two_agent": ["two_environment_server"],
+    }
+
+
+def test_frozen_output_of_the_rename_era_still_resolves_to_one_server(tmp_path):
+    """Older migrations wrote a server inheriting the relay; it must stay unambiguous."""
+    write(tmp_path, "repo.yaml", USER)
+    write(
+        tmp_path,
+        "user.yaml",
+        """\
+        renamed:
+          _inherit_from: my_agent
+        my_environment_server:
+          environment_servers:
+            legacy_agent:
+              entrypoint: app.py
+              agent_server: {type: responses_api_agents, name: my_agent}
+        renamed_environment_server:
+          _inherit_from: my_environment_server
+          environment_servers:
+            legacy_agent:
+              agent_server: {name: renamed}
+        """,
+    )
+    assert add_environment_servers([tmp_path], check=True) == 0
+    loaded = load_quietly(tmp_path)
+    assert servers_by_agent(loaded.data) == {"renamed": ["renamed_environment_server"]}
+
+
+def test_agents_sharing_a_stem_in_one_document_fall_back_to_their_names(tmp_path):
+    text = USER + textwrap.dedent(
+        """\
+        my_hermes_agent:
+          responses_api_agents:
+            hermes_agent:
+              entrypoint: app.py
+              resources_server: {type: resources_servers, name: my_resources}
+        my:
+          responses_api_agents:
+            simple_agent:
+              entrypoint: app.py
+              resources_server: {type: resources_servers, name: my_resources}
+        """
+    )
+    write(tmp_path, "user.yaml", text)
+    assert add_environment_servers([tmp_path], check=False) == 0
+    assert servers_by_agent(load_quietly(tmp_path).data) == {
+        "my_agent": ["my_agent_environment_server"],
+        "my_hermes_agent": ["my_hermes_agent_environment_server"],
+        "my": ["my_environment_server"],
+    }
+
+
+def test_taken_name_falls_back(tmp_path):
+    write(tmp_path, "user.yaml", USER)
+    write(tmp_path, "other.yaml", "my_environment_server: {note: taken}\n")
+    assert add_environment_servers([tmp_path], check=False) == 0
+    assert "my_agent_environment_server" in load_quietly(tmp_path).data
+
+
+def test_templates_and_unstarted_agents_get_nothing(tmp_path):
+    path = write(
+        tmp_path,
+        "user.yaml",
+        """\
+        unbound:
+          responses_api_agents:
+            simple_agent:
+              entrypoint: app.py
+              resources_server: {type: resources_servers, name: '???'}
+        native:
+          responses_api_agents:
+            codex_agent: {entrypoint: app.py, resources_server: null}
+        never_started:
+          responses_api_agents:
+            simple_agent: {resources_server: {name: x}}
+        """,
+    )
+    assert add_environment_servers([path], check=True) == 0
+
+
+def test_missing_newline_and_crlf_are_handled(tmp_path):
+    path = tmp_path / "user.yaml"
+    original = USER.replace("\n", "\r\n").rstrip("\r\n").encode()
+    path.write_bytes(original)
+    assert add_environment_servers([path], check=False) == 0
+    after = path.read_bytes()
+    assert after.startswith(original)
+    assert b"\n" not in after.replace(b"\r\n", b"")
+    assert "my_environment_server" in load_quietly(tmp_path).data
+
+
+def test_file_permissions_are_kept(tmp_path):
+    path = write(tmp_path, "user.yaml", USER)
+    path.chmod(0o640)
+    add_environment_servers([path], check=False)
+    assert os.stat(path).st_mode & 0o777 == 0o640
+
+
+def test_directories_expand_to_yaml_files_and_skip_hidden_ones(tmp_path, capsys):
+    nested = write(tmp_path, "a/b/user.yml", USER)
+    write(tmp_path, ".cache/user.yaml", USER.replace("my_", "cached_"))
+    write(tmp_path, "notes.txt", USER.replace("my_", "text_"))
+    assert add_environment_servers([tmp_path], check=True) == 1
+    assert capsys.readouterr().out == f"would add 1 to {nested}\n"
+
+
+@pytest.mark.parametrize(
+    "bad", ["key: [unclosed\n", "a: 1\na: 2\n", "- a list\n", b"\xff\xfe not utf-8"]
+)
+def test_unreadable_files_exit_2_and_nothing_is_written(tmp_path, capsys, bad):
+    good = write(tmp_path, "good.yaml", USER)
+    broken = tmp_path / "broken.yaml"
+    broken.write_bytes(bad if isinstance(bad, bytes) else bad.encode())
+    before = good.read_bytes()
+    assert add_environment_servers([tmp_path], check=False) == 2
+    assert good.read_bytes() == before
+    assert capsys.readouterr().err.startswith(f"could not update {broken}: ")
+
+
+def test_missing_path_exits_2(tmp_path, capsys):
+    assert add_environment_servers([tmp_path / "nope.yaml"], check=True) == 2
+    assert "could not update" in capsys.readouterr().err
