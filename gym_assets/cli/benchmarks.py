@@ -5,12 +5,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 from gym_assets import settings
 from gym_assets.cli import add_configs_flag, add_data_root_flag
 from gym_assets.tasks.catalog import Benchmark, Catalog, load_catalog
+from gym_assets.tasks.pipeline import collate_benchmark
 from gym_assets.tasks.prepare import prepare_benchmark
+from gym_assets.tasks.validation import VALIDATION_MODES
 
 
 def _catalog(args: argparse.Namespace) -> Catalog:
@@ -73,6 +76,35 @@ def _prepare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _progress(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def _collate(args: argparse.Namespace) -> int:
+    catalog = _catalog(args)
+    benchmark = catalog.get(args.benchmark)
+    if benchmark.prepare_script is not None and not benchmark.rows_path.is_file():
+        _progress(f"preparing {benchmark.name} first ...")
+        prepare_benchmark(benchmark)
+    report = collate_benchmark(
+        catalog,
+        benchmark.name,
+        Path(args.out),
+        validation=args.validation,
+        overwrite_metrics_conflicts=args.overwrite_metrics_conflicts,
+        progress=_progress,
+    )
+    if report.validation_summary:
+        _progress("[task_data validation]\n" + report.validation_summary)
+    tasks = (
+        f"{report.tasks} tasks in {', '.join(report.tasksets)}" if report.tasksets else "flat rows"
+    )
+    _progress(f"collated {report.rows} rows ({tasks}) of '{benchmark.name}' into {args.out}")
+    for output in report.outputs:
+        print(output.path)
+    return 0
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     listing = subparsers.add_parser("list", help="list configured things")
     what = listing.add_subparsers(dest="what", metavar="WHAT", required=True)
@@ -90,3 +122,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_configs_flag(prepare)
     add_data_root_flag(prepare)
     prepare.set_defaults(handler=_prepare)
+
+    collate = subparsers.add_parser(
+        "collate", help="collate one benchmark into a taskset directory"
+    )
+    collate.add_argument("--benchmark", required=True, metavar="NAME")
+    collate.add_argument("--out", required=True, metavar="DIR", help="taskset directory to write")
+    collate.add_argument(
+        "--validation",
+        choices=VALIDATION_MODES,
+        default="auto",
+        help="task-data validation: off, warn, error, or auto (= warn here)",
+    )
+    collate.add_argument(
+        "--overwrite-metrics-conflicts",
+        action="store_true",
+        help="accept changed dataset metrics and rewrite the metrics sidecar",
+    )
+    add_configs_flag(collate)
+    add_data_root_flag(collate)
+    collate.set_defaults(handler=_collate)
