@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from gym_assets.config.locate import Locate, did_you_mean
@@ -26,8 +26,7 @@ class Inheritance:
     """The config with inheritance applied, and who moved where."""
 
     data: dict[str, Any]
-    bases: dict[str, str] = field(default_factory=dict)  # instance -> the instance it inherits
-    moves: dict[str, list[str]] = field(default_factory=dict)  # retired -> its movers
+    moves: dict[str, list[str]]  # retired instance -> the instances that moved it
 
     def final_destinations(self, source: str) -> list[str]:
         """Where a retired instance ended up, following moves of moves, in config order."""
@@ -59,7 +58,6 @@ def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str
 
 def apply_inheritance(raw: Mapping[str, Any], locate: Locate) -> Inheritance:
     """Resolve every ``_inherit_from`` chain; refuse unknown bases and cycles."""
-    result = Inheritance(data={})
     resolved: dict[str, Any] = {}
 
     def resolve(name: str, chain: tuple[str, ...]) -> Any:
@@ -73,7 +71,7 @@ def apply_inheritance(raw: Mapping[str, Any], locate: Locate) -> Inheritance:
                 **locate(name, INHERIT_KEY),
             )
         block = raw[name]
-        if not isinstance(block, Mapping) or INHERIT_KEY not in block:
+        if not _inherits(name, block):
             resolved[name] = copy.deepcopy(block)
             return resolved[name]
         base = _base_name(raw, name, block, locate)
@@ -81,16 +79,19 @@ def apply_inheritance(raw: Mapping[str, Any], locate: Locate) -> Inheritance:
         resolved[name] = deep_merge(resolve(base, (*chain, name)), own)
         return resolved[name]
 
-    for name in raw:
+    moves: dict[str, list[str]] = {}
+    for name, block in raw.items():
         resolve(name, ())
-        block = raw[name]
-        if isinstance(block, Mapping) and INHERIT_KEY in block:
-            base = block[INHERIT_KEY]
-            result.bases[name] = base
-            if not _is_copy(name, block, locate):
-                result.moves.setdefault(base, []).append(name)
-    result.data = {name: resolved[name] for name in raw if name not in result.moves}
-    return result
+        if _inherits(name, block) and not _is_copy(name, block, locate):
+            moves.setdefault(block[INHERIT_KEY], []).append(name)
+    data = {name: resolved[name] for name in raw if name not in moves}
+    return Inheritance(data=data, moves=moves)
+
+
+def _inherits(name: str, block: Any) -> bool:
+    return (
+        name not in RESERVED_TOP_LEVEL_KEYS and isinstance(block, Mapping) and INHERIT_KEY in block
+    )
 
 
 def _base_name(raw: Mapping[str, Any], name: str, block: Mapping[str, Any], locate: Locate) -> str:

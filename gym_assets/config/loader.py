@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from gym_assets.config.inheritance import INHERIT_KEY
-from gym_assets.config.locate import Locate
+from gym_assets.config.locate import locator_of
 from gym_assets.config.resolve import resolve_config
 from gym_assets.config.yaml_source import KeyPath, parse_yaml_file, yaml_files_under
 from gym_assets.errors import ConfigError
@@ -60,11 +60,6 @@ class SourceMap:
             yield (base, *path[1:])
             block = self.raw.get(base)
 
-    def locate(self, *path: Any) -> dict[str, Any]:
-        """``ConfigError`` keyword arguments for ``path``."""
-        file, line = self.where(*path)
-        return {"path": file, "line": line or None}
-
 
 class LoadedConfig(Mapping[str, Any]):
     """The resolved config of a configs tree, with the origin of every node.
@@ -101,10 +96,6 @@ class LoadedConfig(Mapping[str, Any]):
     def where(self, *path: Any) -> tuple[Path, int]:
         """File and 1-based line of the deepest known node on ``path`` (line 0: unknown)."""
         return self._sources.where(*path)
-
-    @property
-    def locate(self) -> Locate:
-        return self._sources.locate
 
     def file_of(self, instance: str) -> Path:
         """The file that defined a top-level key (a generated relay: its agent's file)."""
@@ -160,7 +151,7 @@ def load_configs(root: Path) -> LoadedConfig:
             raw[key] = value
         nodes.update({path: (file, line) for path, line in parsed.lines.items()})
     sources = SourceMap(root=root, raw=raw, nodes=nodes)
-    resolution = resolve_config(raw, sources.locate)
+    resolution = resolve_config(raw, locator_of(sources))
     sources = SourceMap(root=root, raw=raw, nodes=nodes, relays=resolution.relays)
     for message in resolution.warnings:
         warnings.warn(message, DeprecationWarning, stacklevel=2)

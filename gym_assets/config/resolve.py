@@ -100,15 +100,17 @@ def _check_server_blocks(data: Mapping[str, Any], locate: Locate) -> None:
 
 def _check_datasets(data: Mapping[str, Any], locate: Locate) -> None:
     """Every dataset entry is a valid ``DatasetConfig``; model servers declare none."""
-    on_models = []
-    for server in server_instances(data).values():
-        datasets = server.config.get("datasets")
-        if datasets is None:
-            continue
-        if server.kind == MODELS:
-            on_models.append(server.name)
-            continue
+    declaring = [s for s in server_instances(data).values() if s.config.get("datasets") is not None]
+    on_models = [server.name for server in declaring if server.kind == MODELS]
+    if on_models:
+        raise ConfigError(
+            f"Datasets cannot be declared on model servers: [{quoted(on_models)}]. Move them to "
+            "the resources server (or agent) whose rows they are.",
+            **locate(on_models[0]),
+        )
+    for server in declaring:
         at = (server.name, server.kind, server.implementation, "datasets")
+        datasets = server.config["datasets"]
         if not isinstance(datasets, list):
             raise ConfigError(
                 f"'{server.name}': datasets must be a list of dataset entries; got "
@@ -120,12 +122,6 @@ def _check_datasets(data: Mapping[str, Any], locate: Locate) -> None:
                 DatasetConfig.model_validate(entry)
             except ValidationError as exc:
                 raise _dataset_error(server.name, index, exc, locate, (*at, index)) from None
-    if on_models:
-        raise ConfigError(
-            f"Datasets cannot be declared on model servers: [{quoted(on_models)}]. Move them to "
-            "the resources server (or agent) whose rows they are.",
-            **locate(on_models[0]),
-        )
 
 
 def _dataset_error(
