@@ -1,0 +1,30 @@
+"""The Definitions object loads and exposes what the UI and the daemon need."""
+
+import dagster as dg
+
+from gym_assets.definitions import defs
+
+
+def test_definitions_load():
+    dg.Definitions.validate_loadable(defs)
+
+
+def test_assets_checks_and_partitions():
+    keys = {key.to_user_string() for key in defs.resolve_all_asset_keys()}
+    assert {"prepared_benchmark", "collated_taskset"} <= keys
+    collated = defs.resolve_assets_def("collated_taskset")
+    assert collated.partitions_def.name == "benchmark"
+    check_names = {key.name for key in defs.get_repository_def().asset_graph.asset_check_keys}
+    assert {
+        "task_data_valid",
+        "task_ids_unique",
+        "route_resolves",
+        "stable_task_ids",
+    } <= check_names
+
+
+def test_job_and_sensor_resolve():
+    job = defs.resolve_job_def("taskset_job")
+    assert job.partitions_def is not None
+    sensor = defs.resolve_sensor_def("config_change_sensor")
+    assert sensor.default_status == dg.DefaultSensorStatus.RUNNING
