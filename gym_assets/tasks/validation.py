@@ -213,11 +213,10 @@ class TaskDataValidator:
         report.conflicting_keys.update(normalized.conflicts)
         if not normalized.materialized and "task_data" not in row:
             self._count_misplaced(row)
-        environment = None if normalized.materialized else self.environment
         errors = []
         extras: list[str] = []
-        for schema, other in ((environment, self.owner), (self.owner, environment)):
-            if schema is None:
+        for schema, other in ((self.environment, self.owner), (self.owner, self.environment)):
+            if schema is None or (schema is self.environment and normalized.materialized):
                 continue
             other_fields = other.fields if other is not None else frozenset()
             view = {
@@ -226,12 +225,12 @@ class TaskDataValidator:
                 if key in schema.fields or (key not in other_fields and key not in ID_FIELDS)
             }
             try:
-                validated = schema.adapter.validate_python(view)
+                schema.adapter.validate_python(view)
             except ValidationError as exc:
                 errors.append(_describe(schema, exc))
                 continue
-            if schema is self.owner:
-                extras = list(getattr(validated, "model_extra", None) or ())
+            if schema is self.owner:  # it accepted these keys without declaring them
+                extras = [key for key in view if key not in schema.fields]
         report.unknown_keys.update(extras)
         if errors:
             self._record_error(line, errors)

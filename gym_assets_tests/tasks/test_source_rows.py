@@ -1,0 +1,83 @@
+"""The fast row reader gives exactly the values, errors and output bytes of the stdlib path."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gym_assets.errors import UserError
+from gym_assets.io import parse_json_line
+from gym_assets.tasks.collate import encode_row
+from gym_assets.tasks.source_rows import iter_source_rows, parse_json_bytes
+
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(json_values)
+def test_fast_parse_gives_identical_values_and_output_bytes(value: object) -> None:
+    for text in (json.dumps({"v": value}), json.dumps({"v": value}, ensure_ascii=False)):
+        try:
+            raw = text.encode("utf-8")
+        except UnicodeEncodeError:  # lone surrogates cannot be UTF-8 on disk
+            continue
+        parsed = parse_json_bytes(raw)
+        assert parsed == parse_json_line(text)
+        assert encode_row(parsed) == encode_row(parse_json_line(text))
+
+
+def test_small_and_huge_numbers_are_exact() -> None:
+    rng = random.Random(7)
+    floats = [rng.uniform(-1, 1) * 10 ** rng.randint(-12, 12) for _ in range(3000)]
+    floats += [1e-06, 1e-05, 5e-324, 2.2250738585072014e-308, 1.7976931348623157e308]
+    ints = [2**63 - 1, 2**63, 2**64 - 1, 2**64, -(2**63), -(2**63) - 1, 10**30]
+    text = json.dumps({"f": floats, "i": ints})
+    fast = parse_json_bytes(text.encode())
+    assert fast == json.loads(text)
+    assert all(type(a) is type(b) for a, b in zip(fast["i"], ints, strict=True))
+    assert encode_row(fast) == encode_row(json.loads(text))
+
+
+def test_duplicate_keys_keep_the_same_value_and_order() -> None:
+    raw = b'{"a": 1, "b": 2, "a": 3}'
+    assert list(parse_json_bytes(raw).items()) == list(json.loads(raw).items())
+
+
+@pytest.mark.parametrize(
+    "bad", [b"NaN", b'{"x": NaN}', b'{"x": Infinity}', b"[1e400]", b"{", b"\xff"]
+)
+def test_invalid_json_is_refused(bad: bytes) -> None:
+    with pytest.raises(ValueError):
+        parse_json_bytes(bad)
+
+
+def test_reader_errors_name_file_and_line(tmp_path: Path) -> None:
+    path = tmp_path / "d.jsonl"
+    path.write_bytes(b'{"a": 1}\n\n{"a": \n')
+    with pytest.raises(UserError, match=r"d\.jsonl:3: not valid JSON") as caught:
+        list(iter_source_rows(path))
+    assert caught.value.line == 3
+    path.write_bytes(b'{"a": 1}\n[1]\n')
+    with pytest.raises(UserError, match=r"d\.jsonl:2: expected a JSON object, got list"):
+        list(iter_source_rows(path))
+    with pytest.raises(UserError, match="not found"):
+        list(iter_source_rows(tmp_path / "missing.jsonl"))
+
+
+def test_blank_lines_are_skipped_and_numbers_are_file_lines(tmp_path: Path) -> None:
+    path = tmp_path / "d.jsonl"
+    path.write_bytes(b'\n{"a": 1}\r\n  \n{"a": 2}')
+    assert list(iter_source_rows(path)) == [(2, {"a": 1}), (4, {"a": 2})]
