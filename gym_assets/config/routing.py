@@ -39,7 +39,7 @@ ROUTING_MODES = ("agent", "legacy", "taskset")
 MIGRATE_HINT = "gym-assets config add-environment-servers"
 
 
-def routing_mode(config: Mapping[str, Any]) -> str:
+def routing_mode(config: Mapping[str, Any], locate: Locate | None = None) -> str:
     """``environment_routing_mode``, defaulting to ``agent``."""
     mode = config.get(MODE)
     if mode is None:
@@ -47,19 +47,14 @@ def routing_mode(config: Mapping[str, Any]) -> str:
     if mode not in ROUTING_MODES:
         raise ConfigError(
             f"environment_routing_mode must be one of {', '.join(ROUTING_MODES)}; got {mode!r}.",
-            **locator_of(config)(MODE),
+            **(locate or locator_of(config))(MODE),
         )
     return str(mode)
 
 
 def validate_routing(config: Mapping[str, Any], locate: Locate = nowhere) -> None:
     """Check the routing keys: the mode's requirements, and that routes name real servers."""
-    mode = config.get(MODE)
-    if mode is not None and mode not in ROUTING_MODES:
-        raise ConfigError(
-            f"environment_routing_mode must be one of {', '.join(ROUTING_MODES)}; got {mode!r}.",
-            **locate(MODE),
-        )
+    mode = routing_mode(config, locate)
     routes = config.get(ROUTES)
     if routes is not None and not isinstance(routes, Mapping):
         raise ConfigError(
