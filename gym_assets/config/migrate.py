@@ -97,8 +97,10 @@ def _is_moved(block: Any) -> bool:
 def _plan(documents: list[_Document]) -> list[tuple[_Document, dict[str, str]]]:
     """``(document, {relay name: agent})`` for each document that needs relays, in order."""
     everything: dict[str, Any] = {}
+    owner: dict[str, Path] = {}
     for document in documents:
         everything.update(document.data)
+        owner.update(dict.fromkeys(document.data, document.path))
     fronted = fronted_agents(everything)
     movers = Counter(block[INHERIT_KEY] for block in everything.values() if _is_moved(block))
     candidates = {
@@ -108,10 +110,14 @@ def _plan(documents: list[_Document]) -> list[tuple[_Document, dict[str, str]]]:
     }
 
     def follows_a_rename(agent: ServerInstance) -> bool:
-        """A sole mover of a fronted or migrated agent: resolution retargets its server."""
+        """A mover of a fronted agent, or the sole mover of a migrated one.
+
+        Resolution points the agent's server at the mover; with several movers of a fronted
+        agent it refuses the config with a message that says how to fix it by hand.
+        """
         block = everything[agent.name]
         base = block.get(INHERIT_KEY) if _is_moved(block) else None
-        return movers[base] == 1 and (base in fronted or base in candidates)
+        return base in fronted or (movers[base] == 1 and base in candidates)
 
     def retired_with_several_movers(agent: ServerInstance) -> bool:
         """A relay for it would be ambiguous; each mover gets its own instead."""
@@ -124,6 +130,7 @@ def _plan(documents: list[_Document]) -> list[tuple[_Document, dict[str, str]]]:
             candidates[name]
             for name in document.data
             if name in candidates
+            and owner[name] == document.path
             and not follows_a_rename(candidates[name])
             and not retired_with_several_movers(candidates[name])
         ]

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from gym_assets.config.errors import AmbiguousAgentRenameError
 from gym_assets.config.loader import load_configs
 from gym_assets.config.migrate import add_environment_servers
 from gym_assets.config.routing import servers_by_agent
@@ -283,3 +284,20 @@ def test_unreadable_files_exit_2_and_nothing_is_written(tmp_path, capsys, bad):
 def test_missing_path_exits_2(tmp_path, capsys):
     assert add_environment_servers([tmp_path / "nope.yaml"], check=True) == 2
     assert "could not update" in capsys.readouterr().err
+
+
+def test_movers_of_a_fronted_agent_are_left_to_the_ambiguity_error(tmp_path):
+    served = USER + (
+        "my_server:\n  environment_servers:\n    legacy_agent:\n"
+        "      agent_server: {type: responses_api_agents, name: my_agent}\n"
+    )
+    write(tmp_path, "repo.yaml", served)
+    write(
+        tmp_path,
+        "user.yaml",
+        "one:\n  _inherit_from: my_agent\n  responses_api_agents: {simple_agent: {}}\n"
+        "two:\n  _inherit_from: my_agent\n  responses_api_agents: {simple_agent: {}}\n",
+    )
+    assert add_environment_servers([tmp_path], check=True) == 0
+    with pytest.raises(AmbiguousAgentRenameError, match="'one', 'two'"):
+        load_configs(tmp_path)
