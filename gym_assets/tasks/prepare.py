@@ -112,7 +112,15 @@ def prepare_benchmark(
                 "output_fpath it was given (write the rows there and return it)",
                 path=benchmark.prepare_script,
             )
-        rows, sha = _scan(tmp)
+        try:
+            rows, sha = _scan(tmp)
+        except UserError as exc:
+            # Cite the line against the file the user knows: the temp file is deleted below.
+            raise UserError(
+                f"the prepare script of '{benchmark.name}' wrote a bad row at "
+                f"{target}:{exc.line}: {exc.message}; nothing was published (fix the script)",
+                path=benchmark.prepare_script,
+            ) from None
         os.replace(tmp, target)
     finally:
         with contextlib.suppress(FileNotFoundError):
