@@ -132,7 +132,9 @@ def front_every_agent(data: dict[str, Any], locate: Locate) -> dict[str, str]:
     return relays
 
 
-def _unfronted_error(agents: list[ServerInstance], locate: Locate) -> Exception:
+def _unfronted_error(
+    agents: list[ServerInstance], locate: Locate
+) -> AgentWithoutEnvironmentServerError:
     names = ", ".join(f"'{agent.name}'" for agent in agents)
     example = relay_yaml(relay_name(agents[0].name, agents[0].implementation), agents[0].name)
     return AgentWithoutEnvironmentServerError(
