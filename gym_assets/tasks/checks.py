@@ -26,6 +26,7 @@ from gym_assets.tasks.materialize import ID_FIELDS, is_materialized, source_task
 
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 MAX_LISTED = 10
+_KEY_PROBLEMS = ("unknown_keys", "conflicting_keys", "misplaced_keys")
 
 
 @dataclass(frozen=True)
@@ -48,10 +49,7 @@ def task_data_valid(report: Mapping[str, Any]) -> CheckOutcome:
         )
     problems = []
     for item in report.get("validation_reports", []):
-        issues = {
-            kind: item.get(kind) or {}
-            for kind in ("unknown_keys", "conflicting_keys", "misplaced_keys")
-        }
+        issues = {kind: item.get(kind) or {} for kind in _KEY_PROBLEMS}
         if item.get("error_rows") or any(issues.values()):
             problems.append(item)
     rows = sum(int(item.get("rows", 0)) for item in report.get("validation_reports", []))
@@ -59,7 +57,12 @@ def task_data_valid(report: Mapping[str, Any]) -> CheckOutcome:
     if problems:
         metadata["summary"] = report.get("validation_summary", "")
         failed = sum(int(item.get("error_rows", 0)) for item in problems)
-        return CheckOutcome(False, f"{failed} of {rows} rows failed task-data validation", metadata)
+        description = f"{failed} of {rows} rows failed task-data validation"
+        kinds = [k for k in _KEY_PROBLEMS if any(item.get(k) for item in problems)]
+        if kinds:  # rows can pass their schemas and still carry unknown or misplaced keys
+            found = ", ".join(k.replace("_", " ") for k in kinds)
+            description = f"{found} found" if not failed else f"{description}; {found} found"
+        return CheckOutcome(False, description, metadata)
     return CheckOutcome(True, f"{rows} rows match their task-data schemas", metadata)
 
 
@@ -110,7 +113,7 @@ def task_ids_unique(collated: Path, report: Mapping[str, Any]) -> CheckOutcome:
 
 def route_resolves(catalog: Catalog, benchmark: Benchmark) -> CheckOutcome:
     """The benchmark's rows reach exactly one environment server and a valid agent."""
-    config = catalog.loaded.data
+    config = catalog.loaded  # reads like the resolved mapping; its errors carry file:line
     dataset = benchmark.dataset
     try:
         agent = resolve_dataset_agent(
