@@ -4,8 +4,8 @@ ensure_ascii=False) + "\\n"``, so equal plans are equal bytes.
 
 The tasks array is streamed task by task from a fixed template instead of building one dict per
 task: a million-task plan then costs no more memory than the plan itself. The template spells
-out what the stdlib writes for a task object (keys ``digest`` < ``task_id``, ``task_id`` <
-``taskset``); the tests hold it to ``json.dumps`` of the whole document.
+out what the stdlib writes for a task object at that depth (keys ``digest`` < ``task_id``,
+``task_id`` < ``taskset``); the tests hold it to ``json.dumps`` of the whole document.
 """
 
 from __future__ import annotations
@@ -19,16 +19,8 @@ from gym_assets.io import atomic_writer
 from gym_assets.plans.model import Plan
 
 _PRETTY = json.JSONEncoder(sort_keys=True, indent=2, ensure_ascii=False)
+_quote = json.encoder.encode_basestring  # what _PRETTY writes for a string (ensure_ascii=False)
 _EMPTY_TASKS_TAIL = '"tasks": []\n}\n'
-_TASK = (
-    "    {{\n"
-    '      "digest": "{digest}",\n'
-    '      "task_id": {{\n'
-    '        "task_id": {task_id},\n'
-    '        "taskset": {taskset}\n'
-    "      }}\n"
-    "    }}"
-)
 _CHUNK = 4096  # tasks per yielded string: few writes, small buffers
 
 
@@ -47,13 +39,15 @@ def iter_plan_text(plan: Plan) -> Iterator[str]:
     quoted_tasksets: dict[str, str] = {}
     pieces = []
     separator = ""
-    for task in plan.tasks:
-        taskset = quoted_tasksets.get(task.taskset)
-        if taskset is None:
-            taskset = quoted_tasksets[task.taskset] = _PRETTY.encode(task.taskset)
+    for taskset, task_id, digest in plan.tasks:
+        quoted_taskset = quoted_tasksets.get(taskset)
+        if quoted_taskset is None:
+            quoted_taskset = quoted_tasksets[taskset] = _quote(taskset)
+        # The digest is "sha256:" + hex by construction: nothing in it needs escaping.
         pieces.append(
-            # The digest is "sha256:" + hex by construction: nothing in it needs escaping.
-            _TASK.format(digest=task.digest, task_id=_PRETTY.encode(task.task_id), taskset=taskset)
+            f'    {{\n      "digest": "{digest}",\n      "task_id": {{\n'
+            f'        "task_id": {_quote(task_id)},\n        "taskset": {quoted_taskset}\n'
+            "      }\n    }"
         )
         if len(pieces) == _CHUNK:
             yield separator + ",\n".join(pieces)

@@ -17,6 +17,7 @@ from gym_assets.plans.build import (
 )
 from gym_assets.plans.canonical import canonical_json, digest
 from gym_assets.plans.render import plan_text
+from gym_assets.tasks.materialize import materialize_task
 from gym_assets_tests.plans.helpers import (
     humaneval_like_rows,
     ids,
@@ -56,6 +57,19 @@ def test_id_value_is_hashed_but_nested_ng_keys_are_kept() -> None:
     nested = row("a", verifier_metadata={"_ng_note": 1})
     assert plan_of([nested]).tasks[0].digest == digest(nested)
     assert plan_of([row("a")]).tasks[0].digest != plan_of([row("c")]).tasks[0].digest
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        row("a", agent_ref={"name": "x"}, _ng_task_index=2, task_source="s", skills_ref="k"),
+        {"problem_id": 7, "task_id": None, "run_script": None, "verifier_metadata": False},
+        {"instance_id": "i", "_ng_rollout_id": "r", "nested": {"agent_ref": 1, "_ng_x": 2}},
+    ],
+)
+def test_digest_is_that_of_the_collated_task_input(source: dict) -> None:
+    expected = digest(materialize_task(source, "bench")["task_input"])
+    assert plan_of([source]).tasks[0].digest == expected
 
 
 def test_case_6_problem_id_and_instance_id() -> None:
