@@ -338,10 +338,6 @@ def _witness_output(ctx: BehavioralContext) -> bool:
 # ---------------------------------------------------------------------- the catalogue
 
 
-def _always(p: ScenarioPrescription) -> bool:
-    return True
-
-
 def _always_available(ctx: BehavioralContext) -> bool:
     return True
 
@@ -350,24 +346,21 @@ def _error_prefix_witnessed(ctx: BehavioralContext) -> bool:
     return len(ctx.witnessed.attempts) >= len(ctx.prescription.http_errors)
 
 
-def _http_errors(p: ScenarioPrescription) -> bool:
-    return bool(p.http_errors)
-
-
-def _several_errors(p: ScenarioPrescription) -> bool:
-    return len(p.http_errors) > 1
-
-
-def _terminal(p: ScenarioPrescription) -> bool:
-    return p.terminal_error
-
-
-def _not_terminal(p: ScenarioPrescription) -> bool:
-    return not p.terminal_error
-
-
-def _with_tools(p: ScenarioPrescription) -> bool:
-    return p.tool_steps > 0
+ALWAYS = "always"
+HTTP_ERRORS = "HTTP errors prescribed"
+RETRIED_ERRORS = "two or more HTTP errors prescribed"
+TERMINAL = "terminal model error"
+NOT_TERMINAL = "no terminal model error"
+TOOL_STEPS = "tool steps prescribed"
+APPLIES: Mapping[str, Callable[[ScenarioPrescription], bool]] = {
+    ALWAYS: lambda p: True,
+    HTTP_ERRORS: lambda p: bool(p.http_errors),
+    RETRIED_ERRORS: lambda p: len(p.http_errors) > 1,
+    TERMINAL: lambda p: p.terminal_error,
+    NOT_TERMINAL: lambda p: not p.terminal_error,
+    TOOL_STEPS: lambda p: p.tool_steps > 0,
+}
+"""Declared applicability rules, named as the catalogue page shows them."""
 
 
 @dataclass(frozen=True)
@@ -379,7 +372,7 @@ class BehavioralSpec:
     location: str
     reason: str
     requirement: str
-    applies: Callable[[ScenarioPrescription], bool]
+    applies: str
     passes: Callable[[BehavioralContext], bool]
     needs_record: bool = False
     depends_on: tuple[str, ...] = ()
@@ -400,7 +393,7 @@ class BehavioralSpec:
             location=self.location,
             reason=self.reason,
             depends_on=self.depends_on,
-            applies=self.applies(ctx.prescription),
+            applies=APPLIES[self.applies](ctx.prescription),
             available=self.available(ctx),
             predicate=lambda: self.passes(ctx),
         )
@@ -410,7 +403,7 @@ def _spec(
     check_id: str,
     te: str,
     location: str,
-    applies: Callable[[ScenarioPrescription], bool],
+    applies: str,
     passes: Callable[[BehavioralContext], bool],
     reason: str,
     requirement: str,
@@ -440,7 +433,7 @@ BEHAVIORAL_SPECS: tuple[BehavioralSpec, ...] = (
         "episode.initialized",
         "",
         WITNESS_LOCATION,
-        _always,
+        ALWAYS,
         lambda c: c.witnessed.seeded == 1,
         "the episode's resources session was not seeded exactly once",
         "seed the task's resources session exactly once before the agent starts",
@@ -449,7 +442,7 @@ BEHAVIORAL_SPECS: tuple[BehavioralSpec, ...] = (
         "model.reached",
         "1",
         WITNESS_LOCATION,
-        _always,
+        ALWAYS,
         lambda c: bool(c.witnessed.attempts),
         "the harness never reached the scripted model endpoint",
         "send at least one model request to the configured endpoint",
@@ -458,7 +451,7 @@ BEHAVIORAL_SPECS: tuple[BehavioralSpec, ...] = (
         "model.protocol",
         "",
         WITNESS_LOCATION,
-        _always,
+        ALWAYS,
         lambda c: not c.witnessed.violations,
         "the harness broke the scripted conversation protocol",
         "advertise a shell tool, execute each tool call and return its result before asking again",
@@ -467,7 +460,7 @@ BEHAVIORAL_SPECS: tuple[BehavioralSpec, ...] = (
         "model.error_sequence",
         "1",
         WITNESS_LOCATION,
-        _http_errors,
+        HTTP_ERRORS,
         lambda c: _error_prefix(c) == list(c.prescription.http_errors),
         "witnessed HTTP statuses do not begin with the prescribed error sequence",
         "keep calling the model through the prescribed HTTP errors, one attempt per error",
@@ -476,7 +469,7 @@ BEHAVIORAL_SPECS: tuple[BehavioralSpec, ...] = (
         "model.retry_request",
         "1",
         WITNESS_LOCATION,
-        _several_errors,
+        RETRIED_ERRORS,
         _retries_identical,
         "a retried model request differs from the first attempt",
         "retry a failed model request with a byte-identical JSON body",
@@ -486,7 +479,7 @@ BEHAVIORAL_SPECS: tuple[BehavioralSpec, ...] = (
         "model.terminal_error",
         "1",
         WITNESS_LOCATION,
-        _terminal,
+        TERMINAL,
         _terminal_error,
         "not every witnessed attempt received the prescribed terminal error",
         "stop the episode on a permanent model error without inventing a successful reply",
@@ -495,7 +488,7 @@ BEHAVIORAL_SPECS: tuple[BehavioralSpec, ...] = (
         "model.finished",
         "",
         WITNESS_LOCATION,
-        _not_terminal,
+        NOT_TERMINAL,
         lambda c: c.witnessed.finished,
         "the harness did not reach the scripted final answer",
         "continue the conversation until the scripted final answer",
@@ -504,7 +497,7 @@ BEHAVIORAL_SPECS: tuple[BehavioralSpec, ...] = (
         "tools.executed",
         "4,5",
         WITNESS_LOCATION,
-        _with_tools,
+        TOOL_STEPS,
         _tools_executed,
         "witnessed tool executions differ from the prescribed tool steps",
         "execute every prescribed tool call and show its result to the model",
@@ -513,7 +506,7 @@ BEHAVIORAL_SPECS: tuple[BehavioralSpec, ...] = (
         "verifier.outcome",
         "6",
         WITNESS_LOCATION,
-        _not_terminal,
+        NOT_TERMINAL,
         _verifier_outcome,
         "the verifier did not grade exactly once with the expected reward",
         "call the verifier exactly once per episode",
@@ -522,7 +515,7 @@ BEHAVIORAL_SPECS: tuple[BehavioralSpec, ...] = (
         "verifier.answer",
         "6",
         WITNESS_LOCATION,
-        _not_terminal,
+        NOT_TERMINAL,
         _verifier_answer,
         "the final answer did not reach the verifier exactly once",
         "hand the agent's final answer to the verifier",
@@ -531,7 +524,7 @@ BEHAVIORAL_SPECS: tuple[BehavioralSpec, ...] = (
         "verifier.saved_reward",
         "6",
         REWARD_LOCATION,
-        _not_terminal,
+        NOT_TERMINAL,
         _saved_reward,
         "saved reward differs from the verifier's grade",
         "save the verifier's reward unchanged on the rollout",
@@ -541,7 +534,7 @@ BEHAVIORAL_SPECS: tuple[BehavioralSpec, ...] = (
         "model.saved_exchanges",
         "1,4,7",
         CALLS_LOCATION,
-        _always,
+        ALWAYS,
         lambda c: c.exchanges_match("exchange"),
         "retained model attempts differ from the independent witness; the canonical trajectory"
         " must keep every attempt (retries included) with its request, status and response",
@@ -553,7 +546,7 @@ BEHAVIORAL_SPECS: tuple[BehavioralSpec, ...] = (
         "model.response_metadata",
         "1",
         CALLS_LOCATION,
-        _always,
+        ALWAYS,
         lambda c: c.exchanges_match("metadata"),
         "retained response ids, statuses or finish reasons in the canonical trajectory differ"
         " from the independent witness",
@@ -564,7 +557,7 @@ BEHAVIORAL_SPECS: tuple[BehavioralSpec, ...] = (
         "model.token_counts",
         "2",
         CALLS_LOCATION,
-        _always,
+        ALWAYS,
         lambda c: c.exchanges_match("tokens"),
         "retained token counts in the canonical trajectory differ from the provider usage seen"
         " by the independent witness",
@@ -575,7 +568,7 @@ BEHAVIORAL_SPECS: tuple[BehavioralSpec, ...] = (
         "tools.witness_ids",
         "5",
         TOOLS_LOCATION,
-        _with_tools,
+        TOOL_STEPS,
         _witness_ids,
         "retained tool call ids differ from the independent tool witness",
         "keep each executed tool call once, under the call id the model issued",
@@ -585,7 +578,7 @@ BEHAVIORAL_SPECS: tuple[BehavioralSpec, ...] = (
         "tools.witness_join",
         "5",
         WITNESS_LOCATION,
-        _with_tools,
+        TOOL_STEPS,
         _witness_join,
         "a retained tool execution does not join exactly one request in its invocation's"
         " conversation",
@@ -598,7 +591,7 @@ BEHAVIORAL_SPECS: tuple[BehavioralSpec, ...] = (
         "tools.witness_request",
         "5",
         WITNESS_LOCATION,
-        _with_tools,
+        TOOL_STEPS,
         _witness_request,
         "retained tool request differs from the independent tool witness",
         "keep the tool request's name and arguments exactly as the model issued them",
@@ -609,7 +602,7 @@ BEHAVIORAL_SPECS: tuple[BehavioralSpec, ...] = (
         "tools.witness_status",
         "5",
         WITNESS_LOCATION,
-        _with_tools,
+        TOOL_STEPS,
         _witness_status,
         "retained tool status differs from the exit code the tool was prescribed",
         "mark a tool that exited non-zero as failed and one that exited zero as completed",
@@ -620,7 +613,7 @@ BEHAVIORAL_SPECS: tuple[BehavioralSpec, ...] = (
         "tools.witness_output",
         "5",
         WITNESS_LOCATION,
-        _with_tools,
+        TOOL_STEPS,
         _witness_output,
         "retained tool output differs from the independent tool witness",
         "keep the tool output exactly as the model was shown it",

@@ -1,0 +1,112 @@
+"""``gym-assets conformance``: inspect a rollout bundle, build a harness matrix, regenerate docs.
+
+Inspection exit codes are a contract for CI: 0 the P0 gate is met, 1 it is not, 2 the input
+could not be judged (unknown profile, bad bundle, inputs changed, conflicting report) — in
+which case nothing was published. Input errors are therefore handled here, not left to the
+dispatcher, which would map them to 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from gym_assets.conformance.bundle import InspectionInputError
+from gym_assets.conformance.catalogue_doc import DOC_PATH, write_catalogue
+from gym_assets.conformance.inspect import InspectionOptions, inspect_bundle
+from gym_assets.conformance.matrix import build_matrix, parse_harness
+from gym_assets.conformance.result import PROFILE_ID
+from gym_assets.conformance.scope import EvidenceScope
+
+INPUT_ERROR_EXIT = 2
+# What the reference runner treats as "could not inspect": input, I/O and decoding failures.
+CHECKER_ERRORS = (InspectionInputError, OSError, ValueError, RecursionError)
+
+
+def _add_profile_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--output", metavar="DIR", required=True, type=Path)
+    parser.add_argument("--profile", default=PROFILE_ID, help=f"default {PROFILE_ID}")
+    parser.add_argument("--no-tools", action="store_true", help="tool evidence is out of scope")
+    parser.add_argument("--no-verifier", action="store_true", help="grades are out of scope")
+    parser.add_argument("--no-steps", action="store_true", help="step evidence is out of scope")
+    parser.add_argument(
+        "--require-sandbox", action="store_true", help="a sandbox record is required"
+    )
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "conformance", help="judge harness evidence against the P0 conformance profile"
+    )
+    commands = parser.add_subparsers(
+        dest="conformance_command", metavar="SUBCOMMAND", required=True
+    )
+
+    inspect = commands.add_parser(
+        "inspect", help="check a rollout bundle and publish a content-addressed report"
+    )
+    inspect.add_argument("--bundle", metavar="PATH", required=True, type=Path)
+    inspect.add_argument(
+        "--capture-dir", metavar="DIR", type=Path, help="capture sidecars to hash as provenance"
+    )
+    _add_profile_flags(inspect)
+    inspect.set_defaults(handler=run_inspect)
+
+    matrix = commands.add_parser("matrix", help="inspect several harnesses and compare them")
+    matrix.add_argument(
+        "--harness",
+        metavar="NAME=PATH",
+        action="append",
+        required=True,
+        help="a harness name and its rollout bundle (repeatable)",
+    )
+    _add_profile_flags(matrix)
+    matrix.set_defaults(handler=run_matrix)
+
+    catalogue = commands.add_parser("catalogue", help="regenerate the check catalogue page")
+    catalogue.add_argument("--out", metavar="FILE", type=Path, default=None)
+    catalogue.set_defaults(handler=run_catalogue)
+
+
+def _options(args: argparse.Namespace, capture_dir: Path | None = None) -> InspectionOptions:
+    scope = EvidenceScope(
+        tools=not args.no_tools,
+        verifier=not args.no_verifier,
+        steps=not args.no_steps,
+        require_sandbox=args.require_sandbox,
+    )
+    return InspectionOptions(profile=args.profile, scope=scope, capture_dir=capture_dir)
+
+
+def _checker_error(exc: BaseException) -> int:
+    detail = f": {exc}" if isinstance(exc, InspectionInputError) else ""
+    print(f"checker_error ({type(exc).__name__}){detail}; no report published", file=sys.stderr)
+    return INPUT_ERROR_EXIT
+
+
+def run_inspect(args: argparse.Namespace) -> int:
+    try:
+        inspection = inspect_bundle(args.bundle, args.output, _options(args, args.capture_dir))
+    except CHECKER_ERRORS as exc:
+        return _checker_error(exc)
+    gate = "met" if inspection.gate_met else "not met"
+    print(f"P0 gate {gate}: {inspection.report_dir}")
+    return inspection.exit_code
+
+
+def run_matrix(args: argparse.Namespace) -> int:
+    try:
+        harnesses = [parse_harness(value) for value in args.harness]
+        matrix = build_matrix(harnesses, args.output, _options(args))
+    except CHECKER_ERRORS as exc:
+        return _checker_error(exc)
+    gate = "every harness meets" if matrix.gate_met else "not every harness meets"
+    print(f"{gate} the P0 gate: {matrix.matrix_dir}")
+    return matrix.exit_code
+
+
+def run_catalogue(args: argparse.Namespace) -> int:
+    path = write_catalogue(args.out or DOC_PATH)
+    print(f"wrote {path}")
+    return 0
