@@ -293,8 +293,8 @@ HEALTH_CHECK_IDS = tuple(c.id for c in ROLLOUT_HEALTH_CHECKS)
 
 
 def judge_rollout(item: HealthInput) -> dict[str, str]:
-    """Every rollout health verdict for one input line."""
-    if item.record is None:
+    """Every rollout health verdict for one input line (a non-object line is unreadable)."""
+    if not isinstance(item.record, Mapping):
         return {c.id: c.when_unreadable for c in ROLLOUT_HEALTH_CHECKS}
     return {c.id: c.judge(item.record) for c in ROLLOUT_HEALTH_CHECKS}
 
