@@ -25,8 +25,8 @@ from gym_assets.plans.model import (
 )
 
 
-def _by_id(keys: Iterable[TaskKey]) -> tuple[TaskKey, ...]:
-    return tuple(sorted(keys, key=lambda key: (key.task_id, key.taskset)))
+def _by_id(keys: Iterable[tuple[str, str]]) -> tuple[TaskKey, ...]:
+    return tuple(TaskKey(*key) for key in sorted(keys, key=lambda key: (key[1], key[0])))
 
 
 @dataclass(frozen=True)
@@ -50,8 +50,9 @@ def verify_plan(plan: Plan, tasks: Iterable[PlannedTask | None]) -> PlanDiff:
     """Diff ``plan`` against ``tasks``; ``None`` stands for a row that cannot be checked."""
     planned = plan.digests
     selection = None if plan.selected_task_ids is None else set(plan.selected_task_ids)
-    seen: dict[TaskKey, str] = {}
-    inconsistent: set[TaskKey] = set()
+    # Plain tuple keys: exact tuples of strings are untracked by the garbage collector.
+    seen: dict[tuple[str, str], str] = {}
+    inconsistent: set[tuple[str, str]] = set()
     unchecked = 0
     for task in tasks:
         if task is None:
@@ -59,7 +60,7 @@ def verify_plan(plan: Plan, tasks: Iterable[PlannedTask | None]) -> PlanDiff:
             continue
         if selection is not None and task.task_id not in selection:
             continue
-        key = TaskKey(task.taskset, task.task_id)
+        key = (task.taskset, task.task_id)
         if seen.setdefault(key, task.digest) != task.digest:
             inconsistent.add(key)
     return PlanDiff(

@@ -16,6 +16,7 @@ from gym_assets.plans.model import (
     GymStamp,
     Plan,
     PlannedTask,
+    TaskTable,
     load_plan,
     plan_json_schema,
     validate_plan,
@@ -67,7 +68,7 @@ def test_file_layout_matches_json_dumps_exactly() -> None:
         benchmark="démo",
         config_paths=("a.yaml", "/abs/b.yaml"),
         selected_task_ids=("a", 'q"\\é'),
-        tasks=(PlannedTask("t:1", "a", DIGEST), PlannedTask("t:1", 'q"\\é', DIGEST)),
+        tasks=TaskTable.of([PlannedTask("t:1", 'q"\\é', DIGEST), PlannedTask("t:1", "a", DIGEST)]),
     )
     text = plan_text(plan)
     assert (
@@ -143,6 +144,21 @@ def test_example_plan_of_the_reference_validates() -> None:
         ],
     }
     assert render_json(validate_plan(example).to_document()) == render_json(example)
+
+
+def test_task_table_is_a_sorted_sequence_of_planned_tasks() -> None:
+    tasks = [
+        PlannedTask("y", "b", DIGEST),
+        PlannedTask("x", "b", DIGEST),
+        PlannedTask("x", "a", DIGEST),
+    ]
+    table = TaskTable.of(tasks)
+    assert list(table) == [tasks[2], tasks[1], tasks[0]]
+    assert table[0].task_id == "a" and isinstance(table[-1], PlannedTask)
+    assert table[1:] == TaskTable.of(tasks[:2]) == tuple(tasks[1::-1])
+    assert table != TaskTable.of(tasks[:2]) and len(table) == 3
+    with pytest.raises(ValueError):
+        TaskTable(["x"], [], [])
 
 
 def test_write_creates_parents_and_overwrites(tmp_path) -> None:
