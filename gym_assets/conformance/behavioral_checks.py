@@ -22,7 +22,7 @@ from typing import Any, Protocol
 from gym_assets.conformance.checker import CheckContext, CheckSource
 from gym_assets.conformance.engine import Check, Kind, Results, Tier
 from gym_assets.conformance.fingerprint import canonical_json, exchange_fingerprint
-from gym_assets.conformance.witness import Witness, WitnessedToolCall
+from gym_assets.conformance.witness import Witness, WitnessedAttempt, WitnessedToolCall
 
 WITNESS_LOCATION = "witness.json"
 CALLS_LOCATION = "$.ng_trajectory.model_calls"
@@ -63,14 +63,19 @@ def _list(value: Any) -> list[Any]:
 
 def _same_json(left: Any, right: Any) -> bool:
     """JSON equality that keeps types apart (``true`` is not ``1``, ``1.0`` is not ``1``)."""
+    return _json_key(left) == _json_key(right)
+
+
+def _json_key(value: Any) -> str:
+    """A comparable key for any value; non-JSON values (NaN, odd types) stay distinct."""
     try:
-        return canonical_json(left) == canonical_json(right)
+        return canonical_json(value)
     except (TypeError, ValueError):
-        return False
+        return "non-json:" + repr(value)
 
 
 def _multiset(keys: Iterable[Any]) -> Counter[str]:
-    return Counter(canonical_json(k) for k in keys)
+    return Counter(_json_key(k) for k in keys)
 
 
 def _is_number(value: Any) -> bool:
@@ -127,6 +132,30 @@ def witnessed_finish(request: Any, response: Any) -> Any:
     return _mapping(choices[0]).get("finish_reason") if choices else None
 
 
+def _response_facts(attempt: WitnessedAttempt) -> list[Any]:
+    body = _mapping(attempt.response)
+    return [body.get("id"), body.get("status"), witnessed_finish(attempt.request, attempt.response)]
+
+
+def _saved_response_facts(call: Mapping[str, Any]) -> list[Any]:
+    meta = _mapping(call.get("response_metadata"))
+    return [meta.get("response_id"), meta.get("response_status"), meta.get("finish_reason")]
+
+
+def _saved_tokens(call: Mapping[str, Any]) -> list[Any]:
+    stats = _mapping(call.get("token_stats"))
+    return [stats.get(name) for name in _TOKEN_FIELDS]
+
+
+ExchangeFacts = tuple[Callable[[WitnessedAttempt], Any], Callable[[Mapping[str, Any]], Any]]
+EXCHANGE_VIEWS: Mapping[str, ExchangeFacts] = {
+    "exchange": (lambda a: None, lambda c: None),
+    "metadata": (_response_facts, _saved_response_facts),
+    "tokens": (lambda a: witnessed_usage(a.request, a.response), _saved_tokens),
+}
+"""What each exchange comparison adds to the fingerprint: (witnessed side, saved side)."""
+
+
 @dataclass
 class BehavioralContext:
     """The inputs of one scenario's behavioral checks, with the derived views they share."""
@@ -167,41 +196,15 @@ class BehavioralContext:
         status = _mapping(call.get("response_metadata")).get("status_code")
         return self.fingerprint(call.get("request"), status, call.get("response"))
 
-    def exchange_keys(self, view: str) -> tuple[Counter[str], Counter[str]]:
-        """Witnessed and saved multisets of one exchange view (``exchange|metadata|tokens``)."""
-        witnessed = []
-        for a in self.witnessed.attempts:
-            fp = self.fingerprint(a.request, a.status_code, a.response)
-            body = _mapping(a.response)
-            extra = {
-                "exchange": [],
-                "metadata": [
-                    body.get("id"),
-                    body.get("status"),
-                    witnessed_finish(a.request, a.response),
-                ],
-                "tokens": witnessed_usage(a.request, a.response),
-            }[view]
-            witnessed.append([fp, extra])
-        saved = []
-        for call in self.saved_calls:
-            meta = _mapping(call.get("response_metadata"))
-            stats = _mapping(call.get("token_stats"))
-            extra = {
-                "exchange": [],
-                "metadata": [
-                    meta.get("response_id"),
-                    meta.get("response_status"),
-                    meta.get("finish_reason"),
-                ],
-                "tokens": [stats.get(f) for f in _TOKEN_FIELDS],
-            }[view]
-            saved.append([self._saved_fp(call), extra])
-        return _multiset(witnessed), _multiset(saved)
-
     def exchanges_match(self, view: str) -> bool:
-        witnessed, saved = self.exchange_keys(view)
-        return witnessed == saved
+        """Witnessed and saved exchanges agree as multisets of (fingerprint, view facts)."""
+        witnessed_facts, saved_facts = EXCHANGE_VIEWS[view]
+        witnessed = (
+            [self.fingerprint(a.request, a.status_code, a.response), witnessed_facts(a)]
+            for a in self.witnessed.attempts
+        )
+        saved = ([self._saved_fp(c), saved_facts(c)] for c in self.saved_calls)
+        return _multiset(witnessed) == _multiset(saved)
 
     # ------------------------------------------------------------------ tools
 

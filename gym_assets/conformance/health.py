@@ -31,7 +31,8 @@ HEALTH_VERDICTS = (HEALTHY, UNHEALTHY, UNOBSERVED)
 HEALTH_INPUT_FILES = ("rollouts.jsonl", "rollouts_failures.jsonl")
 
 HOLLOW_TURN_GAPS = frozenset({"turns_unavailable", "turn_evidence_incomplete"})
-RUNAWAY_FINISH_REASONS = frozenset({"length", "max_tokens", "max_output_tokens"})
+# A tuple, not a set: membership by equality never fails on an unhashable saved value.
+RUNAWAY_FINISH_REASONS = ("length", "max_tokens", "max_output_tokens")
 # (provider usage keys, per-call token_stats field) compared by rollout_token_count_mismatch.
 USAGE_TOTALS = (
     (("input_tokens", "prompt_tokens"), "prompt_tokens"),
@@ -122,9 +123,11 @@ def _agent_turn_hollow(record: Mapping[str, Any]) -> str:
     trajectory = _trajectory(record)
     turns = trajectory.get("turns")
     gaps = trajectory.get("gaps")
-    gap_codes = (
-        {g.get("code") for g in gaps if isinstance(g, Mapping)} if isinstance(gaps, list) else set()
-    )
+    gap_codes = {
+        g.get("code")
+        for g in (gaps if isinstance(gaps, list) else [])
+        if isinstance(g, Mapping) and isinstance(g.get("code"), str)
+    }
     if gap_codes & HOLLOW_TURN_GAPS:
         return UNHEALTHY
     if not isinstance(turns, list) or not turns:

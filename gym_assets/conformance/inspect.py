@@ -13,6 +13,7 @@ only counters are kept in memory, so memory does not grow with the bundle.
 
 from __future__ import annotations
 
+import contextlib
 import filecmp
 import hashlib
 import json
@@ -291,6 +292,7 @@ def inspect_bundle(
     manifest = report_manifest(provenance, options)
     report_id = content_id(manifest)
     output = Path(output)
+    created = not output.exists()
     output.mkdir(parents=True, exist_ok=True)
     staged = staging_directory(output, report_id)
     try:
@@ -315,6 +317,9 @@ def inspect_bundle(
         write_text_durably(staged / REPORT_FILE, render_report(summary))
     except BaseException:
         shutil.rmtree(staged, ignore_errors=True)
+        if created:  # leave no trace of a failed first inspection
+            with contextlib.suppress(OSError):
+                output.rmdir()
         raise
     final = output / report_id
     publish_directory(staged, final, REPORT_FILES)
