@@ -34,7 +34,7 @@ from gym_assets.conformance.bundle import (
     resolve_bundle,
 )
 from gym_assets.conformance.checker import check_record
-from gym_assets.conformance.engine import Status
+from gym_assets.conformance.engine import Row, Status
 from gym_assets.conformance.fingerprint import canonical_json, content_id
 from gym_assets.conformance.result import (
     PROFILE_ID,
@@ -53,6 +53,7 @@ RESULTS_FILE = "evidence_results.jsonl"
 SUMMARY_FILE = "evidence_summary.json"
 REPORT_FILE = "evidence_report.md"
 REPORT_FILES = (RESULTS_FILE, SUMMARY_FILE, REPORT_FILE)
+BLOCKED_PREFIX = "blocked by "  # how the executor words a failure caused by a prerequisite
 CHECKER_PACKAGE = Path(__file__).parent
 LIMITS = (
     "retained-artifact checks only: the bundle is judged as written, not how the harness behaved",
@@ -123,15 +124,18 @@ class _Tally:
             self.tokens.setdefault(name, Counter()).update(asdict(availability))
         for row in result.rows:
             if row.status is Status.FAIL:
-                entry = self.failing.setdefault(
-                    row.id,
-                    {
-                        "records": 0,
-                        "reason": row.reasons[0] if row.reasons else "",
-                        "evidence": list(row.evidence),
-                    },
-                )
-                entry["records"] += 1
+                self._count_failure(row)
+
+    def _count_failure(self, row: Row) -> None:
+        """Count a failed row; keep one reason, preferring a direct failure over "blocked by"."""
+        entry = self.failing.setdefault(
+            row.id, {"records": 0, "blocked": 0, "reason": "", "evidence": list(row.evidence)}
+        )
+        entry["records"] += 1
+        entry["blocked"] += bool(row.blocked_by)
+        kept_blocked = entry["reason"].startswith(BLOCKED_PREFIX)
+        if row.reasons and (not entry["reason"] or (kept_blocked and not row.blocked_by)):
+            entry["reason"] = row.reasons[0]
 
     def te_summary(self) -> dict[str, Any]:
         summary = {}

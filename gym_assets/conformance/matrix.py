@@ -113,6 +113,21 @@ def _cells(entry: Mapping[str, Any]) -> list[str]:
     return [CELL[TeStatus(entry["evidence"][label])] for label in TE_NAMES] + [entry["p0"]]
 
 
+def split_failures(failing: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """Root causes (with reasons) apart from checks that failed only because a prerequisite did.
+
+    A reader fixes root causes; listing every cascaded "blocked by" row beside them buries them.
+    """
+    direct = {k: v for k, v in failing.items() if v["blocked"] < v["records"]}
+    return direct, [k for k in failing if k not in direct]
+
+
+def _id_list(ids: Sequence[str], quote: str = "") -> str:
+    if quote:
+        return ", ".join(f"{quote}{i}{quote}" for i in ids)
+    return ", ".join(f"<code>{html.escape(i)}</code>" for i in ids)
+
+
 def _one_line(text: str) -> str:
     return " ".join(text.split())
 
@@ -131,11 +146,13 @@ def render_markdown(document: Mapping[str, Any]) -> str:
         lines.append(f"| {name} | " + " | ".join(_cells(entry)) + " |")
     lines += ["", "## Failing checks", ""]
     for name, entry in document["harnesses"].items():
-        failing = entry["failing_checks"]
-        lines.append(f"- **{name}**: " + ("none" if not failing else f"{len(failing)} checks"))
-        for check_id, fail in failing.items():
+        direct, blocked = split_failures(entry["failing_checks"])
+        lines.append(f"- **{name}**: " + ("none" if not direct else f"{len(direct)} checks"))
+        for check_id, fail in direct.items():
             reason = _one_line(fail["reason"]).replace("|", "\\|")
             lines.append(f"  - `{check_id}` ({fail['records']}/{entry['records']}): {reason}")
+        if blocked:
+            lines.append(f"  - blocked by the failures above: {_id_list(blocked, '`')}")
     lines += ["", NOTE, ""]
     return "\n".join(lines)
 
@@ -187,12 +204,14 @@ def render_html(document: Mapping[str, Any]) -> str:
         rows.append(f'<tr><th scope="row">{e(name)}</th><td>{entry["records"]}</td>{tds}</tr>')
     sections = []
     for name, entry in harnesses.items():
-        failing = entry["failing_checks"]
+        direct, blocked = split_failures(entry["failing_checks"])
         mark = MARKS[entry["p0"]]
         items = "".join(
-            _failing_item(check_id, fail, entry["records"]) for check_id, fail in failing.items()
+            _failing_item(check_id, fail, entry["records"]) for check_id, fail in direct.items()
         )
-        body = f"<ul>{items}</ul>" if failing else "<p>Every applicable check passes.</p>"
+        if blocked:
+            items += f'<li class="meta">Blocked by the failures above: {_id_list(blocked)}</li>'
+        body = f"<ul>{items}</ul>" if items else "<p>Every applicable check passes.</p>"
         status = "ok" if entry["p0"] == PASS else "bad"
         sections.append(
             f'<section class="{status}"><h3>{mark} {e(name)} — P0 {entry["p0"]}</h3>'

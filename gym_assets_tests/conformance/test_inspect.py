@@ -9,6 +9,7 @@ import pytest
 
 from gym_assets.cli import main
 from gym_assets.conformance import inspect as inspector
+from gym_assets.conformance.artifact_checks import ARTIFACT_CHECKS
 from gym_assets.conformance.bundle import InspectionInputError
 from gym_assets.conformance.fingerprint import content_id
 from gym_assets.conformance.inspect import (
@@ -100,6 +101,16 @@ def test_failing_record_gives_exit_one_and_lists_the_failing_check(tmp_path):
     assert summary["failing_checks"]["calls.request"]["records"] == 1
     report = (inspection.report_dir / "evidence_report.md").read_text()
     assert "Gate **not met**" in report and "| `calls.request` | 1 |" in report
+
+
+def test_failing_checks_prefer_a_direct_reason_over_a_blocked_one(tmp_path):
+    blocked = fx.baseline_record()
+    fx.trajectory(blocked)["model_calls"] = []
+    bundle = write_bundle(tmp_path / "bundle", [blocked, without_payloads(fx.baseline_record())])
+    entry = inspect_bundle(bundle, tmp_path / "out").summary["failing_checks"]["calls.request"]
+    assert entry["records"] == 2 and entry["blocked"] == 1
+    assert entry["reason"] == next(c.reason for c in ARTIFACT_CHECKS if c.id == "calls.request")
+    assert entry["evidence"] == ["TE-4", "TE-7"]
 
 
 def test_scope_flags_change_verdicts_and_the_report_id(tmp_path):

@@ -118,6 +118,8 @@ def test_html_is_self_contained_and_readable(tmp_path, harnesses):
     assert 'class="fail' in page_text and 'class="pass' in page_text
     assert "calls.request" in text and "every model call must retain its request" in text
     assert "Every applicable check passes." in text
+    assert "Blocked by the failures above:" in text and "content.media" in text
+    assert "blocked by calls.request" not in text
 
 
 def test_names_are_validated_and_unique(tmp_path, harnesses):
