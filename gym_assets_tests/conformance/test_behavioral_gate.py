@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
+
 from gym_assets.conformance.behavioral_checks import behavioral_source
 from gym_assets.conformance.checker import check_record
-from gym_assets.conformance.engine import Kind, Status
+from gym_assets.conformance.engine import Check, Kind, Status
 from gym_assets.conformance.result import te_verdicts
 from gym_assets.conformance.scope import EvidenceScope
 from gym_assets_tests.conformance import fixtures as fx
@@ -67,3 +69,21 @@ def test_model_error_without_a_rollout_row():
         assert result.status(check) == Status.NOT_APPLICABLE
     assert result.status("model.saved_exchanges") == Status.FAIL
     assert str(result.evidence["TE-1"].verdict) == "not_fulfilled"
+
+
+@pytest.mark.parametrize(("tier", "passes"), [("P0", False), ("P1", True), ("P2", True)])
+def test_only_a_failing_p0_behavioral_row_fails_the_record(tier, passes):
+    def extra(context):
+        yield Check(
+            id="probe.extra",
+            tier=tier,
+            kind=Kind.BEHAVIORAL,
+            location="witness.json",
+            reason="an extra behavioral expectation was not met",
+            predicate=lambda: False,
+        )
+
+    sources = [behavioral_source(baseline_witness(), BASELINE), extra]
+    result = check_record(fx.baseline_record(), EvidenceScope(), extra_checks=sources)
+    assert result.passed is passes
+    assert result.status("probe.extra") == Status.FAIL
