@@ -33,10 +33,12 @@ Fingerprint = Callable[[Any, Any, Any], str]
 
 
 class ScenarioPrescription(Protocol):
-    """What a scenario prescribes; any object with these attributes (e.g. a scenario) fits."""
+    """What a scenario prescribes; any object with these attributes (e.g. a scenario) fits.
+
+    Tool exit codes are not here: the witness records the code prescribed for each call.
+    """
 
     tool_steps: int
-    tool_exit_code: int
     http_errors: tuple[int, ...]
     terminal_error: bool
     expected_reward: float
@@ -47,7 +49,6 @@ class Prescription:
     """A plain prescription, defaulting to the reference ``tool_success`` scenario."""
 
     tool_steps: int = 2
-    tool_exit_code: int = 0
     http_errors: tuple[int, ...] = ()
     terminal_error: bool = False
     expected_reward: float = 1.0
