@@ -91,7 +91,14 @@ class PlanBuilder:
         if self._missing or self._refusal is not None:
             return
         try:
-            task_digest = digest(self._task_input(row, task_id))
+            # An ordinary flat row (own id, no task envelope) takes task_input_of directly,
+            # skipping the envelope materialize_task would build (a sixth of the per-row
+            # time); any other row gets the full conversion, which raises its own refusal.
+            if task_id and "task_input" not in row and not isinstance(row.get("task_id"), Mapping):
+                task_input = task_input_of(row)
+            else:
+                task_input = materialize_task(row, self.taskset)["task_input"]
+            task_digest = digest(task_input)
         except ValueError as exc:  # MaterializeError, or a string that cannot be hashed
             self._refusal = UserError(
                 f"Benchmark {self.benchmark!r}: {exc} (row {index})",
@@ -103,18 +110,6 @@ class PlanBuilder:
             self._duplicates.add(task_id)
         else:
             self._digests[task_id] = task_digest
-
-    def _task_input(self, row: Mapping[str, Any], task_id: str) -> dict[str, Any]:
-        """The ``task_input`` collation gives this row.
-
-        An ordinary flat row (non-empty own id, no task envelope) takes ``task_input_of``
-        directly, skipping the id lookup and envelope ``materialize_task`` would redo (about a
-        sixth of the per-row time). Anything else goes through the full conversion, which
-        raises its own refusal.
-        """
-        if task_id and "task_input" not in row and not isinstance(row.get("task_id"), Mapping):
-            return task_input_of(row)
-        return materialize_task(row, self.taskset)["task_input"]
 
     def finish(
         self, selection: Iterable[str] | None = None

@@ -38,21 +38,19 @@ def canonical_json(value: Any) -> str:
     return _ENCODER.encode(value)
 
 
-def digest_of_text(text: str) -> str:
-    """``sha256:<hex>`` of canonical text; a lone surrogate cannot be hashed (ValueError)."""
+def digest(task_input: Any) -> str:
+    """The plan digest of one task input: ``sha256:`` + SHA-256 of its canonical JSON.
+
+    A string holding a lone surrogate has no UTF-8 form and cannot be hashed (ValueError).
+    """
     try:
-        data = text.encode("utf-8")
+        data = _ENCODER.encode(task_input).encode("utf-8")
     except UnicodeEncodeError:
         raise ValueError(
             "the task input holds a lone UTF-16 surrogate (an unpaired \\ud800-\\udfff escape), "
             "which has no UTF-8 form and so cannot be hashed; fix the string in the data"
         ) from None
     return DIGEST_PREFIX + hashlib.sha256(data).hexdigest()
-
-
-def digest(task_input: Any) -> str:
-    """The plan digest of one task input: ``sha256:`` + SHA-256 of its canonical JSON."""
-    return digest_of_text(canonical_json(task_input))
 
 
 def loads(raw: bytes) -> Any:
