@@ -107,7 +107,7 @@ def _verify(args: argparse.Namespace) -> int:
     plan = load_plan(args.plan)
     if args.taskset is not None:
         source = args.taskset
-        diff = verify_plan(plan, taskset_tasks(args.taskset))
+        diff = verify_plan(plan, taskset_tasks(args.taskset, flat_taskset=plan.benchmark))
     else:
         benchmark = _benchmark(args, args.verify_benchmark)
         if benchmark.name != plan.benchmark:

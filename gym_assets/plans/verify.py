@@ -23,6 +23,7 @@ from gym_assets.plans.model import (
     TaskKey,
     describe_validation_error,
 )
+from gym_assets.tasks.materialize import source_task_id, task_input_of
 
 
 def _by_id(keys: Iterable[tuple[str, str]]) -> tuple[TaskKey, ...]:
@@ -84,12 +85,31 @@ def _task_of(row: Mapping[str, Any]) -> PlannedTask:
     return PlannedTask(task_id.taskset, task_id.task_id, digest(task_input))
 
 
-def taskset_tasks(path: str | Path) -> Iterator[PlannedTask | None]:
-    """The tasks of a collated taskset file, streaming; ``None`` for each flat row."""
+def _flat_task(row: Mapping[str, Any], taskset: str | None) -> PlannedTask | None:
+    """A flat row as the task it stands for: its own id and its input without routing keys.
+
+    A flat dataset's rows are dispatched as they are, so what a run sends is exactly the input
+    the plan hashed; only rows without an id (or with no taskset to file them under) are
+    uncheckable.
+    """
+    own_id = source_task_id(row)
+    if taskset is None or own_id is None:
+        return None
+    return PlannedTask(taskset, own_id, digest(task_input_of(row)))
+
+
+def taskset_tasks(
+    path: str | Path, flat_taskset: str | None = None
+) -> Iterator[PlannedTask | None]:
+    """The tasks of a collated taskset file, streaming.
+
+    Flat rows (a dataset without a taskset) are filed under ``flat_taskset`` (the plan's
+    taskset for such a benchmark is its name); without one, each yields ``None``.
+    """
     for line, row in iter_json_objects(path):
         has_envelope = isinstance(row.get("task_id"), Mapping), "task_input" in row
         if not any(has_envelope):
-            yield None
+            yield _flat_task(row, flat_taskset)
             continue
         if not all(has_envelope):
             raise UserError(

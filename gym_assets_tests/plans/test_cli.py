@@ -220,7 +220,13 @@ def test_verify_against_a_collated_taskset(project, capsys) -> None:
     )
     verify = ["plan", "verify", "--plan", str(out), "--taskset", str(taskset)]
     assert main(verify) == 0
-    write_jsonl(taskset, [row("a")])
+    # a flat dataset's rows are dispatched as they are: compared under the plan's taskset
+    write_jsonl(taskset, [row("a"), {**row("a"), "task_source": "agent_1"}])
+    assert main(verify) == 0
+    write_jsonl(taskset, [row("a", "edited prompt")])
+    assert main(verify) == 1
+    assert "changed: a" in capsys.readouterr().out
+    write_jsonl(taskset, [row("a"), {"responses_create_params": {"input": []}}])
     assert main(verify) == 1
     assert "unchecked: 1 flat rows" in capsys.readouterr().out
 
