@@ -17,6 +17,10 @@ from typing import IO, Any
 
 from gym_assets.errors import UserError
 
+# Modes of published outputs: temp files and dirs are created owner-only (0600 / 0700).
+PUBLISHED_FILE_MODE = 0o644
+PUBLISHED_DIR_MODE = 0o755
+
 
 @contextlib.contextmanager
 def atomic_writer(path: str | Path, mode: str = "w") -> Iterator[IO[Any]]:
@@ -25,6 +29,7 @@ def atomic_writer(path: str | Path, mode: str = "w") -> Iterator[IO[Any]]:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.chmod(tmp, PUBLISHED_FILE_MODE)  # mkstemp is owner-only; outputs are readable
         encoding = None if "b" in mode else "utf-8"
         newline = None if "b" in mode else "\n"
         with os.fdopen(fd, mode, encoding=encoding, newline=newline) as handle:

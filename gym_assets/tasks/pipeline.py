@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from gym_assets.io import atomic_write_text
+from gym_assets.io import PUBLISHED_DIR_MODE, atomic_write_text
 from gym_assets.tasks.catalog import Benchmark, Catalog
 from gym_assets.tasks.collate import CollationInput, CollationReport, collate
 
@@ -75,6 +75,7 @@ def collate_benchmark(
     output_dir = Path(output_dir)
     output_dir.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{output_dir.name}.", dir=output_dir.parent))
+    staging.chmod(PUBLISHED_DIR_MODE)  # mkdtemp is owner-only; the taskset is published as is
     try:
         report = collate(
             catalog.loaded.data,

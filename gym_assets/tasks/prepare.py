@@ -21,7 +21,7 @@ from types import ModuleType
 from typing import Any
 
 from gym_assets.errors import UserError
-from gym_assets.io import iter_jsonl
+from gym_assets.io import PUBLISHED_FILE_MODE, iter_jsonl
 from gym_assets.tasks.catalog import Benchmark
 
 
@@ -96,6 +96,7 @@ def prepare_benchmark(
     fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     os.close(fd)
     tmp = Path(tmp_name)
+    tmp.chmod(PUBLISHED_FILE_MODE)  # mkstemp is owner-only; prepared rows are readable
     try:
         try:
             returned = prepare(output_fpath=tmp, **dict(script_args or {}))

@@ -230,3 +230,12 @@ def test_unknown_benchmark_writes_nothing(catalog: Catalog, tmp_path: Path) -> N
 def test_repository_sources_are_never_modified(catalog: Catalog, configs_before) -> None:
     # Runs after the collations above (same module): the configs tree is byte-identical.
     assert snapshot(CONFIGS) == configs_before
+
+
+def test_the_published_taskset_is_readable_by_others(catalog: Catalog, tmp_path: Path) -> None:
+    out = tmp_path / "units"
+    collate_benchmark(catalog, "units", out)
+    assert out.stat().st_mode & 0o777 == 0o755  # not mkdtemp's owner-only 0700
+    assert {p.name: p.stat().st_mode & 0o777 for p in out.iterdir()} == dict.fromkeys(
+        ["benchmark.jsonl", "benchmark_metrics.json", "units_prepare.jsonl", REPORT_NAME], 0o644
+    )

@@ -280,3 +280,8 @@ def test_missing_bundled_data_names_the_config(tree: Path, tmp_path: Path) -> No
     with pytest.raises(UserError, match="does not exist; fix `jsonl_fpath`") as caught:
         prepare_benchmark(load_catalog(tree, tmp_path / "data").get("arith"))
     assert caught.value.path == str(tree / "benchmarks" / "arith" / "config.yaml")
+
+
+def test_prepared_rows_are_readable_by_others(humaneval) -> None:
+    _, benchmark = humaneval
+    assert benchmark.rows_path.stat().st_mode & 0o777 == 0o644  # not mkstemp's 0600
