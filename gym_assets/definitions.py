@@ -2,16 +2,19 @@
 
 import dagster as dg
 
+from gym_assets.defs.automation import plan_automation_sensor
+from gym_assets.defs.jobs import benchmark_job
+from gym_assets.defs.plans import assets as plan_assets
+from gym_assets.defs.plans import checks as plan_checks
 from gym_assets.defs.resources import GymWorkspace
 from gym_assets.defs.tasksets import assets as taskset_assets
 from gym_assets.defs.tasksets import checks as taskset_checks
-from gym_assets.defs.tasksets.jobs import taskset_job
 from gym_assets.defs.tasksets.sensors import config_change_sensor
 
 defs = dg.Definitions(
-    assets=dg.load_assets_from_modules([taskset_assets]),
-    asset_checks=dg.load_asset_checks_from_modules([taskset_checks]),
-    jobs=[taskset_job],
-    sensors=[config_change_sensor],
+    assets=dg.load_assets_from_modules([taskset_assets, plan_assets]),
+    asset_checks=dg.load_asset_checks_from_modules([taskset_checks, plan_checks]),
+    jobs=[benchmark_job],
+    sensors=[config_change_sensor, plan_automation_sensor],
     resources={"workspace": GymWorkspace()},
 )

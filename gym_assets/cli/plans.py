@@ -15,17 +15,11 @@ import sys
 from gym_assets import settings
 from gym_assets.cli import add_configs_flag, add_data_root_flag
 from gym_assets.errors import UserError
-from gym_assets.plans.build import (
-    PlanSpec,
-    build_plan_from_file,
-    file_tasks,
-    refuse_prompt_template,
-    require_one_benchmark,
-)
+from gym_assets.plans.build import file_tasks, refuse_prompt_template, require_one_benchmark
 from gym_assets.plans.model import TaskKey, load_plan, plan_json_schema
-from gym_assets.plans.provenance import current_gym, project_root, recorded_config_paths
+from gym_assets.plans.pipeline import collated_tasks, plan_benchmark
 from gym_assets.plans.render import render_json, write_plan
-from gym_assets.plans.verify import PlanDiff, taskset_tasks, verify_plan
+from gym_assets.plans.verify import PlanDiff, verify_plan
 from gym_assets.tasks.catalog import Benchmark, load_catalog
 
 
@@ -58,19 +52,11 @@ def _plan(args: argparse.Namespace) -> int:
     if not args.benchmark:
         parser.error("--benchmark NAME is required")
     benchmark = _benchmark(args, require_one_benchmark(args.benchmark))
-    rows = benchmark.require_rows()
-    root = project_root()
-    spec = PlanSpec(
-        benchmark=benchmark.name,
-        taskset=benchmark.taskset,
-        gym=current_gym(root),
-        config_paths=recorded_config_paths(benchmark.config_paths, root),
-        selected_task_ids=args.task_ids,
-    )
-    plan = build_plan_from_file(rows, spec)
+    plan = plan_benchmark(benchmark, args.task_ids)
     if not plan.tasks and plan.selected_task_ids is None:
         print(
-            f"warning: benchmark '{benchmark.name}' has no rows in {rows}; the plan lists no tasks",
+            f"warning: benchmark '{benchmark.name}' has no rows in {benchmark.rows_path}; "
+            "the plan lists no tasks",
             file=sys.stderr,
         )
     write_plan(args.out, plan)
@@ -97,9 +83,8 @@ def _report(diff: PlanDiff) -> None:
             print(f"{section}: {_label(key)}")
     if diff.unchecked_rows:
         print(
-            f"unchecked: {diff.unchecked_rows} flat rows have no task envelope (task_id object "
-            "+ task_input), so they cannot be compared; verify a collated taskset whose dataset "
-            "declares a taskset"
+            f"unchecked: {diff.unchecked_rows} flat rows have no task id (task_id, problem_id, "
+            "instance_id), so they cannot be matched to a planned task"
         )
 
 
@@ -107,7 +92,7 @@ def _verify(args: argparse.Namespace) -> int:
     plan = load_plan(args.plan)
     if args.taskset is not None:
         source = args.taskset
-        diff = verify_plan(plan, taskset_tasks(args.taskset, flat_taskset=plan.benchmark))
+        diff = verify_plan(plan, collated_tasks(plan, args.taskset))
     else:
         benchmark = _benchmark(args, args.verify_benchmark)
         if benchmark.name != plan.benchmark:

@@ -15,8 +15,16 @@ from gym_assets.definitions import defs
 from gym_assets.defs.partitions import benchmark_partitions
 from gym_assets.defs.resources import GymWorkspace
 
-DEMO_JOB = "taskset_job"
+DEMO_JOB = "benchmark_job"
 QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+
+
+def _planned_tasks(result: dg.ExecuteInProcessResult) -> str:
+    for event in result.get_asset_materialization_events():
+        materialization = event.step_materialization_data.materialization
+        if materialization.asset_key == dg.AssetKey("eval_plan"):
+            return str(materialization.metadata["tasks"].value)
+    return "-"
 
 
 def _check_summary(result: dg.ExecuteInProcessResult) -> tuple[int, int, list[str]]:
@@ -50,12 +58,13 @@ def main() -> int:
             [
                 name,
                 status,
+                _planned_tasks(result),
                 f"{passed}/{total}",
                 ", ".join(failed) or "-",
                 f"{time.monotonic() - started:.1f}s",
             ]
         )
-    headers = ["benchmark", "run", "checks passed", "failing checks", "time"]
+    headers = ["benchmark", "run", "planned tasks", "checks passed", "failing checks", "time"]
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
     print()
     print("  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)))
@@ -65,6 +74,7 @@ def main() -> int:
     print()
     print(f"prepared rows : {layout.root.resolve() / 'prepared'}  (bundled data stays in configs/)")
     print(f"tasksets      : {layout.root.resolve() / 'tasksets'}/<benchmark>/")
+    print(f"plans         : {layout.root.resolve() / 'plans'}/<benchmark>/plan.json")
     print(f"dagster home  : {instance.root_directory}  (see it with `make ui`)")
     return 0 if ok else 1
 

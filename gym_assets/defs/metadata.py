@@ -1,11 +1,11 @@
 """Turn library results into Dagster metadata a person can read in the UI."""
 
-
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import dagster as dg
 
+from gym_assets.check_outcome import CheckOutcome
 from gym_assets.errors import UserError
 
 
@@ -18,16 +18,22 @@ def markdown_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str
     return "\n".join(lines)
 
 
-def files_metadata(files: Mapping[str, Any]) -> dict[str, dg.MetadataValue]:
-    """``{label: (path, rows, sha256)}`` as path + sha metadata entries."""
-    out: dict[str, dg.MetadataValue] = {}
-    for label, (path, rows, sha) in files.items():
-        out[f"{label} path"] = dg.MetadataValue.path(str(path))
-        out[f"{label} rows"] = dg.MetadataValue.int(rows)
-        out[f"{label} sha256"] = dg.MetadataValue.text(sha)
-    return out
-
-
 def as_failure(exc: UserError) -> dg.Failure:
     """A user error becomes a Dagster failure with the same one-line message."""
     return dg.Failure(description=exc.render(), allow_retries=False)
+
+
+def check_result(outcome: CheckOutcome) -> dg.AssetCheckResult:
+    """A library check outcome as an asset check result (advisories at WARN severity)."""
+    severity = dg.AssetCheckSeverity.WARN if outcome.warn_only else dg.AssetCheckSeverity.ERROR
+    return dg.AssetCheckResult(
+        passed=outcome.passed,
+        severity=severity,
+        description=outcome.description,
+        metadata={"summary": outcome.description, **outcome.metadata},
+    )
+
+
+def partition_of(context: dg.AssetCheckExecutionContext) -> str:
+    """The partition of the run a check executes in (checks are not partitioned themselves)."""
+    return context.op_execution_context.partition_key

@@ -1,6 +1,5 @@
 """Resources: where configs are read from and where products are written."""
 
-
 from pathlib import Path
 
 import dagster as dg

@@ -10,10 +10,10 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gym_assets.check_outcome import CheckOutcome
 from gym_assets.config.routing import (
     environment_server_for_agent,
     resolve_dataset_agent,
@@ -27,16 +27,6 @@ from gym_assets.tasks.materialize import ID_FIELDS, is_materialized, source_task
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 MAX_LISTED = 10
 _KEY_PROBLEMS = ("unknown_keys", "conflicting_keys", "misplaced_keys")
-
-
-@dataclass(frozen=True)
-class CheckOutcome:
-    """A check's verdict, a one-line description, and details for the UI."""
-
-    passed: bool
-    description: str
-    metadata: dict[str, Any] = field(default_factory=dict)
-    warn_only: bool = False
 
 
 def task_data_valid(report: Mapping[str, Any]) -> CheckOutcome:

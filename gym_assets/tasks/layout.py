@@ -4,7 +4,7 @@ One function per product so the CLI, the Dagster assets and the docs agree on pa
 
     <data_root>/prepared/<benchmark>/        rows written by a benchmark's prepare script
     <data_root>/tasksets/<benchmark>/        collated taskset, metrics, validation report
-    <data_root>/plans/<benchmark>/plan.json  eval plan
+    <data_root>/plans/<benchmark>/plan.json  eval plan (plan.previous.json: the one before)
 """
 
 from __future__ import annotations
@@ -25,3 +25,7 @@ class Layout:
 
     def plan_path(self, benchmark: str) -> Path:
         return self.root / "plans" / benchmark / "plan.json"
+
+    def previous_plan_path(self, benchmark: str) -> Path:
+        """The plan this benchmark had before its latest plan (for drift reports)."""
+        return self.root / "plans" / benchmark / "plan.previous.json"

@@ -11,7 +11,7 @@ def test_definitions_load():
 
 def test_assets_checks_and_partitions():
     keys = {key.to_user_string() for key in defs.resolve_all_asset_keys()}
-    assert {"prepared_benchmark", "collated_taskset"} <= keys
+    assert {"prepared_benchmark", "collated_taskset", "eval_plan"} <= keys
     collated = defs.resolve_assets_def("collated_taskset")
     assert collated.partitions_def.name == "benchmark"
     check_names = {key.name for key in defs.get_repository_def().asset_graph.asset_check_keys}
@@ -24,7 +24,7 @@ def test_assets_checks_and_partitions():
 
 
 def test_job_and_sensor_resolve():
-    job = defs.resolve_job_def("taskset_job")
+    job = defs.resolve_job_def("benchmark_job")
     assert job.partitions_def is not None
-    sensor = defs.resolve_sensor_def("config_change_sensor")
-    assert sensor.default_status == dg.DefaultSensorStatus.RUNNING
+    for name in ("config_change_sensor", "plan_automation_sensor"):
+        assert defs.resolve_sensor_def(name).default_status == dg.DefaultSensorStatus.RUNNING

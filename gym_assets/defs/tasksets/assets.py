@@ -1,6 +1,5 @@
 """``prepared_benchmark`` and ``collated_taskset``: thin wrappers over the library."""
 
-
 import json
 
 import dagster as dg

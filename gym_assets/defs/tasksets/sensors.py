@@ -1,18 +1,17 @@
 """Re-collate a benchmark when anything that produces its taskset changes."""
 
-
 import json
 
 import dagster as dg
 
+from gym_assets.defs.jobs import benchmark_job
 from gym_assets.defs.partitions import benchmark_partitions
 from gym_assets.defs.resources import GymWorkspace
-from gym_assets.defs.tasksets.jobs import taskset_job
 from gym_assets.tasks.fingerprint import catalog_fingerprints
 
 
 @dg.sensor(
-    job=taskset_job,
+    job=benchmark_job,
     minimum_interval_seconds=30,
     default_status=dg.DefaultSensorStatus.RUNNING,
     description=(

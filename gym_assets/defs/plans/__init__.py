@@ -1,0 +1,1 @@
+"""Eval plans: every task of a benchmark once, with the digest of its exact input."""

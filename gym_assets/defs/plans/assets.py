@@ -1,0 +1,52 @@
+"""``eval_plan``: follows its taskset automatically, never past a failed blocking check."""
+
+import dagster as dg
+
+from gym_assets.defs.metadata import as_failure, markdown_table
+from gym_assets.defs.partitions import benchmark_partitions
+from gym_assets.defs.resources import GymWorkspace
+from gym_assets.defs.tasksets.assets import collated_taskset
+from gym_assets.errors import UserError
+from gym_assets.plans.model import SCHEMA_LABEL
+from gym_assets.plans.pipeline import plan_benchmark
+from gym_assets.plans.publish import publish_plan
+
+PREVIEW_TASKS = 10
+
+
+@dg.asset(
+    partitions_def=benchmark_partitions,
+    group_name="plans",
+    deps=[collated_taskset],
+    kinds={"python", "json"},
+    code_version="1",
+    automation_condition=(
+        dg.AutomationCondition.eager() & dg.AutomationCondition.all_deps_blocking_checks_passed()
+    ),
+    description=f"The benchmark's {SCHEMA_LABEL} file: every task once, sorted by id, with the "
+    "sha256 of its canonical task input.",
+)
+def eval_plan(context: dg.AssetExecutionContext, workspace: GymWorkspace) -> dg.MaterializeResult:
+    name = context.partition_key
+    layout = workspace.layout
+    try:
+        plan = plan_benchmark(workspace.catalog().get(name))
+    except UserError as exc:
+        raise as_failure(exc) from None
+    published = publish_plan(plan, layout.plan_path(name), layout.previous_plan_path(name))
+    preview = markdown_table(
+        ["task_id", "taskset", "digest"],
+        [[t.task_id, t.taskset, t.digest[:23] + "…"] for t in plan.tasks[:PREVIEW_TASKS]],
+    )
+    context.log.info(f"planned {len(plan.tasks)} tasks of {name} at {published.path}")
+    return dg.MaterializeResult(
+        metadata={
+            "path": dg.MetadataValue.path(str(published.path)),
+            "tasks": dg.MetadataValue.int(len(plan.tasks)),
+            "sha256": dg.MetadataValue.text(published.sha256),
+            "schema": dg.MetadataValue.text(SCHEMA_LABEL),
+            "gym_commit": dg.MetadataValue.text(plan.gym.commit or "unknown"),
+            "first_tasks": dg.MetadataValue.md(preview),
+        },
+        data_version=dg.DataVersion(published.sha256),
+    )
