@@ -13,7 +13,7 @@ import importlib
 import types
 import typing
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pydantic import BaseModel, TypeAdapter
@@ -26,13 +26,15 @@ from gym_assets.config.model import (
     bound_resources_server,
     server_instances,
 )
-from gym_assets.tasks.task_inputs import SingleAgentTaskData
+from gym_assets.tasks.fast_accept import Test, exact_types_test
+from gym_assets.tasks.task_inputs import SingleAgentTaskData, request_is_valid
 
 SERVERS_PACKAGE = "gym_assets.servers"
 SINGLE_AGENT_ENVIRONMENTS = frozenset(
     {"single_agent_turn", "single_agent_turn_legacy", "legacy_agent"}
 )
 LEGACY_LOCATION = "verifier_metadata"
+REQUEST_FIELD = "responses_create_params"
 
 MetricsHook = Callable[[Mapping[str, Any]], Mapping[str, Any]]
 
@@ -85,6 +87,9 @@ class TaskSchema:
     adapter: TypeAdapter[Any]
     fields: frozenset[str]
     legacy_fields: frozenset[str]
+    # A cheap test that is True only when the adapter would accept the fields; when it is
+    # False the adapter runs and reports the errors. Saves a model build per row.
+    accepts: Test | None = None
 
 
 def _models_of(annotation: Any) -> Iterator[type[BaseModel]]:
@@ -119,10 +124,19 @@ def task_schema(name: str, task_data: Any) -> TaskSchema:
             if isinstance(extra, Mapping) and extra.get("legacy_location") == LEGACY_LOCATION:
                 legacy.add(key)
     display = task_data.__name__ if isinstance(task_data, type) else name
-    return TaskSchema(display, adapter, frozenset(fields), frozenset(legacy))
+    return TaskSchema(
+        display, adapter, frozenset(fields), frozenset(legacy), exact_types_test(task_data)
+    )
 
 
-SINGLE_AGENT_SCHEMA = task_schema("SingleAgentTaskData", SingleAgentTaskData)
+def _has_valid_request(fields: dict[str, Any], hidden: frozenset[str]) -> bool:
+    params = fields.get("responses_create_params")
+    return type(params) is dict and REQUEST_FIELD not in hidden and request_is_valid(params)
+
+
+SINGLE_AGENT_SCHEMA = replace(
+    task_schema("SingleAgentTaskData", SingleAgentTaskData), accepts=_has_valid_request
+)
 
 
 def server_module(

@@ -10,7 +10,6 @@ in 64 bits); any other line, and any line ``orjson`` refuses, goes through
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,12 +19,15 @@ import orjson
 from gym_assets.errors import UserError
 from gym_assets.io import parse_json_line
 
-_LONG_DIGIT_RUN = re.compile(rb"\d{19}")
+# Maps every digit to b"0" and everything else to b" ", so that a run of 19 digits becomes a
+# plain substring search (a regex scan is several times slower on long lines).
+_DIGITS_ONLY = bytes(0x30 if 0x30 <= byte <= 0x39 else 0x20 for byte in range(256))
+_LONG_DIGIT_RUN = b"0" * 19
 
 
 def parse_json_bytes(raw: bytes) -> Any:
     """Parse one JSON document; raises ``ValueError`` (incl. ``UnicodeDecodeError``) if invalid."""
-    if _LONG_DIGIT_RUN.search(raw) is None:
+    if _LONG_DIGIT_RUN not in raw.translate(_DIGITS_ONLY):
         try:
             return orjson.loads(raw)
         except orjson.JSONDecodeError:
@@ -43,7 +45,7 @@ def iter_source_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
         raise UserError("dataset file not found; check the dataset's jsonl_fpath", path=path)
     with path.open("rb") as handle:
         for number, raw in enumerate(handle, start=1):
-            if not raw.strip():
+            if raw.isspace():
                 continue
             try:
                 row = parse_json_bytes(raw)

@@ -10,7 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from gym_assets.tasks.fast_accept import exact_types_test
 
 
 class TaskId(BaseModel):
@@ -31,10 +33,40 @@ class ResponsesCreateParams(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
-    input: str | list[dict[str, Any]] | None = None
-    tools: list[dict[str, Any]] | None = None
+    input: str | list[Any] | None = None
+    tools: list[Any] | None = None
     temperature: float | None = None
     stream: Literal[False] | None = None
+
+
+_REQUEST_VALIDATOR = ResponsesCreateParams.__pydantic_validator__
+_REQUEST_ACCEPTS = exact_types_test(ResponsesCreateParams)
+_last_request: tuple[object, bool] = (None, False)
+
+
+def request_is_valid(params: object) -> bool:
+    """Whether ``params`` validates as ``ResponsesCreateParams``.
+
+    Collation asks this twice per row (metrics classify the row by it, and it is the whole of
+    the single-agent schema), always about the same object, so the last answer is kept.
+    """
+    global _last_request
+    last_params, last_valid = _last_request
+    if last_params is params:
+        return last_valid
+    valid = (
+        type(params) is dict
+        and _REQUEST_ACCEPTS is not None
+        and _REQUEST_ACCEPTS(params, frozenset())
+    )
+    if not valid:
+        try:
+            _REQUEST_VALIDATOR.validate_python(params)
+            valid = True
+        except ValidationError:
+            valid = False
+    _last_request = (params, valid)
+    return valid
 
 
 class SingleAgentTaskData(BaseModel):

@@ -28,6 +28,7 @@ MAX_REPORTED_ERRORS = 5
 MAX_ERROR_CHARS = 400
 # Containers whose contents are task fields; spliced to the top level in this order.
 TASK_FIELD_CONTAINERS = ("verifier_metadata", "task_data")
+_IDS = frozenset(ID_FIELDS)
 
 
 def resolve_validation_mode(requested: str, collation_mode: str) -> str:
@@ -50,7 +51,7 @@ def _type_name(value: Any) -> str:
     return "null" if value is None else type(value).__name__
 
 
-@dataclass
+@dataclass(slots=True)
 class NormalizedRow:
     """The task fields of one row, with where they came from."""
 
@@ -60,33 +61,38 @@ class NormalizedRow:
     nested: bool  # fields came from a ``task_data`` container
 
 
-def normalize_row(row: Mapping[str, Any]) -> NormalizedRow:
+def normalize_row(row: dict[str, Any], *, task_input: bool = False) -> NormalizedRow:
     """Drop framework keys and splice ``verifier_metadata`` then ``task_data`` to the top level.
 
     A key found both top-level and inside a container with a different value is a conflict; the
     top-level value wins. A non-object container is left in place for the schema to reject.
     Framework keys are the routing keys and every collector (``_ng_``) key: none is task data.
+    ``task_input=True`` says ``row`` is a flat row's task input, which has none of them.
     """
-    materialized = is_materialized(row)
+    materialized = not task_input and "task_input" in row and is_materialized(row)
     source: Mapping[str, Any] = row
     if materialized:
         source = row["task_input"]
-        if not isinstance(source, Mapping):
+        if not isinstance(source, dict):
             raise RowShapeError(f"task_input must be an object, got {_type_name(source)}")
-        if "task_data" in source and not isinstance(source["task_data"], Mapping):
+        if "task_data" in source and not isinstance(source["task_data"], dict):
             raise RowShapeError(
                 f"task_input.task_data must be an object, got {_type_name(source['task_data'])}"
             )
-    fields = {
-        key: value
-        for key, value in source.items()
-        if key not in ROUTING_KEYS and not key.startswith(COLLECTOR_PREFIX)
-    }
+    fields = (
+        dict(source)
+        if task_input
+        else {
+            key: value
+            for key, value in source.items()
+            if key not in ROUTING_KEYS and not key.startswith(COLLECTOR_PREFIX)
+        }
+    )
     conflicts: list[str] = []
     nested = False
     for container in TASK_FIELD_CONTAINERS:
         inner = fields.get(container)
-        if not isinstance(inner, Mapping):
+        if not isinstance(inner, dict):
             continue
         del fields[container]
         nested = nested or container == "task_data"
@@ -195,54 +201,84 @@ class TaskDataValidator:
     ):
         self.environment = environment
         self.owner = owner
-        self.report = ValidationReport(server_name=server_name, dataset_fpath=dataset_fpath)
+        self._report = ValidationReport(server_name=server_name, dataset_fpath=dataset_fpath)
+        self._accepted_key_sets: Counter[tuple[str, ...]] = Counter()
+        env_fields = environment.fields if environment else frozenset()
+        owner_fields = owner.fields if owner else frozenset()
         self._legacy_fields = sorted(
             (environment.legacy_fields if environment else frozenset())
             | (owner.legacy_fields if owner else frozenset())
         )
+        # Keys each schema must not see: those only the other schema declares, and ID fields
+        # it does not declare itself (IDs are identity, not task data).
+        self._environment_hidden = (owner_fields | _IDS) - env_fields
+        self._owner_hidden = (env_fields | _IDS) - owner_fields
 
-    def validate(self, row: Mapping[str, Any], line: int) -> None:
-        """Check one source row; ``line`` is the 1-based JSONL line the errors cite."""
-        report = self.report
+    def validate(self, row: dict[str, Any], line: int, *, task_input: bool = False) -> None:
+        """Check one source row; ``line`` is the 1-based JSONL line the errors cite.
+
+        ``task_input=True`` passes a flat row's task input instead (the same task fields, as
+        materialization keeps them all), which saves filtering out the framework keys again.
+        """
+        report = self._report
         report.rows += 1
         try:
-            normalized = normalize_row(row)
+            normalized = normalize_row(row, task_input=task_input)
         except RowShapeError as exc:
             self._record_error(line, [str(exc)])
             return
-        report.conflicting_keys.update(normalized.conflicts)
-        if not normalized.materialized and "task_data" not in row:
+        if normalized.conflicts:
+            report.conflicting_keys.update(normalized.conflicts)
+        if self._legacy_fields and not normalized.materialized and "task_data" not in row:
             self._count_misplaced(row)
+        fields = normalized.fields
         errors = []
-        extras: list[str] = []
-        for schema, other in ((self.environment, self.owner), (self.owner, self.environment)):
-            if schema is None or (schema is self.environment and normalized.materialized):
-                continue
-            other_fields = other.fields if other is not None else frozenset()
-            view = {
-                key: value
-                for key, value in normalized.fields.items()
-                if key in schema.fields or (key not in other_fields and key not in ID_FIELDS)
-            }
-            try:
-                schema.adapter.validate_python(view)
-            except ValidationError as exc:
-                errors.append(_describe(schema, exc))
-                continue
-            if schema is self.owner:  # it accepted these keys without declaring them
-                extras = [key for key in view if key not in schema.fields]
-        report.unknown_keys.update(extras)
+        if self.environment is not None and not normalized.materialized:
+            error = _check(self.environment, fields, self._environment_hidden)
+            if error:
+                errors.append(error)
+        if self.owner is not None:
+            error = _check(self.owner, fields, self._owner_hidden)
+            if error:
+                errors.append(error)
+            else:  # unknown keys: those it accepted without declaring, tallied per key set
+                self._accepted_key_sets[tuple(fields)] += 1
         if errors:
             self._record_error(line, errors)
 
-    def _count_misplaced(self, row: Mapping[str, Any]) -> None:
+    @property
+    def report(self) -> ValidationReport:
+        """The report so far (unknown keys are tallied per row key set, expanded here)."""
+        unknown: Counter[str] = Counter()
+        if self.owner is not None:
+            known = self._owner_hidden | self.owner.fields
+            for keys, rows in self._accepted_key_sets.items():
+                for key in keys:
+                    if key not in known:
+                        unknown[key] += rows
+        self._report.unknown_keys = unknown
+        return self._report
+
+    def _count_misplaced(self, row: dict[str, Any]) -> None:
         container = row.get("verifier_metadata")
-        inner = container if isinstance(container, Mapping) else {}
+        inner = container if isinstance(container, dict) else {}
         for name in self._legacy_fields:
             if name in row and name not in inner:
-                self.report.misplaced_keys[name] += 1
+                self._report.misplaced_keys[name] += 1
 
     def _record_error(self, line: int, errors: list[str]) -> None:
-        self.report.error_rows += 1
-        if len(self.report.errors) < MAX_REPORTED_ERRORS:
-            self.report.errors.append(f"{line}: " + "; ".join(errors))
+        self._report.error_rows += 1
+        if len(self._report.errors) < MAX_REPORTED_ERRORS:
+            self._report.errors.append(f"{line}: " + "; ".join(errors))
+
+
+def _check(schema: TaskSchema, fields: dict[str, Any], hidden: frozenset[str]) -> str:
+    """Validate the fields ``schema`` may see; the error text, or "" when they are valid."""
+    if schema.accepts is not None and schema.accepts(fields, hidden):
+        return ""
+    view = {key: value for key, value in fields.items() if key not in hidden}
+    try:
+        schema.adapter.validate_python(view)
+    except ValidationError as exc:
+        return _describe(schema, exc)
+    return ""

@@ -7,6 +7,8 @@ import math
 import statistics
 
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from gym_assets.tasks.metrics import (
     EXAMPLES,
@@ -35,6 +37,25 @@ def test_word_count_uses_default_json_dumps() -> None:
     value = {"a": [1, 2], "b": "two words", "c": "é"}
     assert json.dumps(value) == '{"a": [1, 2], "b": "two words", "c": "\\u00e9"}'
     assert word_count(value) == 8
+
+
+_text = st.text(alphabet=st.sampled_from(list(' \t\n\r\x0b\x0c\x1c\x85\xa0\u3000ab:,[]{}"\\é')))
+_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=False) | _text,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_text, inner, max_size=4),
+    max_leaves=25,
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(_values)
+def test_word_count_equals_default_dumps_split(value: object) -> None:
+    assume(not (isinstance(value, float) and math.isinf(value)))
+    try:
+        expected = len(json.dumps(value, allow_nan=False).split())
+    except ValueError:  # infinities inside containers: not JSON
+        return
+    assert word_count(value) == expected
 
 
 def test_rows_without_request_count_their_whole_content() -> None:
