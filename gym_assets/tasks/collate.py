@@ -1,11 +1,12 @@
 """Collate declared datasets into one JSONL per dataset type, streaming.
 
 Each declaration's rows are read once: they feed the dataset's metrics, get their prompt
-rendered, lose their legacy ``agent_ref``, are stamped with their declaring instance, are
-validated (first repeat only, so errors cite the source line), and — for datasets that declare
-a taskset — become tasks with stable IDs. Every output is staged as a temp file and renamed
-only when the whole run succeeded, so a refused run leaves the previous outputs untouched and
-source files are never written.
+rendered, lose their legacy ``agent_ref``, and either are stamped with their declaring instance
+(flat datasets) or become tasks with stable IDs (datasets that declare a taskset). Their task
+fields are validated as flat fields, once per source row, so errors cite the source line; for a
+task that is its ``task_input``, which holds every task field exactly where the row had it.
+Every output is staged as a temp file and renamed only when the whole run succeeded, so a
+refused run leaves the previous outputs untouched and source files are never written.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from dataclasses import asdict, dataclass, field
 from json.encoder import c_encode_basestring, c_make_encoder  # type: ignore[attr-defined]
 from pathlib import Path
 from typing import IO, Any
+
+import orjson
 
 from gym_assets.config.model import ENVIRONMENTS, MODELS, DeclaredDataset, bound_resources_server
 from gym_assets.config.routing import resolve_dataset_agent, taskset_environment_server
@@ -62,18 +65,36 @@ KEPT_DUPLICATES = 100
 PREVIEW_ROWS = 3
 PROGRESS_EVERY = 100_000
 _MISSING = object()
-# Output rows: compact, key order as in the source, non-ASCII kept. ``JSONEncoder.encode``
-# builds a new C encoder per call; building it once saves a noticeable share of a row's time.
+# Output rows: compact, key order as in the source, non-ASCII kept, exactly as Python's json
+# encoder writes them. ``JSONEncoder.encode`` builds a new C encoder per call, so it is built once.
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 _C_ENCODER = (
     c_make_encoder(None, _ENCODER.default, c_encode_basestring, None, ":", ",", False, False, False)
     if c_make_encoder is not None and c_encode_basestring is not None
     else None
 )
+# orjson writes the same bytes several times faster, except for some floats: it spells
+# exponents differently ("1e-9" for "1e-09", "1e16" for "1e+16") and writes small numbers in
+# decimal ("0.00001" for "1e-05"). Any such float shows up in its output as a digit followed by
+# "e"/"E", or as "0.0000"; the marks below find both (a match inside a string only costs the
+# slower path). orjson refuses what it cannot write the same way (integers beyond 64 bits, lone
+# surrogates), which also takes the slower path. Rows are parsed JSON, so hold no NaN.
+_FLOAT_MARKS = bytes(
+    0x30 if 0x30 <= byte <= 0x39 else 0x65 if byte in b"eE" else 0x2E if byte == 0x2E else 0x78
+    for byte in range(256)
+)
 
 
 def encode_row(row: Mapping[str, Any]) -> bytes:
-    """One output line; the exact bytes do not depend on which parser read the row."""
+    """One output line of parsed JSON values: the bytes of Python's json encoder, plus "\\n"."""
+    try:
+        data = orjson.dumps(row, option=orjson.OPT_APPEND_NEWLINE)
+    except orjson.JSONEncodeError:
+        pass
+    else:
+        marked = data.translate(_FLOAT_MARKS)
+        if b"0e" not in marked and b"0.0000" not in marked:
+            return data
     text = _ENCODER.encode(row) if _C_ENCODER is None else "".join(_C_ENCODER(row, 0))
     return (text + "\n").encode("utf-8")
 

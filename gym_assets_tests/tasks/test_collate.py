@@ -378,7 +378,10 @@ def test_type_metrics_conflict_skips_only_that_type(tmp_path: Path, run_collate)
     out = tmp_path / "out"
     out.mkdir()
     (out / "train_metrics.json").write_text(json.dumps({"Number of examples": 99}))
-    with pytest.raises(UserError, match=r"train_metrics\.json"):
+    with (
+        pytest.warns(UserWarning, match="metrics differ from the stored ones"),
+        pytest.raises(UserError, match=r"train_metrics\.json"),
+    ):
         run_collate(config, validation="off")
     assert not (out / "train.jsonl").exists()
     assert (out / "validation.jsonl").exists()

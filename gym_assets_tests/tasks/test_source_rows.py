@@ -26,9 +26,15 @@ json_values = st.recursive(
 )
 
 
-@settings(max_examples=400, deadline=None)
+def stdlib_line(value: object) -> bytes:
+    """The reference output: Python's json encoder alone."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return (text + "\n").encode("utf-8")
+
+
+@settings(max_examples=500, deadline=None)
 @given(json_values)
-def test_fast_parse_gives_identical_values_and_output_bytes(value: object) -> None:
+def test_fast_parse_and_encode_give_the_stdlib_bytes(value: object) -> None:
     for text in (json.dumps({"v": value}), json.dumps({"v": value}, ensure_ascii=False)):
         try:
             raw = text.encode("utf-8")
@@ -36,7 +42,26 @@ def test_fast_parse_gives_identical_values_and_output_bytes(value: object) -> No
             continue
         parsed = parse_json_bytes(raw)
         assert parsed == parse_json_line(text)
-        assert encode_row(parsed) == encode_row(parse_json_line(text))
+        assert encode_row(parsed) == stdlib_line(parse_json_line(text))
+
+
+def test_encoding_floats_of_every_magnitude_gives_the_stdlib_bytes() -> None:
+    rng = random.Random(3)
+    values = [0.0, -0.0, 1e15, 1e16, 1e17, 1e21, 1e22, 0.0001, 9e-05, 1e-05, 5e-324]
+    for exponent in range(-325, 309):
+        for _ in range(20):
+            values.append(rng.random() * 10.0**exponent)
+    for value in values:
+        for row in ({"f": value}, {"f": -value, "s": "text with 1e5 and 0.00001 in it"}):
+            assert encode_row(row) == stdlib_line(row)
+
+
+def test_encoding_strings_gives_the_stdlib_bytes() -> None:
+    specials = [chr(i) for i in range(0x80)] + ["\u2028", "\u2029", "\x85", "é", "\U0001f600"]
+    row = {ch: f"a{ch}b" for ch in specials}
+    assert encode_row(row) == stdlib_line(row)
+    big = {"n": [2**63, 2**64 - 1, 2**64, -(2**63) - 1, 10**40]}
+    assert encode_row(big) == stdlib_line(big)
 
 
 def test_small_and_huge_numbers_are_exact() -> None:
