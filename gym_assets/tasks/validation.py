@@ -58,7 +58,6 @@ class NormalizedRow:
     fields: dict[str, Any]
     conflicts: list[str]
     materialized: bool
-    nested: bool  # fields came from a ``task_data`` container
 
 
 def normalize_row(row: dict[str, Any], *, task_input: bool = False) -> NormalizedRow:
@@ -89,19 +88,17 @@ def normalize_row(row: dict[str, Any], *, task_input: bool = False) -> Normalize
         }
     )
     conflicts: list[str] = []
-    nested = False
     for container in TASK_FIELD_CONTAINERS:
         inner = fields.get(container)
         if not isinstance(inner, dict):
             continue
         del fields[container]
-        nested = nested or container == "task_data"
         for key, value in inner.items():
             if key not in fields:
                 fields[key] = value
             elif fields[key] != value:
                 conflicts.append(key)
-    return NormalizedRow(fields, conflicts, materialized, nested)
+    return NormalizedRow(fields, conflicts, materialized)
 
 
 def _keys_line(title: str, counts: Counter[str]) -> str:
