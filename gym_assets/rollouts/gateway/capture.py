@@ -1,0 +1,336 @@
+"""Per-rollout model-call capture: one JSON line per exchange, and the attachment built from it.
+
+Writing (conformance reference §1.3): each exchange, success or failure, is appended to
+``<capture_dir>/<rollout_id>.capture.jsonl``, flushed and fsync'd under an exclusive lock (a
+thread lock in this process, ``flock`` across processes), so a line is either whole on disk or
+absent. When a line cannot be written the empty marker ``<rollout_id>.capture.incomplete`` is
+created instead, so a reader knows the file under-reports rather than trusting it. Lines hold
+bodies only, never request headers: the ``authorization`` header cannot reach a capture.
+
+Reading (§1.4): :func:`read_capture` turns the file into the ``ng_model_call_capture``
+attachment, with provider token usage normalised and capture gaps named.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import logging
+import os
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import orjson
+from pydantic import ValidationError
+
+from gym_assets.conformance.evidence import (
+    CaptureExchange,
+    GapCode,
+    ModelCallCapture,
+    ModelCallRecord,
+    ObservationGap,
+)
+from gym_assets.rollouts.gateway.sse import StreamAssembler
+
+log = logging.getLogger(__name__)
+
+CAPTURE_SUFFIX = ".capture.jsonl"
+INCOMPLETE_SUFFIX = ".capture.incomplete"
+SESSION_HEADERS = ("x-session-id", "session-id", "session_id")
+
+_STATUS_CATEGORIES = {408: "timeout", 504: "timeout", 429: "rate_limit", 401: "auth", 403: "auth"}
+_STREAM_CATEGORIES = {"error": "upstream_error", "incomplete": "incomplete"}
+
+
+def capture_path(capture_dir: Path, rollout_id: str) -> Path:
+    return capture_dir / f"{rollout_id}{CAPTURE_SUFFIX}"
+
+
+def incomplete_marker(capture_dir: Path, rollout_id: str) -> Path:
+    return capture_dir / f"{rollout_id}{INCOMPLETE_SUFFIX}"
+
+
+# --------------------------------------------------------------------------- error_category
+
+
+def status_category(status: int) -> str | None:
+    """The §1.3 category of an HTTP status; ``None`` below 400."""
+    if status < 400:
+        return None
+    if status in _STATUS_CATEGORIES:
+        return _STATUS_CATEGORIES[status]
+    if status == 404:
+        return "not_found"
+    return "client_error" if status < 500 else "upstream_error"
+
+
+def stream_category(stream: StreamAssembler) -> str | None:
+    """How a 2xx stream ended: a terminal error or incomplete event, no terminal event at all
+    (truncated), or a complete stream with pieces that could not be parsed."""
+    if stream.ended is None:
+        return "stream_truncated"
+    if stream.ended in _STREAM_CATEGORIES:
+        return _STREAM_CATEGORIES[stream.ended]
+    return "capture_parse_error" if stream.unparseable else None
+
+
+def client_session_id(headers: Mapping[str, str]) -> str | None:
+    for name in SESSION_HEADERS:
+        value = headers.get(name)
+        if value:
+            return value
+    return None
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def _encode(exchange: CaptureExchange) -> bytes:
+    data = exchange.model_dump()
+    try:
+        return orjson.dumps(data) + b"\n"
+    except TypeError:  # integers beyond 64 bits in a payload: the stdlib encoder takes them
+        return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+
+
+class CaptureWriter:
+    """Appends exchanges durably; safe to call from several threads at once."""
+
+    def __init__(self, capture_dir: Path) -> None:
+        self.capture_dir = capture_dir
+        self._locks: dict[str, threading.Lock] = {}
+        self._locks_guard = threading.Lock()
+        try:
+            capture_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:  # every append will fail and leave its marker
+            log.error("cannot create capture dir %s: %s", capture_dir, exc.strerror)
+
+    def _lock(self, rollout_id: str) -> threading.Lock:
+        with self._locks_guard:
+            return self._locks.setdefault(rollout_id, threading.Lock())
+
+    def append(self, rollout_id: str, fields: Mapping[str, Any]) -> bool:
+        """Validate and write one exchange; on failure leave the incomplete marker and
+        return False."""
+        path = capture_path(self.capture_dir, rollout_id)
+        try:
+            line = _encode(CaptureExchange.model_validate(fields))
+            with self._lock(rollout_id):
+                fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX)
+                    view = memoryview(line)
+                    while view:
+                        view = view[os.write(fd, view) :]
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)  # closing releases the flock
+            return True
+        except (OSError, ValueError) as exc:  # ValueError covers ValidationError
+            reason = exc.strerror if isinstance(exc, OSError) else type(exc).__name__
+            log.error("capture write failed for rollout %s: %s", rollout_id, reason)
+            self._mark_incomplete(rollout_id)
+            return False
+
+    def _mark_incomplete(self, rollout_id: str) -> None:
+        try:
+            incomplete_marker(self.capture_dir, rollout_id).touch()
+        except OSError as exc:
+            log.error("cannot mark capture of rollout %s incomplete: %s", rollout_id, exc.strerror)
+
+
+# --------------------------------------------------------------------------- reading (§1.4)
+
+
+def _count(value: Any) -> int | None:
+    """Only non-negative integers are token counts; anything else is unknown, never zero."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def _first(*values: Any) -> int | None:
+    for value in values:
+        if (count := _count(value)) is not None:
+            return count
+    return None
+
+
+def _detail(usage: Mapping[str, Any], details: tuple[str, ...], key: str) -> tuple[Any, ...]:
+    found = (usage.get(name) for name in details)
+    return tuple(d.get(key) for d in found if isinstance(d, Mapping))
+
+
+def normalise_usage(usage: Any) -> dict[str, int | None]:
+    """Provider usage (Chat, Responses or Anthropic style) as the record's token fields."""
+    if not isinstance(usage, Mapping):
+        usage = {}
+    prompt = _first(usage.get("input_tokens"), usage.get("prompt_tokens"))
+    if prompt is not None:
+        prompt += sum(
+            _count(usage.get(k)) or 0
+            for k in ("cache_read_input_tokens", "cache_creation_input_tokens")
+        )
+    completion = _first(usage.get("output_tokens"), usage.get("completion_tokens"))
+    total = _count(usage.get("total_tokens"))
+    if total is None and prompt is not None and completion is not None:
+        total = prompt + completion
+    output_details = ("output_tokens_details", "completion_tokens_details")
+    input_details = ("input_tokens_details", "prompt_tokens_details")
+    return {
+        "tokens_in": prompt,
+        "tokens_out": completion,
+        "tokens_total": total,
+        "tokens_reasoning": _first(
+            *_detail(usage, output_details, "reasoning_tokens"),
+            usage.get("reasoning_output_tokens"),
+        ),
+        "cached_tokens": _first(
+            *_detail(usage, input_details, "cached_tokens"),
+            usage.get("cached_input_tokens"),
+            usage.get("cache_read_input_tokens"),
+        ),
+        "cache_creation_tokens": _count(usage.get("cache_creation_input_tokens")),
+    }
+
+
+def _chat_message(response: Mapping[str, Any]) -> Mapping[str, Any]:
+    choices = response.get("choices")
+    choice = choices[0] if isinstance(choices, list) and choices else None
+    message = choice.get("message") if isinstance(choice, Mapping) else None
+    return message if isinstance(message, Mapping) else {}
+
+
+def _finish_reason(response: Mapping[str, Any]) -> str | None:
+    choices = response.get("choices")
+    choice = choices[0] if isinstance(choices, list) and choices else None
+    details = response.get("incomplete_details")
+    for value in (
+        response.get("stop_reason"),
+        choice.get("finish_reason") if isinstance(choice, Mapping) else None,
+        details.get("reason") if isinstance(details, Mapping) else None,
+    ):
+        if isinstance(value, str):
+            return value
+    return None
+
+
+def _tool_calls_and_reasoning(
+    dialect: str, response: Mapping[str, Any]
+) -> tuple[list[Any], str | None]:
+    if dialect == "chat":
+        message = _chat_message(response)
+        calls = message.get("tool_calls")
+        reasoning = message.get("reasoning_content", message.get("reasoning"))
+        return (calls if isinstance(calls, list) else []), (
+            reasoning if isinstance(reasoning, str) else None
+        )
+    output = response.get("output")
+    items = [i for i in output if isinstance(i, Mapping)] if isinstance(output, list) else []
+    calls = [i for i in items if i.get("type") == "function_call"]
+    texts = [
+        part["text"]
+        for item in items
+        if item.get("type") == "reasoning"
+        for key in ("summary", "content")
+        for part in (item[key] if isinstance(item.get(key), list) else ())
+        if isinstance(part, Mapping) and isinstance(part.get("text"), str)
+    ]
+    return calls, ("\n".join(texts) if texts else None)
+
+
+def to_record(exchange: CaptureExchange, index: int, *, include_payloads: bool) -> ModelCallRecord:
+    response = exchange.response or {}
+    request = exchange.request or {}
+    tokens = normalise_usage(response.get("usage"))
+    calls, reasoning = _tool_calls_and_reasoning(exchange.dialect, response)
+    model = response.get("model", request.get("model"))
+    response_id = response.get("id")
+    status = response.get("status")
+    payloads = include_payloads
+    answered = exchange.response is not None and (exchange.status_code or 0) < 400
+    return ModelCallRecord(
+        model_call_id=exchange.model_call_id,
+        response_id=response_id if isinstance(response_id, str) else None,
+        call_index=index,
+        model_ref=exchange.model_ref,
+        model=model if isinstance(model, str) else None,
+        dialect=exchange.dialect,
+        status_code=exchange.status_code,
+        response_status=status if isinstance(status, str) else None,
+        finish_reason=_finish_reason(response),
+        started_at=exchange.started_at,
+        completed_at=exchange.completed_at,
+        **tokens,
+        request=exchange.request if payloads else None,
+        response=exchange.response if payloads else None,
+        request_raw=exchange.request_raw if payloads else None,
+        response_raw=exchange.response_raw if payloads else None,
+        tool_calls=calls if answered else None,
+        reasoning_content=reasoning,
+        cache_hit=None if tokens["cached_tokens"] is None else tokens["cached_tokens"] > 0,
+        error_category=exchange.error_category,
+        latency_total_ms=exchange.latency_ms,
+        latency_ttft_ms=exchange.latency_ttft_ms,
+        client_session_id=exchange.client_session_id,
+    )
+
+
+def _sum(records: list[ModelCallRecord], field: str) -> int | None:
+    values = [getattr(r, field) for r in records if getattr(r, field) is not None]
+    return sum(values) if values else None
+
+
+def _metrics(records: list[ModelCallRecord]) -> dict[str, Any]:
+    failed = sum(1 for r in records if r.error_category is not None)
+    return {
+        "model_calls": len(records),
+        "failed_model_calls": failed,
+        "tokens_in": _sum(records, "tokens_in"),
+        "tokens_out": _sum(records, "tokens_out"),
+        "tokens_total": _sum(records, "tokens_total"),
+    }
+
+
+def read_capture(capture_dir: Path, rollout_id: str, *, include_payloads: bool = True) -> dict:
+    """The ``ng_model_call_capture`` attachment of one rollout (validated, as JSON data).
+
+    Unreadable lines are skipped and counted in a gap rather than failing the rollout: the
+    capture is provenance, and what could be read is still worth keeping.
+    """
+    capture_dir = Path(capture_dir)
+    gaps: list[ObservationGap] = []
+    records: list[ModelCallRecord] = []
+    path = capture_path(capture_dir, rollout_id)
+    try:
+        lines = path.read_bytes().splitlines() if path.exists() else []
+    except OSError as exc:
+        lines = []
+        gaps.append(
+            ObservationGap(code=GapCode.MODEL_CALL_CAPTURE_UNREADABLE.value, detail=exc.strerror)
+        )
+    unreadable = 0
+    for line in lines:
+        if not line.strip():
+            continue
+        try:
+            exchange = CaptureExchange.model_validate(orjson.loads(line))
+        except (orjson.JSONDecodeError, ValidationError):
+            unreadable += 1
+            continue
+        records.append(to_record(exchange, len(records), include_payloads=include_payloads))
+    if unreadable:
+        gaps.append(
+            ObservationGap(
+                code=GapCode.MODEL_CALL_CAPTURE_RECORDS_UNREADABLE.value,
+                detail=f"count={unreadable}",
+            )
+        )
+    if incomplete_marker(capture_dir, rollout_id).exists():
+        gaps.append(ObservationGap(code=GapCode.MODEL_CALL_CAPTURE_INCOMPLETE.value))
+    if not records and not any(g.code == GapCode.MODEL_CALL_CAPTURE_UNREADABLE for g in gaps):
+        gaps.append(ObservationGap(code=GapCode.MODEL_CALL_CAPTURE_NO_RECORDS.value))
+    attachment = ModelCallCapture(
+        rollout_id=rollout_id, metrics=_metrics(records), calls=records, gaps=gaps
+    )
+    return attachment.model_dump(mode="json")

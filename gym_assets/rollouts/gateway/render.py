@@ -1,0 +1,269 @@
+"""Render one neutral assistant turn in the two OpenAI wire dialects, as JSON and as SSE.
+
+Offline upstreams decide *what* the model says (text and/or function calls plus usage) once,
+as an :class:`AssistantTurn`; this module decides *how* it looks on the wire, so Chat and
+Responses, JSON and streaming, always agree with each other. The event sequences are the ones
+real harnesses were seen to accept (harnesses reference §2, findings 4).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+# Streams cut text and arguments into fragments of this many characters so clients exercise
+# their delta-joining code, as they do against a real server.
+FRAGMENT_CHARS = 24
+
+
+@dataclass(frozen=True)
+class FunctionCall:
+    call_id: str
+    name: str
+    arguments: str  # a JSON object, encoded, as both dialects carry it
+
+
+@dataclass(frozen=True)
+class Usage:
+    input_tokens: int
+    output_tokens: int
+    cached_tokens: int = 0
+    reasoning_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+
+@dataclass(frozen=True)
+class AssistantTurn:
+    """What the model says in one turn, independent of dialect."""
+
+    response_id: str
+    model: str
+    usage: Usage
+    text: str | None = None
+    calls: tuple[FunctionCall, ...] = ()
+    created: int = field(default_factory=lambda: int(time.time()))
+
+    @property
+    def finish_reason(self) -> str:
+        return "tool_calls" if self.calls else "stop"
+
+
+def _fragments(text: str) -> list[str]:
+    return [text[i : i + FRAGMENT_CHARS] for i in range(0, len(text), FRAGMENT_CHARS)] or [""]
+
+
+# --------------------------------------------------------------------------- Chat Completions
+
+
+def _chat_usage(usage: Usage) -> dict[str, Any]:
+    return {
+        "prompt_tokens": usage.input_tokens,
+        "completion_tokens": usage.output_tokens,
+        "total_tokens": usage.total_tokens,
+        "prompt_tokens_details": {"cached_tokens": usage.cached_tokens},
+        "completion_tokens_details": {"reasoning_tokens": usage.reasoning_tokens},
+    }
+
+
+def chat_completion(turn: AssistantTurn) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": turn.text}
+    if turn.calls:
+        message["tool_calls"] = [
+            {
+                "id": c.call_id,
+                "type": "function",
+                "function": {"name": c.name, "arguments": c.arguments},
+            }
+            for c in turn.calls
+        ]
+    return {
+        "id": turn.response_id,
+        "object": "chat.completion",
+        "created": turn.created,
+        "model": turn.model,
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "finish_reason": turn.finish_reason,
+                "logprobs": None,
+            }
+        ],
+        "usage": _chat_usage(turn.usage),
+    }
+
+
+def chat_chunks(turn: AssistantTurn, *, include_usage: bool) -> Iterator[dict[str, Any]]:
+    """Role chunk, content deltas, tool-call deltas (id+name, then argument fragments),
+    finish chunk, and the usage chunk when the client asked for it."""
+    head = {
+        "id": turn.response_id,
+        "object": "chat.completion.chunk",
+        "created": turn.created,
+        "model": turn.model,
+    }
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        out = {**head, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+        if include_usage:
+            out["usage"] = None
+        return out
+
+    yield chunk({"role": "assistant", "content": ""})
+    if turn.text:
+        for piece in _fragments(turn.text):
+            yield chunk({"content": piece})
+    for index, call in enumerate(turn.calls):
+        yield chunk(
+            {
+                "tool_calls": [
+                    {
+                        "index": index,
+                        "id": call.call_id,
+                        "type": "function",
+                        "function": {"name": call.name, "arguments": ""},
+                    }
+                ]
+            }
+        )
+        for piece in _fragments(call.arguments):
+            yield chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
+    yield chunk({}, turn.finish_reason)
+    if include_usage:
+        yield {**head, "choices": [], "usage": _chat_usage(turn.usage)}
+
+
+def chat_sse(turn: AssistantTurn, *, include_usage: bool) -> Iterator[bytes]:
+    for item in chat_chunks(turn, include_usage=include_usage):
+        yield b"data: " + orjson.dumps(item) + b"\n\n"
+    yield b"data: [DONE]\n\n"
+
+
+# --------------------------------------------------------------------------- Responses
+
+
+def _responses_usage(usage: Usage) -> dict[str, Any]:
+    return {
+        "input_tokens": usage.input_tokens,
+        "input_tokens_details": {"cached_tokens": usage.cached_tokens},
+        "output_tokens": usage.output_tokens,
+        "output_tokens_details": {"reasoning_tokens": usage.reasoning_tokens},
+        "total_tokens": usage.total_tokens,
+    }
+
+
+def _message_id(turn: AssistantTurn) -> str:
+    return "msg_" + turn.response_id.removeprefix("resp_")
+
+
+def _output_items(turn: AssistantTurn) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    if turn.text is not None:
+        items.append(
+            {
+                "type": "message",
+                "id": _message_id(turn),
+                "status": "completed",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": turn.text, "annotations": []}],
+            }
+        )
+    items.extend(
+        {
+            "type": "function_call",
+            "id": c.call_id,
+            "call_id": c.call_id,
+            "name": c.name,
+            "arguments": c.arguments,
+            "status": "completed",
+        }
+        for c in turn.calls
+    )
+    return items
+
+
+def _response(turn: AssistantTurn, *, status: str, output: list, usage: dict | None) -> dict:
+    return {
+        "id": turn.response_id,
+        "object": "response",
+        "created_at": turn.created,
+        "status": status,
+        "error": None,
+        "incomplete_details": None,
+        "instructions": None,
+        "metadata": {},
+        "model": turn.model,
+        "output": output,
+        "parallel_tool_calls": True,
+        "temperature": None,
+        "tool_choice": "auto",
+        "tools": [],
+        "top_p": None,
+        "usage": usage,
+    }
+
+
+def response_object(turn: AssistantTurn) -> dict[str, Any]:
+    return _response(
+        turn, status="completed", output=_output_items(turn), usage=_responses_usage(turn.usage)
+    )
+
+
+def _item_events(index: int, item: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """added → deltas/done → output_item.done for one output item."""
+    base = {"output_index": index, "item_id": item["id"]}
+    if item["type"] == "message":
+        text = item["content"][0]["text"]
+        empty_part = {"type": "output_text", "text": "", "annotations": []}
+        yield {
+            "type": "response.output_item.added",
+            "output_index": index,
+            "item": {**item, "status": "in_progress", "content": []},
+        }
+        part = {**base, "content_index": 0}
+        yield {"type": "response.content_part.added", **part, "part": empty_part}
+        for piece in _fragments(text):
+            yield {"type": "response.output_text.delta", **part, "delta": piece, "logprobs": []}
+        yield {"type": "response.output_text.done", **part, "text": text, "logprobs": []}
+        yield {"type": "response.content_part.done", **part, "part": item["content"][0]}
+    else:
+        yield {
+            "type": "response.output_item.added",
+            "output_index": index,
+            "item": {**item, "status": "in_progress", "arguments": ""},
+        }
+        for piece in _fragments(item["arguments"]):
+            yield {"type": "response.function_call_arguments.delta", **base, "delta": piece}
+        yield {
+            "type": "response.function_call_arguments.done",
+            **base,
+            "name": item["name"],
+            "arguments": item["arguments"],
+        }
+    yield {"type": "response.output_item.done", "output_index": index, "item": item}
+
+
+def response_events(turn: AssistantTurn) -> Iterator[dict[str, Any]]:
+    """created → in_progress → per-item events → response.completed, numbered in order."""
+    pending = _response(turn, status="in_progress", output=[], usage=None)
+    events: list[dict[str, Any]] = [
+        {"type": "response.created", "response": pending},
+        {"type": "response.in_progress", "response": pending},
+    ]
+    for index, item in enumerate(_output_items(turn)):
+        events.extend(_item_events(index, item))
+    events.append({"type": "response.completed", "response": response_object(turn)})
+    for number, event in enumerate(events):
+        yield {**event, "sequence_number": number}
+
+
+def responses_sse(turn: AssistantTurn) -> Iterator[bytes]:
+    for event in response_events(turn):
+        yield b"event: " + event["type"].encode() + b"\ndata: " + orjson.dumps(event) + b"\n\n"

@@ -1,0 +1,387 @@
+"""The model gateway: an OpenAI-compatible HTTP server on loopback that captures per rollout.
+
+Routes (JSON, or SSE when the body says ``"stream": true``)::
+
+    POST /v1/chat/completions     POST /v1/responses     GET /v1/models
+    ... and the same under /ng-rollout/<rollout_id>/
+
+Only prefixed calls are captured (one line per exchange in
+``<capture_dir>/<rollout_id>.capture.jsonl``); unprefixed calls are answered but not recorded,
+which is what probes and health checks want. Agents therefore always get
+``url_for(rollout_id)`` as their base URL.
+
+The server is Starlette on uvicorn, running in a background thread with its own event loop,
+so synchronous callers (collection, tests, the CLI) can start and stop it like an object.
+Capture writes run on a small thread pool (fsync takes longer than answering); a reply is
+sent only after its capture line is durable, so a finished episode's capture is complete.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import logging
+import socket
+import threading
+import time
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import orjson
+import uvicorn
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
+
+from gym_assets.conformance.evidence import ModelRef
+from gym_assets.rollouts.contracts import Step
+from gym_assets.rollouts.gateway.capture import (
+    CaptureWriter,
+    client_session_id,
+    status_category,
+    stream_category,
+)
+from gym_assets.rollouts.gateway.script import Dialect, ErrorReply
+from gym_assets.rollouts.gateway.sse import StreamAssembler
+from gym_assets.rollouts.gateway.upstreams import (
+    ModelRequest,
+    ReferenceUpstream,
+    Upstream,
+    UpstreamFailure,
+    UpstreamReply,
+    error_reply,
+)
+from gym_assets.rollouts.protocol import ROLLOUT_ID_PATTERN
+
+log = logging.getLogger(__name__)
+
+ROLLOUT_PREFIX = "/ng-rollout"
+START_TIMEOUT_S = 15.0
+CAPTURE_THREADS = 4
+# Failures with no upstream HTTP answer: what the client is told.
+_FAILURE_STATUS = {"timeout": 504, "connection": 502}
+
+
+def _json(status: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> Response:
+    return Response(orjson.dumps(body), status, headers, media_type="application/json")
+
+
+def _error(status: int, message: str, kind: str) -> Response:
+    return _json(status, ErrorReply(status, message, kind).body())
+
+
+class _Exchange:
+    """What the capture needs to know about one exchange while it is under way."""
+
+    __slots__ = ("dialect", "request", "request_raw", "session", "started", "t0", "ttft")
+
+    def __init__(self, dialect: Dialect, raw: bytes, request: dict | None, session: str | None):
+        self.dialect = dialect
+        self.request = request
+        self.request_raw = None if request is not None else raw.decode("utf-8", "replace")
+        self.session = session
+        self.started = time.time()
+        self.t0 = time.perf_counter()
+        self.ttft: float | None = None
+
+
+class ModelGateway:
+    """A running OpenAI-compatible endpoint; implements ``contracts.GatewayHandle``."""
+
+    def __init__(
+        self,
+        upstream: Upstream,
+        capture_dir: Path | str,
+        *,
+        model_name: str = "policy",
+        model_server_name: str = "policy_model",
+        host: str = "127.0.0.1",
+        port: int = 0,
+    ) -> None:
+        if not ipaddress.ip_address(host).is_loopback:
+            raise ValueError(f"the model gateway binds loopback only, not {host!r}")
+        self.upstream = upstream
+        self.capture_dir = Path(capture_dir)
+        self.model_name = model_name
+        self.model_server_name = model_server_name
+        self.host = host
+        self.port = port
+        self.origin = ""
+        self._model_ref = ModelRef(name=model_server_name)
+        self._writer: CaptureWriter | None = None
+        self._pool: ThreadPoolExecutor | None = None
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+        self._ready = threading.Event()
+        self._startup_error: BaseException | None = None
+        self.app = self._build_app()
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> str:
+        """Bind, serve in a background thread, and return the uncaptured base URL (``.../v1``)."""
+        if self._thread is not None:
+            raise RuntimeError("the gateway is already started")
+        self._writer = CaptureWriter(self.capture_dir)
+        self._pool = ThreadPoolExecutor(CAPTURE_THREADS, thread_name_prefix="gateway-capture")
+        family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((self.host, self.port))
+        self.port = sock.getsockname()[1]
+        host = f"[{self.host}]" if family == socket.AF_INET6 else self.host
+        self.origin = f"http://{host}:{self.port}"
+        config = uvicorn.Config(
+            self.app, log_level="warning", access_log=False, lifespan="off", ws="none"
+        )
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(
+            target=self._run, args=(sock,), name=f"model-gateway-{self.port}", daemon=True
+        )
+        self._thread.start()
+        if not self._ready.wait(START_TIMEOUT_S):
+            self.stop()
+            raise RuntimeError(f"the model gateway did not start within {START_TIMEOUT_S} s")
+        if self._startup_error is not None:
+            self.stop()
+            raise self._startup_error
+        return f"{self.origin}/v1"
+
+    def _run(self, sock: socket.socket) -> None:
+        loop = asyncio.new_event_loop()
+        try:
+            loop.run_until_complete(self._serve(sock))
+        finally:
+            loop.close()
+            sock.close()
+
+    async def _serve(self, sock: socket.socket) -> None:
+        assert self._server is not None
+        try:
+            await self.upstream.open()
+        except BaseException as exc:
+            self._startup_error = exc
+            self._ready.set()
+            return
+        try:
+            serving = asyncio.create_task(self._server.serve(sockets=[sock]))
+            while not self._server.started and not serving.done():
+                await asyncio.sleep(0.002)
+            if serving.done() and not self._server.started:
+                self._startup_error = serving.exception() or RuntimeError("server did not start")
+            self._ready.set()
+            await serving
+        finally:
+            await self.upstream.aclose()
+
+    def stop(self) -> None:
+        """Stop serving, close the upstream and wait for pending capture writes."""
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(START_TIMEOUT_S)
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+        self._server = self._thread = self._pool = None
+
+    def __enter__(self) -> ModelGateway:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # ------------------------------------------------------------------ GatewayHandle
+
+    def url_for(self, rollout_id: str) -> str:
+        _check_rollout_id(rollout_id)
+        if not self.origin:
+            raise RuntimeError("start the gateway before asking for its URLs")
+        return f"{self.origin}{ROLLOUT_PREFIX}/{rollout_id}/v1"
+
+    def set_reference_script(self, rollout_id: str, steps: Sequence[Step]) -> None:
+        _check_rollout_id(rollout_id)
+        if not isinstance(self.upstream, ReferenceUpstream):
+            raise TypeError(
+                f"set_reference_script needs a ReferenceUpstream; this gateway answers from "
+                f"{type(self.upstream).__name__}"
+            )
+        self.upstream.set_script(rollout_id, steps)
+
+    # ------------------------------------------------------------------ HTTP
+
+    def _build_app(self) -> Starlette:
+        routes = []
+        for prefix in ("", ROLLOUT_PREFIX + "/{rollout_id}"):
+            routes += [
+                Route(prefix + "/v1/chat/completions", self._chat, methods=["POST"]),
+                Route(prefix + "/v1/responses", self._responses, methods=["POST"]),
+                Route(prefix + "/v1/models", self._models, methods=["GET"]),
+            ]
+        return Starlette(routes=routes, exception_handlers={HTTPException: _http_error})
+
+    async def _models(self, request: Request) -> Response:
+        rollout_id = request.path_params.get("rollout_id")
+        if rollout_id is not None and not ROLLOUT_ID_PATTERN.match(rollout_id):
+            return _bad_rollout_id(rollout_id)
+        model = {"id": self.model_name, "object": "model", "created": 0, "owned_by": "gym_assets"}
+        return _json(200, {"object": "list", "data": [model]})
+
+    async def _chat(self, request: Request) -> Response:
+        return await self._model_call(request, "chat")
+
+    async def _responses(self, request: Request) -> Response:
+        return await self._model_call(request, "responses")
+
+    async def _model_call(self, request: Request, dialect: Dialect) -> Response:
+        rollout_id = request.path_params.get("rollout_id")
+        if rollout_id is not None and not ROLLOUT_ID_PATTERN.match(rollout_id):
+            return _bad_rollout_id(rollout_id)
+        raw = await request.body()
+        try:
+            body = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            body = None
+        if not isinstance(body, dict):
+            body = None
+        exchange = _Exchange(dialect, raw, body, client_session_id(request.headers))
+        failure: UpstreamFailure | None = None
+        if body is None:
+            reply = error_reply(
+                400, "the request body must be a JSON object", "invalid_request_error"
+            )
+        else:
+            try:
+                reply = await self.upstream.answer(ModelRequest(dialect, body, rollout_id))
+            except UpstreamFailure as exc:
+                log.warning("model upstream failed (%s): %s", exc.category, exc)
+                failure = exc
+            except Exception as exc:
+                log.exception("model upstream raised %s", type(exc).__name__)
+                failure = UpstreamFailure(
+                    "exception", f"gateway upstream error: {type(exc).__name__}"
+                )
+            if failure is not None:
+                status = _FAILURE_STATUS.get(failure.category, 502)
+                reply = error_reply(status, str(failure), "upstream_unavailable")
+        if reply.stream is not None:
+            return StreamingResponse(
+                self._relay(rollout_id, exchange, reply),
+                reply.status,
+                {**reply.headers, "cache-control": "no-cache"},
+                media_type=reply.media_type,
+            )
+        if rollout_id is not None:
+            if failure is not None:
+                await self._capture(rollout_id, exchange, None, failure.category, None, None)
+            else:
+                response, response_raw = _parsed(reply)
+                category = status_category(reply.status) or (
+                    "capture_parse_error" if response is None else None
+                )
+                await self._capture(
+                    rollout_id, exchange, reply.status, category, response, response_raw
+                )
+        return Response(reply.content, reply.status, reply.headers, media_type=reply.media_type)
+
+    async def _relay(
+        self, rollout_id: str | None, exchange: _Exchange, reply: UpstreamReply
+    ) -> AsyncIterator[bytes]:
+        """Pass the stream through; the capture line is written just before the terminal
+        event goes out (so it is durable when the client sees the end), or when the stream
+        stops without one."""
+        assert reply.stream is not None
+        if rollout_id is None:
+            async for chunk in reply.stream:
+                yield chunk
+            return
+        stream = StreamAssembler(exchange.dialect)
+        written = False
+
+        def fields() -> tuple:
+            return (reply.status, stream_category(stream), stream.result(), stream.raw)
+
+        try:
+            async for chunk in reply.stream:
+                if exchange.ttft is None:
+                    exchange.ttft = time.perf_counter()
+                if stream.feed(chunk) and not written:
+                    written = True
+                    await self._capture(rollout_id, exchange, *fields())
+                yield chunk
+        finally:
+            if not written:  # may be running under cancellation: hand off without awaiting
+                self._submit(rollout_id, exchange, *fields())
+
+    # ------------------------------------------------------------------ capture
+
+    def _submit(
+        self,
+        rollout_id: str,
+        exchange: _Exchange,
+        status: int | None,
+        category: str | None,
+        response: dict | None,
+        response_raw: str | None,
+    ) -> Any:
+        assert self._pool is not None and self._writer is not None
+        now = time.perf_counter()
+        line = {
+            "model_call_id": f"mc_{uuid.uuid4().hex}",
+            "dialect": exchange.dialect,
+            "model_ref": self._model_ref,
+            "started_at": exchange.started,
+            "completed_at": exchange.started + (now - exchange.t0),
+            "latency_ms": (now - exchange.t0) * 1000.0,
+            "latency_ttft_ms": None
+            if exchange.ttft is None
+            else (exchange.ttft - exchange.t0) * 1000.0,
+            "status_code": status,
+            "error_category": category,
+            "request": exchange.request,
+            "response": response,
+            "request_raw": exchange.request_raw,
+            "response_raw": response_raw,
+            "client_session_id": exchange.session,
+        }
+        return self._pool.submit(self._writer.append, rollout_id, line)
+
+    async def _capture(self, rollout_id: str, exchange: _Exchange, *fields: Any) -> None:
+        await asyncio.wrap_future(self._submit(rollout_id, exchange, *fields))
+
+
+def _parsed(reply: UpstreamReply) -> tuple[dict | None, str | None]:
+    """The reply body as an object, else its text for ``response_raw``."""
+    if reply.parsed is not None:
+        return reply.parsed, None
+    try:
+        value = orjson.loads(reply.content)
+    except orjson.JSONDecodeError:
+        value = None
+    if isinstance(value, dict):
+        return value, None
+    return None, reply.content.decode("utf-8", "replace")
+
+
+def _check_rollout_id(rollout_id: str) -> None:
+    if not ROLLOUT_ID_PATTERN.match(rollout_id):
+        raise ValueError(f"rollout id {rollout_id!r} must match {ROLLOUT_ID_PATTERN.pattern}")
+
+
+def _bad_rollout_id(rollout_id: str) -> Response:
+    return _error(
+        400,
+        f"rollout id {rollout_id!r} in the URL must match {ROLLOUT_ID_PATTERN.pattern}",
+        "invalid_request_error",
+    )
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    kind = "not_found_error" if exc.status_code == 404 else "invalid_request_error"
+    return _error(exc.status_code, f"{request.method} {request.url.path}: {exc.detail}", kind)

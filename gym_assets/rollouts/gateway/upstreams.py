@@ -1,0 +1,267 @@
+"""Where the gateway's answers come from: a script, a per-rollout reference script, or a real
+OpenAI-compatible server.
+
+Every upstream answers a :class:`ModelRequest` with an :class:`UpstreamReply` holding either a
+whole body or a stream of SSE bytes; the gateway passes the bytes through unchanged and the
+capture reads them, so offline and real upstreams are recorded by the same code.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import httpx2
+import orjson
+
+from gym_assets.rollouts.contracts import Step
+from gym_assets.rollouts.gateway.render import (
+    AssistantTurn,
+    chat_completion,
+    chat_sse,
+    response_object,
+    responses_sse,
+)
+from gym_assets.rollouts.gateway.script import (
+    Dialect,
+    ErrorReply,
+    ScriptRunner,
+    compile_script,
+)
+
+log = logging.getLogger(__name__)
+
+ROUTES: dict[Dialect, str] = {"chat": "/chat/completions", "responses": "/responses"}
+# Scripted errors ask clients to retry at once; the openai SDKs honour retry-after-ms.
+_RETRY_NOW = {"retry-after": "0", "retry-after-ms": "1"}
+
+
+@dataclass(frozen=True)
+class ModelRequest:
+    dialect: Dialect
+    body: dict[str, Any]
+    rollout_id: str | None  # None for unprefixed (uncaptured) calls
+
+
+@dataclass
+class UpstreamReply:
+    """An answer: ``content`` (whole body) or ``stream`` (SSE bytes), never both."""
+
+    status: int
+    content: bytes = b""
+    parsed: dict[str, Any] | None = None  # ``content`` already decoded, when the upstream has it
+    stream: AsyncIterator[bytes] | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    media_type: str = "application/json"
+
+
+class UpstreamFailure(Exception):
+    """The upstream gave no HTTP answer; ``category`` is the capture's error_category."""
+
+    def __init__(self, category: str, message: str) -> None:
+        super().__init__(message)
+        self.category = category
+
+
+class Upstream(Protocol):
+    async def open(self) -> None:
+        """Acquire resources on the gateway's event loop; raise on bad configuration."""
+        ...
+
+    async def aclose(self) -> None: ...
+
+    async def answer(self, request: ModelRequest) -> UpstreamReply: ...
+
+
+def error_reply(
+    status: int, message: str, kind: str, headers: Mapping[str, str] = {}
+) -> UpstreamReply:
+    return json_reply(status, ErrorReply(status, message, kind).body(), headers)
+
+
+def json_reply(status: int, body: dict[str, Any], headers: Mapping[str, str] = {}) -> UpstreamReply:
+    return UpstreamReply(status, orjson.dumps(body), body, headers=dict(headers))
+
+
+async def _aiter(chunks: Iterable[bytes]) -> AsyncIterator[bytes]:
+    for chunk in chunks:
+        yield chunk
+
+
+def render_reply(answer: AssistantTurn | ErrorReply, request: ModelRequest) -> UpstreamReply:
+    """The wire form of a scripted answer in the request's dialect and streaming mode."""
+    if isinstance(answer, ErrorReply):
+        return json_reply(answer.status, answer.body(), _RETRY_NOW)
+    if request.body.get("stream") is True:
+        if request.dialect == "chat":
+            options = request.body.get("stream_options")
+            usage = isinstance(options, Mapping) and options.get("include_usage") is True
+            chunks = chat_sse(answer, include_usage=usage)
+        else:
+            chunks = responses_sse(answer)
+        return UpstreamReply(200, stream=_aiter(chunks), media_type="text/event-stream")
+    body = chat_completion(answer) if request.dialect == "chat" else response_object(answer)
+    return json_reply(200, body)
+
+
+def _model_of(request: ModelRequest, default: str) -> str:
+    model = request.body.get("model")
+    return model if isinstance(model, str) and model else default
+
+
+class _ScriptedBase:
+    """Shared by the two offline upstreams: nothing to open, answers from the step engine."""
+
+    def __init__(self, model: str = "policy") -> None:
+        self.model = model
+        self._runner = ScriptRunner()
+
+    async def open(self) -> None:
+        return None
+
+    async def aclose(self) -> None:
+        return None
+
+
+class ScriptedUpstream(_ScriptedBase):
+    """One script for every rollout (conformance scenarios); each rollout keeps its own budgets."""
+
+    def __init__(self, steps: Sequence[Step], model: str = "policy") -> None:
+        super().__init__(model)
+        self._script = compile_script(steps)
+
+    async def answer(self, request: ModelRequest) -> UpstreamReply:
+        rollout = request.rollout_id or ""
+        model = _model_of(request, self.model)
+        answer = self._runner.answer(self._script, rollout, request.dialect, request.body, model)
+        return render_reply(answer, request)
+
+
+class ReferenceUpstream(_ScriptedBase):
+    """Each rollout answered from its own script (a benchmark's reference solution)."""
+
+    def __init__(self, model: str = "policy") -> None:
+        super().__init__(model)
+        self._scripts: dict[str, tuple] = {}
+
+    def set_script(self, rollout_id: str, steps: Sequence[Step]) -> None:
+        """(Re)script a rollout; a re-scripted rollout starts afresh."""
+        self._scripts[rollout_id] = compile_script(steps)
+        self._runner.forget(rollout_id)
+
+    async def answer(self, request: ModelRequest) -> UpstreamReply:
+        script = self._scripts.get(request.rollout_id or "")
+        if script is None:
+            where = request.rollout_id or "an unprefixed call"
+            return error_reply(
+                404,
+                f"no reference script for rollout {where!r}: call set_reference_script "
+                "first and use url_for(rollout_id) as the agent's base URL",
+                "not_found_error",
+            )
+        model = _model_of(request, self.model)
+        answer = self._runner.answer(
+            script, request.rollout_id or "", request.dialect, request.body, model
+        )
+        return render_reply(answer, request)
+
+
+class OpenAIUpstream:
+    """Forwards to any OpenAI-compatible server (vLLM, NIM, OpenAI).
+
+    The API key is read from the named environment variable when the gateway starts and is
+    sent only to that server: it is never logged and never reaches the capture (which records
+    bodies, not headers). Streams are passed through as they arrive.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key_env: str,
+        model: str | None = None,
+        timeout: float = 600.0,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.api_key_env = api_key_env
+        self.model = model  # replaces the agent's model id when set
+        self.timeout = timeout
+        self._client: httpx2.AsyncClient | None = None
+
+    async def open(self) -> None:
+        key = os.environ.get(self.api_key_env)
+        if not key:
+            raise RuntimeError(
+                f"environment variable {self.api_key_env} is not set; it must hold the API key "
+                f"for the model server at {self.base_url}"
+            )
+        self._client = httpx2.AsyncClient(
+            base_url=self.base_url,
+            timeout=self.timeout,
+            headers={"authorization": f"Bearer {key}"},
+            limits=httpx2.Limits(max_connections=None, max_keepalive_connections=256),
+        )
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    async def answer(self, request: ModelRequest) -> UpstreamReply:
+        if self._client is None:
+            raise RuntimeError("OpenAIUpstream.answer before open()")
+        body = request.body if self.model is None else {**request.body, "model": self.model}
+        http_request = self._client.build_request(
+            "POST",
+            ROUTES[request.dialect],
+            content=orjson.dumps(body),
+            headers={"content-type": "application/json"},
+        )
+        try:
+            response = await self._client.send(http_request, stream=True)
+        except httpx2.TimeoutException as exc:
+            raise UpstreamFailure("timeout", f"model server timed out: {exc!r}") from exc
+        except httpx2.NetworkError as exc:
+            raise UpstreamFailure("connection", f"model server unreachable: {exc!r}") from exc
+        except httpx2.HTTPError as exc:
+            raise UpstreamFailure("exception", f"model server request failed: {exc!r}") from exc
+        media_type = response.headers.get("content-type", "application/json")
+        if response.status_code < 400 and media_type.startswith("text/event-stream"):
+            return UpstreamReply(
+                response.status_code, stream=_relay(response), media_type="text/event-stream"
+            )
+        try:
+            content = await response.aread()
+        except httpx2.HTTPError as exc:
+            raise UpstreamFailure("connection", f"model server dropped the reply: {exc!r}") from exc
+        finally:
+            await response.aclose()
+        if response.status_code >= 400:
+            return _upstream_error(response.status_code, content)
+        return UpstreamReply(response.status_code, content, media_type=media_type)
+
+
+def _upstream_error(status: int, content: bytes) -> UpstreamReply:
+    """Pass an OpenAI-shaped error through; wrap anything else in one."""
+    try:
+        parsed = orjson.loads(content)
+    except orjson.JSONDecodeError:
+        parsed = None
+    if isinstance(parsed, dict) and isinstance(parsed.get("error"), dict):
+        return UpstreamReply(status, content, parsed)
+    text = content.decode("utf-8", "replace")[:500] or f"HTTP {status}"
+    return error_reply(status, f"model server error: {text}", "upstream_error")
+
+
+async def _relay(response: httpx2.Response) -> AsyncIterator[bytes]:
+    """The upstream's stream as it arrives; a broken stream just ends (the capture sees no
+    terminal event and records ``stream_truncated``)."""
+    try:
+        async for chunk in response.aiter_bytes():
+            yield chunk
+    except httpx2.HTTPError as exc:
+        log.warning("model server stream broke: %s", type(exc).__name__)
+    finally:
+        await response.aclose()
