@@ -28,7 +28,7 @@ import orjson
 from gym_assets.config.model import ENVIRONMENTS, MODELS, DeclaredDataset, bound_resources_server
 from gym_assets.config.routing import resolve_dataset_agent, taskset_environment_server
 from gym_assets.errors import ConfigError, UserError
-from gym_assets.io import atomic_write_text, atomic_writer
+from gym_assets.io import atomic_write_text, atomic_writer, iter_jsonl
 from gym_assets.tasks.materialize import (
     IDENTITY_KEYS,
     MaterializeError,
@@ -53,7 +53,6 @@ from gym_assets.tasks.schemas import (
     owner_dir,
     resources_dir,
 )
-from gym_assets.tasks.source_rows import iter_source_rows
 from gym_assets.tasks.validation import TaskDataValidator, resolve_validation_mode
 
 IN_SCOPE_TYPES = {
@@ -530,7 +529,7 @@ def _collate_dataset(
     writes = [(staged.handle.write, staged.digest.update) for staged in outputs]
     preview = report.preview
     source_rows = 0
-    for line, row in iter_source_rows(source):
+    for line, row in iter_jsonl(source):
         if not add_metrics(row, repeats):
             summary.malformed_tasks += 1
         if prompt is not None:

@@ -11,9 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gym_assets.errors import UserError
-from gym_assets.io import parse_json_line
+from gym_assets.io import iter_jsonl, parse_json_bytes, parse_json_line
 from gym_assets.tasks.collate import encode_row
-from gym_assets.tasks.source_rows import iter_source_rows, parse_json_bytes
 
 json_values = st.recursive(
     st.none()
@@ -93,16 +92,16 @@ def test_reader_errors_name_file_and_line(tmp_path: Path) -> None:
     path = tmp_path / "d.jsonl"
     path.write_bytes(b'{"a": 1}\n\n{"a": \n')
     with pytest.raises(UserError, match=r"d\.jsonl:3: not valid JSON") as caught:
-        list(iter_source_rows(path))
+        list(iter_jsonl(path))
     assert caught.value.line == 3
     path.write_bytes(b'{"a": 1}\n[1]\n')
     with pytest.raises(UserError, match=r"d\.jsonl:2: expected a JSON object, got list"):
-        list(iter_source_rows(path))
+        list(iter_jsonl(path))
     with pytest.raises(UserError, match="not found"):
-        list(iter_source_rows(tmp_path / "missing.jsonl"))
+        list(iter_jsonl(tmp_path / "missing.jsonl"))
 
 
 def test_blank_lines_are_skipped_and_numbers_are_file_lines(tmp_path: Path) -> None:
     path = tmp_path / "d.jsonl"
     path.write_bytes(b'\n{"a": 1}\r\n  \n{"a": 2}')
-    assert list(iter_source_rows(path)) == [(2, {"a": 1}), (4, {"a": 2})]
+    assert list(iter_jsonl(path)) == [(2, {"a": 1}), (4, {"a": 2})]
