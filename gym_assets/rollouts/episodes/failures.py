@@ -1,0 +1,73 @@
+"""Turning a dependency's exception into an episode failure at a known stage.
+
+Retryable (``terminal: false``) iff trying again could help: HTTP 408/425/429/≥500, connection
+and timeout errors. Everything else — 4xx, schema or identity problems, bugs — is terminal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import openai
+
+from gym_assets.rollouts.episodes.sessions import SessionConflict
+from gym_assets.rollouts.protocol import EpisodeFailure, FailureStage, is_retryable_status
+
+# The failure kind an unclassified exception gets at each stage.
+_STAGE_KINDS: dict[str, str] = {
+    "seed": "environment_server_failed",
+    "agent": "agent_run_error",
+    "verification": "verifier_error",
+    "cleanup": "session_release_failed",
+}
+
+
+class HandledEpisodeError(Exception):
+    """Carries the failure an episode ends with (raised inside the protocol, answered as is)."""
+
+    def __init__(self, failure: EpisodeFailure) -> None:
+        super().__init__(failure.failure_reason)
+        self.failure = failure
+
+
+class ProtocolViolation(Exception):
+    """A participant answered something malformed or with the wrong identity (terminal)."""
+
+
+def classify(exc: BaseException, stage: str) -> tuple[bool, str]:
+    """``(terminal, failure_kind)`` of an exception raised by a dependency at ``stage``."""
+    if isinstance(exc, openai.APIStatusError):
+        return not is_retryable_status(exc.status_code), "agent_request_failed"
+    if isinstance(exc, openai.APITimeoutError):
+        return False, "agent_request_failed"
+    if isinstance(exc, openai.APIConnectionError):
+        return False, "agent_request_failed"
+    if isinstance(exc, TimeoutError):
+        return False, "transport_timeout"
+    if isinstance(exc, ConnectionError):
+        return False, "transport_unreachable"
+    if isinstance(exc, ProtocolViolation | SessionConflict):
+        return True, "protocol_violation"
+    return True, _STAGE_KINDS.get(stage, "environment_server_failed")
+
+
+def describe(exc: BaseException) -> str:
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+@contextmanager
+def stage(name: FailureStage) -> Iterator[None]:
+    """Re-raise any ``Exception`` in the block as a ``HandledEpisodeError`` at stage ``name``.
+
+    Cancellation (including the episode deadline) is a ``BaseException`` and passes through.
+    """
+    try:
+        yield
+    except HandledEpisodeError:
+        raise
+    except Exception as exc:
+        terminal, kind = classify(exc, name)
+        failure = EpisodeFailure.of(describe(exc), terminal=terminal, kind=kind, stage=name)
+        raise HandledEpisodeError(failure) from exc

@@ -1,0 +1,158 @@
+"""Model calls of the bundled agents, through the official ``openai`` client and the gateway.
+
+Every call goes to ``gateway.url_for(capture_key)`` so the gateway captures it under the
+episode's rollout. Both dialects come back as one Responses-shaped dict, so the agent loop
+and the observations are dialect-independent: ``api: chat`` converts the Responses input items
+to Chat messages and the completion back to Responses output items.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+from openai import AsyncOpenAI
+from pydantic import BaseModel, ConfigDict, Field
+
+from gym_assets.rollouts.contracts import GatewayHandle
+from gym_assets.rollouts.episodes.responses import message_text
+
+LOCAL_API_KEY = "gym-assets-local"  # the gateway needs no key; real keys stay upstream
+_NOT_FORWARDED = frozenset({"input", "tools", "model", "stream"})
+_CHAT_PARAMS = {"temperature": "temperature", "top_p": "top_p", "max_output_tokens": "max_tokens"}
+
+
+class ModelSettings(BaseModel):
+    """How an agent talks to the model (other agent settings are the agent's own)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    api: Literal["responses", "chat"] = "responses"
+    request_timeout_seconds: float = Field(default=120.0, gt=0, allow_inf_nan=False)
+    max_retries: int = Field(default=2, ge=0)
+
+
+def open_client(
+    gateway: GatewayHandle, capture_key: str, session_header: str, settings: ModelSettings
+) -> AsyncOpenAI:
+    return AsyncOpenAI(
+        base_url=gateway.url_for(capture_key),
+        api_key=LOCAL_API_KEY,
+        timeout=settings.request_timeout_seconds,
+        max_retries=settings.max_retries,
+        default_headers={"x-session-id": session_header},
+    )
+
+
+async def create_turn(
+    client: AsyncOpenAI,
+    api: Literal["responses", "chat"],
+    model: str,
+    params: Mapping[str, Any],
+    conversation: Sequence[Mapping[str, Any]],
+    tools: Sequence[Mapping[str, Any]],
+) -> dict[str, Any]:
+    """One model turn as a Responses object dict; API errors propagate to the caller."""
+    if api == "chat":
+        chat_params = {_CHAT_PARAMS[k]: v for k, v in params.items() if k in _CHAT_PARAMS}
+        extra: dict[str, Any] = {"tools": [_chat_tool(t) for t in tools]} if tools else {}
+        completion = await client.chat.completions.create(
+            model=model,
+            messages=chat_messages(conversation, params.get("instructions")),
+            extra_body={**chat_params, **extra},
+        )
+        return responses_of_chat(completion.model_dump(mode="json"))
+    body = {k: v for k, v in params.items() if k not in _NOT_FORWARDED}
+    if tools:
+        body["tools"] = list(tools)
+    response = await client.responses.create(model=model, input=list(conversation), extra_body=body)
+    return response.model_dump(mode="json", exclude_none=True)
+
+
+def _chat_tool(tool: Mapping[str, Any]) -> dict[str, Any]:
+    function = {k: tool[k] for k in ("name", "description", "parameters", "strict") if k in tool}
+    return {"type": "function", "function": function}
+
+
+def chat_messages(
+    conversation: Sequence[Mapping[str, Any]], instructions: str | None = None
+) -> list[dict[str, Any]]:
+    """Responses input items as Chat messages; consecutive calls share one assistant turn."""
+    messages: list[dict[str, Any]] = []
+    if instructions:
+        messages.append({"role": "system", "content": instructions})
+    for item in conversation:
+        kind = item.get("type", "message")
+        if kind == "function_call":
+            call = {
+                "id": item["call_id"],
+                "type": "function",
+                "function": {"name": item["name"], "arguments": item.get("arguments") or "{}"},
+            }
+            last = messages[-1] if messages else None
+            if last is None or last["role"] != "assistant":
+                last = {"role": "assistant", "content": None, "tool_calls": []}
+                messages.append(last)
+            last.setdefault("tool_calls", []).append(call)
+        elif kind == "function_call_output":
+            messages.append(
+                {"role": "tool", "tool_call_id": item["call_id"], "content": str(item["output"])}
+            )
+        elif kind == "message":
+            role = "system" if item.get("role") == "developer" else item.get("role", "user")
+            messages.append({"role": role, "content": message_text(item)})
+    return messages
+
+
+def responses_of_chat(completion: Mapping[str, Any]) -> dict[str, Any]:
+    """A Chat completion as a Responses object (output items, usage, status)."""
+    choice = (completion.get("choices") or [{}])[0]
+    message = choice.get("message") or {}
+    output: list[dict[str, Any]] = []
+    if message.get("content"):
+        part = {"type": "output_text", "text": message["content"], "annotations": []}
+        output.append({"type": "message", "role": "assistant", "content": [part]})
+    for call in message.get("tool_calls") or []:
+        function = call.get("function") or {}
+        output.append(
+            {
+                "type": "function_call",
+                "call_id": call.get("id"),
+                "name": function.get("name"),
+                "arguments": function.get("arguments") or "{}",
+            }
+        )
+    truncated = choice.get("finish_reason") == "length"
+    usage = completion.get("usage")
+    return {
+        "id": completion.get("id"),
+        "object": "response",
+        "created_at": completion.get("created"),
+        "model": completion.get("model"),
+        "status": "incomplete" if truncated else "completed",
+        "incomplete_details": {"reason": "max_output_tokens"} if truncated else None,
+        "output": output,
+        "usage": None
+        if usage is None
+        else {
+            "input_tokens": usage.get("prompt_tokens"),
+            "output_tokens": usage.get("completion_tokens"),
+            "total_tokens": usage.get("total_tokens"),
+        },
+    }
+
+
+def add_usage(total: dict[str, Any] | None, usage: Mapping[str, Any] | None) -> dict | None:
+    """Sum two usage objects leaf by leaf; unknown (None) on either side stays unknown."""
+    if total is None or usage is None:
+        return None
+    summed: dict[str, Any] = {}
+    for key in total.keys() | usage.keys():
+        a, b = total.get(key), usage.get(key)
+        if isinstance(a, Mapping) and isinstance(b, Mapping):
+            summed[key] = add_usage(dict(a), b)
+        elif isinstance(a, int) and isinstance(b, int):
+            summed[key] = a + b
+        else:
+            summed[key] = None
+    return summed

@@ -1,0 +1,101 @@
+"""Build environment servers, with their agents and resources servers, from a resolved config.
+
+An instance ``<name>: {<kind>: {<impl>: {...}}}`` is built by the ``create`` factory of
+``gym_assets.servers.<kind>.<impl>.app``. One build shares each named server between everyone
+who references it, so an agent's tool calls and the verifier see the same resources sessions.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from types import ModuleType
+from typing import Any
+
+from gym_assets.config.model import (
+    AGENTS,
+    ENVIRONMENTS,
+    RESOURCES,
+    ServerInstance,
+    agent_references,
+    bound_resources_server,
+    server_instances,
+)
+from gym_assets.errors import ConfigError
+from gym_assets.rollouts.contracts import EnvironmentServer, GatewayHandle, ResourcesServer
+
+
+def build_environment(
+    config: Mapping[str, Any], name: str, gateway: GatewayHandle
+) -> EnvironmentServer:
+    """The environment server ``name``, ready to run episodes against ``gateway``."""
+    return _Build(config, gateway).environment(name)
+
+
+def build_resources(config: Mapping[str, Any], name: str) -> ResourcesServer:
+    """The resources server ``name`` on its own (for reference scripts and verification)."""
+    return _Build(config, None).resources(name)
+
+
+def implementation_module(kind: str, implementation: str) -> ModuleType:
+    module = f"gym_assets.servers.{kind}.{implementation}.app"
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and module.startswith(exc.name):
+            raise ConfigError(
+                f"no {kind} implementation named '{implementation}' (looked for {module}); "
+                "check the implementation key of the instance."
+            ) from None
+        raise
+
+
+class _Build:
+    def __init__(self, config: Mapping[str, Any], gateway: GatewayHandle | None) -> None:
+        self.instances = server_instances(config)
+        self.gateway = gateway
+        self.built: dict[str, Any] = {}
+
+    def environment(self, name: str) -> EnvironmentServer:
+        instance = self._instance(name, ENVIRONMENTS)
+        agents = {
+            field: self.agent(str(ref.get("name")))
+            for field, ref in agent_references(instance.config)
+        }
+        return self._create(instance, agents=agents, resources=self._bound_resources(instance))
+
+    def agent(self, name: str) -> Any:
+        instance = self._instance(name, AGENTS)
+        return self._memo(
+            name,
+            lambda: self._create(
+                instance, gateway=self.gateway, resources=self._bound_resources(instance)
+            ),
+        )
+
+    def resources(self, name: str) -> ResourcesServer:
+        instance = self._instance(name, RESOURCES)
+        return self._memo(name, lambda: self._create(instance))
+
+    def _bound_resources(self, instance: ServerInstance) -> ResourcesServer | None:
+        name = bound_resources_server(instance.config)
+        return None if name is None else self.resources(name)
+
+    def _memo(self, name: str, build: Any) -> Any:
+        if name not in self.built:
+            self.built[name] = build()
+        return self.built[name]
+
+    def _instance(self, name: str, kind: str) -> ServerInstance:
+        instance = self.instances.get(name)
+        if instance is None or instance.kind != kind:
+            known = ", ".join(sorted(n for n, i in self.instances.items() if i.kind == kind))
+            raise ConfigError(
+                f"no {kind} instance named '{name}' in the config; known: {known or 'none'}"
+            )
+        return instance
+
+    @staticmethod
+    def _create(instance: ServerInstance, **dependencies: Any) -> Any:
+        module = implementation_module(instance.kind, instance.implementation)
+        return module.create(instance.name, instance.config, **dependencies)

@@ -1,0 +1,154 @@
+"""The protocol-neutral half of an environment server's ``run`` (the reference §2.1).
+
+Admission, one cleanup stack per episode, the episode deadline, mapping every outcome to a
+result or an ``EpisodeFailure``, and attaching what the episode accumulated (partial response,
+agent observations, cleanup errors) — also to failures, so a timed-out episode keeps its work.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from gym_assets.rollouts.episodes.cleanup import CleanupStack, run_shielded
+from gym_assets.rollouts.episodes.failures import HandledEpisodeError, describe
+from gym_assets.rollouts.episodes.observations import merge_observations
+from gym_assets.rollouts.protocol import (
+    EpisodeFailure,
+    EpisodeRequest,
+    EpisodeResponse,
+    reserved_keys_in,
+)
+
+
+class EnvironmentSettings(BaseModel):
+    """Limits every environment server accepts (other config keys belong to the server)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    default_episode_timeout_seconds: float | None = Field(default=600.0, gt=0, allow_inf_nan=False)
+    cleanup_timeout_seconds: float = Field(default=30.0, gt=0, allow_inf_nan=False)
+    max_concurrent_episodes: int | None = Field(default=None, ge=1)
+    queue_timeout_seconds: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+
+    @model_validator(mode="after")
+    def _queue_needs_limit(self) -> EnvironmentSettings:
+        if self.max_concurrent_episodes is not None and self.queue_timeout_seconds is None:
+            raise ValueError("queue_timeout_seconds is required with max_concurrent_episodes")
+        return self
+
+
+@dataclass
+class Episode:
+    """What one running episode has accumulated; kept whatever way the episode ends."""
+
+    request: EpisodeRequest
+    cleanup: CleanupStack
+    partial_response: dict[str, Any] | None = None
+    observations: dict[str, dict[str, Any]] = field(default_factory=dict)  # agent -> bundle
+
+    @property
+    def capture_key(self) -> str:
+        return self.request.episode_id.capture_key
+
+    def take_receipt(self, agent: str, receipt: Mapping[str, Any]) -> None:
+        """Keep an agent's close receipt: its observations, and its partial response if the
+        episode has none yet (the activation was cut off before it answered)."""
+        bundle = receipt.get("agent_observations")
+        if bundle is not None:
+            self.observations[agent] = dict(bundle)
+        if self.partial_response is None and receipt.get("partial_response") is not None:
+            self.partial_response = dict(receipt["partial_response"])
+
+    def merged_observations(self) -> dict[str, Any] | None:
+        return merge_observations(self.observations)
+
+
+Protocol = Callable[[Episode], Awaitable[dict[str, Any]]]
+
+
+class EpisodeRunner:
+    """Runs one protocol coroutine per request under the server's limits."""
+
+    def __init__(self, settings: EnvironmentSettings) -> None:
+        self.settings = settings
+        limit = settings.max_concurrent_episodes
+        self._slots = asyncio.Semaphore(limit) if limit is not None else None
+
+    async def run(self, request: EpisodeRequest, protocol: Protocol) -> EpisodeResponse:
+        if self._slots is not None:
+            try:
+                await asyncio.wait_for(self._slots.acquire(), self.settings.queue_timeout_seconds)
+            except TimeoutError:
+                failure = EpisodeFailure.of(
+                    "Episode admission timed out", terminal=False, stage="admission"
+                )
+                return _response(request, failure)
+        try:
+            return await self._run_admitted(request, protocol)
+        finally:
+            if self._slots is not None:
+                self._slots.release()
+
+    async def _run_admitted(self, request: EpisodeRequest, protocol: Protocol) -> EpisodeResponse:
+        episode = Episode(request, CleanupStack(self.settings.cleanup_timeout_seconds))
+        outcome: dict[str, Any] | EpisodeFailure
+        deadline = asyncio.timeout(self.settings.default_episode_timeout_seconds)
+        try:
+            async with deadline:
+                outcome = await protocol(episode)
+        except TimeoutError as exc:
+            outcome = (
+                EpisodeFailure.of("Episode timed out", terminal=False)
+                if deadline.expired()
+                else _unhandled(exc)
+            )
+        except HandledEpisodeError as exc:
+            outcome = exc.failure
+        except Exception as exc:
+            outcome = _unhandled(exc)
+        finally:
+            cleanup_errors = await run_shielded(episode.cleanup.aclose())
+        if isinstance(outcome, dict):
+            reserved = reserved_keys_in(outcome)
+            if not reserved:
+                return _response(request, outcome)
+            outcome = EpisodeFailure.of(
+                f"result carries keys reserved for collection: {', '.join(reserved)}",
+                terminal=True,
+                kind="protocol_violation",
+            )
+        return _response(request, _with_evidence(outcome, episode, cleanup_errors))
+
+
+def _unhandled(exc: BaseException) -> EpisodeFailure:
+    return EpisodeFailure.of(
+        f"Unhandled environment server error: {describe(exc)}",
+        terminal=True,
+        kind="environment_server_failed",
+    )
+
+
+def _with_evidence(
+    failure: EpisodeFailure, episode: Episode, cleanup_errors: list[str]
+) -> EpisodeFailure:
+    evidence = {
+        "partial_response": episode.partial_response,
+        "ng_agent_observations": episode.merged_observations(),
+        "cleanup_error": "; ".join(cleanup_errors) or None,
+    }
+    return EpisodeFailure.model_validate({**failure.model_dump(), **evidence})
+
+
+def _response(request: EpisodeRequest, outcome: dict[str, Any] | EpisodeFailure) -> EpisodeResponse:
+    if isinstance(outcome, EpisodeFailure):
+        return EpisodeResponse(
+            episode_id=request.episode_id, task_id=request.task.task_id, failure=outcome
+        )
+    return EpisodeResponse(
+        episode_id=request.episode_id, task_id=request.task.task_id, result=outcome
+    )

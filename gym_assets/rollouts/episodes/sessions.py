@@ -1,0 +1,128 @@
+"""Session bookkeeping shared by resources servers and agents.
+
+Rules (the reference §1.2 and §2.4): a seed binds a session id to an immutable seed body; the
+identical seed again reuses the session, a different one is refused; closing stores a receipt
+and repeated closes return a copy of that same receipt; a seed after close is refused, so a
+late or retried seed cannot resurrect a closed session. A close whose release raises keeps the
+session (and stores no receipt), so the caller can retry. Receipts and the closed marker live
+for ``retry_window_seconds`` after the close and are then pruned (session ids are fresh UUIDs;
+the window only has to outlast retries).
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+S = TypeVar("S")
+
+DEFAULT_RETRY_WINDOW_SECONDS = 300.0
+
+
+class SessionConflict(Exception):
+    """The request contradicts the session's state (the HTTP servers' 409)."""
+
+
+@dataclass
+class _Open(Generic[S]):
+    binding: dict[str, Any]
+    state: S
+
+
+@dataclass
+class _Closed:
+    episode_id: str | None
+    receipt: dict[str, Any]
+    expires_at: float
+
+
+class SessionBook(Generic[S]):
+    """Open sessions (binding + state) and recent close receipts, keyed by session id.
+
+    Every method is synchronous, so under asyncio a seed or close is atomic: two concurrent
+    identical seeds initialise the state once.
+    """
+
+    def __init__(
+        self,
+        retry_window_seconds: float = DEFAULT_RETRY_WINDOW_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if not 0 < retry_window_seconds < float("inf"):
+            raise ValueError("retry_window_seconds must be finite and > 0")
+        self._open: dict[str, _Open[S]] = {}
+        self._closed: dict[str, _Closed] = {}
+        self._window = retry_window_seconds
+        self._clock = clock
+
+    def seed(self, session_id: str, binding: Mapping[str, Any], setup: Callable[[], S]) -> S:
+        """Bind ``session_id`` to ``binding`` (must carry ``episode_id``) and return its state."""
+        if not session_id:
+            raise SessionConflict("session id must be a non-empty string")
+        self._prune()
+        if session_id in self._closed:
+            raise SessionConflict(f"session {session_id!r} is already closed")
+        current = self._open.get(session_id)
+        if current is not None:
+            if current.binding != binding:
+                raise SessionConflict(f"session {session_id!r} is already bound to another seed")
+            return current.state
+        frozen = copy.deepcopy(dict(binding))
+        state = setup()
+        self._open[session_id] = _Open(frozen, state)
+        return state
+
+    def state(self, session_id: str) -> S:
+        """The open session's state; an unknown or closed session is a conflict."""
+        current = self._open.get(session_id)
+        if current is None:
+            closed = session_id in self._closed
+            raise SessionConflict(
+                f"session {session_id!r} is {'closed' if closed else 'not seeded'}"
+            )
+        return current.state
+
+    def close(
+        self,
+        session_id: str,
+        episode_id: str,
+        release: Callable[[S], Mapping[str, Any]],
+    ) -> dict[str, Any]:
+        """Close once and return the receipt ``release(state)`` built; repeats get a copy of it.
+
+        Closing a never-seeded id succeeds with an empty receipt and still blocks a later seed.
+        """
+        self._prune()
+        closed = self._closed.get(session_id)
+        if closed is not None:
+            if closed.episode_id not in (None, episode_id):
+                raise SessionConflict(f"session {session_id!r} belongs to another episode")
+            return copy.deepcopy(closed.receipt)
+        current = self._open.get(session_id)
+        if current is None:
+            receipt: dict[str, Any] = {}
+            owner = None
+        else:
+            owner = current.binding.get("episode_id")
+            if owner != episode_id:
+                raise SessionConflict(f"session {session_id!r} belongs to another episode")
+            receipt = dict(release(current.state))  # raises: session stays open for a retry
+            del self._open[session_id]
+        expires = self._clock() + self._window  # measured after the release finished
+        self._closed[session_id] = _Closed(owner, copy.deepcopy(receipt), expires)
+        return receipt
+
+    def is_open(self, session_id: str) -> bool:
+        return session_id in self._open
+
+    def _prune(self) -> None:
+        # Receipts are inserted in expiry order (one window, monotonic clock): pop the front.
+        now = self._clock()
+        while self._closed:
+            oldest = next(iter(self._closed))
+            if self._closed[oldest].expires_at > now:
+                break
+            del self._closed[oldest]

@@ -1,0 +1,1 @@
+"""Agents: each implementation directory ships an ``app.py`` with a ``create`` factory."""
