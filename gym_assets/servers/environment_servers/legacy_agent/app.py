@@ -1,0 +1,49 @@
+"""A relay in front of an agent that still runs whole episodes itself (the reference §1.4).
+
+It forwards the flat row to the agent's legacy ``run`` and answers what the agent answers —
+including its errors, which the collector classifies. None of the episode limits apply: the
+agent owns its own sessions, deadline and cleanup.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+from gym_assets.rollouts.contracts import ResourcesServer
+from gym_assets.rollouts.episodes.resources import default_aggregate_metrics
+from gym_assets.rollouts.protocol import EpisodeRequest, EpisodeResponse
+
+
+class LegacyAgent(Protocol):
+    name: str
+
+    async def run(self, row: Mapping[str, Any]) -> dict[str, Any]: ...
+
+
+class LegacyAgentRelay:
+    implementation = "legacy_agent"
+
+    def __init__(self, name: str, agent: LegacyAgent) -> None:
+        self.name = name
+        self.agent = agent
+
+    async def run(self, request: EpisodeRequest | Mapping[str, Any]) -> EpisodeResponse | dict:
+        if isinstance(request, EpisodeRequest):
+            raise TypeError(f"{self.name} relays flat rows to a legacy agent, not native requests")
+        return await self.agent.run(request)
+
+    async def aggregate_metrics(self, verify_responses: Sequence[Mapping[str, Any]]) -> dict:
+        return default_aggregate_metrics(verify_responses)
+
+
+def create(
+    name: str,
+    settings: Mapping[str, Any],
+    *,
+    agents: Mapping[str, Any],
+    resources: ResourcesServer | None,
+) -> LegacyAgentRelay:
+    if "agent_server" not in agents or not hasattr(agents["agent_server"], "run"):
+        raise ValueError(f"{name}: agent_server must name an agent with a legacy run")
+    return LegacyAgentRelay(name, agents["agent_server"])

@@ -1,0 +1,68 @@
+"""Single-agent-turn for flat rows: the native protocol behind the old flat ``run`` answer.
+
+A flat row (``responses_create_params`` plus task fields) runs as a native episode whose task
+input is the row; the answer is the flat verify row, or ``_ng_failure_*`` fields. A row whose
+``task_source`` or ``agent_ref`` names another server than the bound ones is refused — it was
+routed to the wrong place. A native request gets the native response.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from gym_assets.rollouts.contracts import ResourcesServer
+from gym_assets.rollouts.episodes.agents import Agent
+from gym_assets.rollouts.episodes.legacy import failure_row, native_request_of
+from gym_assets.rollouts.episodes.runner import EnvironmentSettings
+from gym_assets.rollouts.protocol import EpisodeFailure, EpisodeRequest, EpisodeResponse
+from gym_assets.servers.environment_servers.single_agent_turn.app import (
+    SingleAgentTurn,
+    single_participants,
+)
+from gym_assets.tasks.materialize import is_materialized
+
+
+class SingleAgentTurnLegacy(SingleAgentTurn):
+    implementation = "single_agent_turn_legacy"
+
+    async def run(self, request: EpisodeRequest | Mapping[str, Any]) -> EpisodeResponse | dict:
+        if (
+            isinstance(request, EpisodeRequest)
+            or "episode_id" in request
+            or is_materialized(request)
+        ):
+            return await super().run(request)
+        refusal = self._misrouted(request)
+        if refusal is not None:
+            return failure_row(EpisodeFailure.of(refusal, terminal=True, kind="protocol_violation"))
+        response = await super().run(native_request_of(request, self.name))
+        assert isinstance(response, EpisodeResponse)
+        if response.failure is not None:
+            return failure_row(response.failure)
+        return dict(response.result or {})
+
+    def _misrouted(self, row: Mapping[str, Any]) -> str | None:
+        source = row.get("task_source")
+        if source is not None and source != self.resources.name:
+            return (
+                f"row task_source {source!r} is not this server's resources {self.resources.name!r}"
+            )
+        agent_ref = row.get("agent_ref")
+        agent = agent_ref.get("name") if isinstance(agent_ref, Mapping) else agent_ref
+        if agent is not None and agent != self.agent.name:
+            return f"row agent_ref {agent!r} is not this server's agent {self.agent.name!r}"
+        return None
+
+
+def create(
+    name: str,
+    settings: Mapping[str, Any],
+    *,
+    agents: Mapping[str, Agent],
+    resources: ResourcesServer | None,
+) -> SingleAgentTurnLegacy:
+    agent, resources_server = single_participants(name, agents, resources)
+    return SingleAgentTurnLegacy(
+        name, EnvironmentSettings.model_validate(dict(settings)), agent, resources_server
+    )
