@@ -7,13 +7,17 @@ tools the agent may call — the in-process form of the reference's ``direct_htt
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import asyncio
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
+from openai import AsyncOpenAI
+
 from gym_assets.rollouts.contracts import GatewayHandle, ResourcesServer
-from gym_assets.rollouts.episodes.model_calls import ModelSettings
-from gym_assets.rollouts.episodes.observations import ObservationLog
+from gym_assets.rollouts.episodes.model_calls import ModelSettings, create_turn, open_client
+from gym_assets.rollouts.episodes.observations import Invocation, ObservationLog
+from gym_assets.rollouts.episodes.responses import input_items
 from gym_assets.rollouts.episodes.sessions import SessionBook
 from gym_assets.rollouts.protocol import EpisodeId, TaskId
 
@@ -69,8 +73,11 @@ class SessionAgent:
     Identical seeds reuse the session and conflicting ones are refused; a session allows
     several sequential activations (``root``, then ``activation-N``); closing returns the
     observations and the latest (possibly partial) response, and repeated closes return the
-    same receipt. Activating an unknown or closed session is refused. Subclasses implement
-    ``_activate``.
+    same receipt. Activating an unknown or closed session is refused.
+
+    Each activation is one invocation with its own client to the gateway (its model calls are
+    captured under the session's rollout and carry ``x-session-id: <invocation id>``);
+    subclasses implement ``_run``, making model calls through ``_model_turn``.
     """
 
     source: ClassVar[str]
@@ -103,7 +110,43 @@ class SessionAgent:
         return {"agent_session_id": session_id}
 
     async def activate(self, session_id: str, params: Mapping[str, Any]) -> dict[str, Any]:
-        return await self._activate(self.sessions.state(session_id), params)
+        session = self.sessions.state(session_id)
+        invocation = session.log.start(input_items(params))
+        client = open_client(
+            self.gateway, session.capture_key, invocation.invocation_id, self.model_settings
+        )
+        try:
+            async with client:
+                response = await self._run(client, session, invocation, params)
+        except asyncio.CancelledError:
+            invocation.finish("incomplete", "CancelledError")
+            raise
+        except BaseException as exc:
+            invocation.finish("failed", type(exc).__name__)
+            raise
+        invocation.finish("completed" if response.get("status") == "completed" else "incomplete")
+        session.partial_response = response
+        return response
+
+    async def _model_turn(
+        self,
+        client: AsyncOpenAI,
+        invocation: Invocation,
+        params: Mapping[str, Any],
+        tools: Sequence[Mapping[str, Any]] = (),
+    ) -> dict[str, Any]:
+        """One model call on the invocation's conversation; its output joins the conversation."""
+        turn = await create_turn(
+            client,
+            self.model_settings.api,
+            self.gateway.model_name,
+            params,
+            invocation.conversation,
+            tools,
+        )
+        invocation.model_call(str(turn["id"]))
+        invocation.conversation.extend(turn.get("output") or [])
+        return turn
 
     async def close_session(self, session_id: str, episode_id: EpisodeId) -> dict[str, Any]:
         def receipt(session: AgentSession) -> dict[str, Any]:
@@ -115,5 +158,11 @@ class SessionAgent:
 
         return self.sessions.close(session_id, episode_id.capture_key, receipt)
 
-    async def _activate(self, session: AgentSession, params: Mapping[str, Any]) -> dict[str, Any]:
+    async def _run(
+        self,
+        client: AsyncOpenAI,
+        session: AgentSession,
+        invocation: Invocation,
+        params: Mapping[str, Any],
+    ) -> dict[str, Any]:
         raise NotImplementedError

@@ -8,11 +8,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any, TypeVar
 
 import openai
+from pydantic import BaseModel, ValidationError
 
 from gym_assets.rollouts.episodes.sessions import SessionConflict
 from gym_assets.rollouts.protocol import EpisodeFailure, FailureStage, is_retryable_status
+
+M = TypeVar("M", bound=BaseModel)
 
 # The failure kind an unclassified exception gets at each stage.
 _STAGE_KINDS: dict[str, str] = {
@@ -70,4 +74,14 @@ def stage(name: FailureStage) -> Iterator[None]:
     except Exception as exc:
         terminal, kind = classify(exc, name)
         failure = EpisodeFailure.of(describe(exc), terminal=terminal, kind=kind, stage=name)
+        raise HandledEpisodeError(failure) from exc
+
+
+def parse_task_input(model: type[M], task_input: Any, protocol: str) -> M:
+    """The task input as ``model``; a mismatch is terminal (re-running cannot fix the task)."""
+    try:
+        return model.model_validate(task_input)
+    except ValidationError as exc:
+        reason = f"task input is not a {protocol} input: {exc}"
+        failure = EpisodeFailure.of(reason, terminal=True, kind="protocol_violation", stage="seed")
         raise HandledEpisodeError(failure) from exc

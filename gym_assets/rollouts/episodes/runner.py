@@ -79,7 +79,12 @@ class EpisodeRunner:
         limit = settings.max_concurrent_episodes
         self._slots = asyncio.Semaphore(limit) if limit is not None else None
 
-    async def run(self, request: EpisodeRequest, protocol: Protocol) -> EpisodeResponse:
+    async def run(
+        self, request: EpisodeRequest | Mapping[str, Any], protocol: Protocol
+    ) -> EpisodeResponse:
+        """Run ``protocol`` for a native request (a mapping is validated as one first)."""
+        if not isinstance(request, EpisodeRequest):
+            request = EpisodeRequest.model_validate(request)
         if self._slots is not None:
             try:
                 await asyncio.wait_for(self._slots.acquire(), self.settings.queue_timeout_seconds)

@@ -13,14 +13,12 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pydantic import ValidationError
-
 from gym_assets.rollouts.contracts import ResourcesServer
 from gym_assets.rollouts.episodes.agents import Agent, ToolGrant
-from gym_assets.rollouts.episodes.failures import HandledEpisodeError, ProtocolViolation, stage
+from gym_assets.rollouts.episodes.failures import ProtocolViolation, parse_task_input, stage
 from gym_assets.rollouts.episodes.resources import default_aggregate_metrics
 from gym_assets.rollouts.episodes.runner import EnvironmentSettings, Episode, EpisodeRunner
-from gym_assets.rollouts.protocol import EpisodeFailure, EpisodeRequest, EpisodeResponse
+from gym_assets.rollouts.protocol import EpisodeRequest, EpisodeResponse
 from gym_assets.tasks.task_inputs import SingleAgentTurnTaskInput
 
 
@@ -36,19 +34,16 @@ class SingleAgentTurn:
         self.runner = EpisodeRunner(settings)
 
     async def run(self, request: EpisodeRequest | Mapping[str, Any]) -> EpisodeResponse | dict:
-        native = (
-            request
-            if isinstance(request, EpisodeRequest)
-            else EpisodeRequest.model_validate(request)
-        )
-        return await self.runner.run(native, self._episode)
+        return await self.runner.run(request, self._episode)
 
     async def aggregate_metrics(self, verify_responses: Sequence[Mapping[str, Any]]) -> dict:
         return default_aggregate_metrics(verify_responses)
 
     async def _episode(self, episode: Episode) -> dict[str, Any]:
         request = episode.request
-        task = _task_input(request)
+        task = parse_task_input(
+            SingleAgentTurnTaskInput, request.task.task_input, self.implementation
+        )
         params = task.responses_create_params.model_dump(exclude_unset=True)
         key = episode.capture_key
 
@@ -83,15 +78,6 @@ class SingleAgentTurn:
             verified = await self.resources.verify(resources_session, body)
         resources_close.retry_later()
         return {**verified, "ng_agent_observations": episode.merged_observations()}
-
-
-def _task_input(request: EpisodeRequest) -> SingleAgentTurnTaskInput:
-    try:
-        return SingleAgentTurnTaskInput.model_validate(request.task.task_input)
-    except ValidationError as exc:
-        reason = f"task input is not a single-agent-turn input: {exc}"
-        failure = EpisodeFailure.of(reason, terminal=True, kind="protocol_violation", stage="seed")
-        raise HandledEpisodeError(failure) from exc
 
 
 def _require_echo(reply: Mapping[str, Any], key: str, expected: str) -> None:

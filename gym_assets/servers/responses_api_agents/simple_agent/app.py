@@ -14,27 +14,21 @@ turns them into an ``agent``-stage failure, retryable by HTTP status.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 import uuid
 from collections.abc import Mapping
 from typing import Any
 
+from openai import AsyncOpenAI
 from pydantic import Field
 
 from gym_assets.conformance.evidence import ToolStatus
 from gym_assets.rollouts.contracts import GatewayHandle, ResourcesServer
 from gym_assets.rollouts.episodes.agents import AgentSession, SessionAgent, ToolGrant
 from gym_assets.rollouts.episodes.legacy import episode_id_of, native_request_of
-from gym_assets.rollouts.episodes.model_calls import (
-    ModelSettings,
-    add_usage,
-    create_turn,
-    open_client,
-)
+from gym_assets.rollouts.episodes.model_calls import ModelSettings, add_usage
 from gym_assets.rollouts.episodes.observations import Invocation
-from gym_assets.rollouts.episodes.responses import input_items
 
 LEGACY_TASKSET = "legacy"
 
@@ -61,48 +55,24 @@ class SimpleAgent(SessionAgent):
         self.settings = settings
         self.resources = resources  # used by the legacy ``run`` only
 
-    async def _activate(self, session: AgentSession, params: Mapping[str, Any]) -> dict[str, Any]:
-        conversation = input_items(params)
-        invocation = session.log.start(conversation)
-        tools = _merged_tools(params, session)
-        client = open_client(
-            self.gateway, session.capture_key, invocation.invocation_id, self.settings
-        )
-        try:
-            async with client:
-                response = await self._loop(client, session, invocation, params, tools)
-        except asyncio.CancelledError:
-            invocation.finish("incomplete", "CancelledError")
-            raise
-        except BaseException as exc:
-            invocation.finish("failed", type(exc).__name__)
-            raise
-        invocation.finish("completed" if response["status"] == "completed" else "incomplete")
-        return response
-
-    async def _loop(
+    async def _run(
         self,
-        client: Any,
+        client: AsyncOpenAI,
         session: AgentSession,
         invocation: Invocation,
         params: Mapping[str, Any],
-        tools: list[Mapping[str, Any]],
     ) -> dict[str, Any]:
-        conversation = invocation.conversation
+        tools = _merged_tools(params, session)
         outputs: list[dict[str, Any]] = []
         usage: dict[str, Any] | None = None
         steps = 0
         while True:
             steps += 1
-            turn = await create_turn(
-                client, self.settings.api, self.gateway.model_name, params, conversation, tools
-            )
-            invocation.model_call(str(turn["id"]))
+            turn = await self._model_turn(client, invocation, params, tools)
             items = list(turn.get("output") or [])
-            conversation.extend(items)
             outputs.extend(items)
             usage = turn.get("usage") if steps == 1 else add_usage(usage, turn.get("usage"))
-            session.partial_response = _response(turn, outputs, usage, "incomplete")
+            session.partial_response = _response(turn, outputs, usage, "interrupted")
             calls = [item for item in items if item.get("type") == "function_call"]
             if turn.get("incomplete_details"):
                 reason = "incomplete"
@@ -121,15 +91,13 @@ class SimpleAgent(SessionAgent):
                         "call_id": call["call_id"],
                         "output": output,
                     }
-                    conversation.append(item)
+                    invocation.conversation.append(item)
                     outputs.append(item)
-                session.partial_response = _response(turn, outputs, usage, "incomplete")
+                session.partial_response = _response(turn, outputs, usage, "interrupted")
                 if self.settings.max_steps is None or steps < self.settings.max_steps:
                     continue
                 reason = "max_steps"
-            response = _response(turn, outputs, usage, reason)
-            session.partial_response = response
-            return response
+            return _response(turn, outputs, usage, reason)
 
     async def _execute(
         self, session: AgentSession, invocation: Invocation, call: Mapping[str, Any]
