@@ -1,0 +1,318 @@
+"""The bundled resources servers: tools, verification, reference scripts, session rules."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from gym_assets.rollouts.episodes.sessions import SessionConflict
+from gym_assets.servers.resources_servers.arith import app as arith
+from gym_assets.servers.resources_servers.exact_match import app as exact_match
+from gym_assets.servers.resources_servers.humaneval import app as humaneval
+from gym_assets.servers.resources_servers.support_desk import app as support_desk
+from gym_assets_tests.rollouts.episodes.conftest import (
+    first_row,
+    humaneval_row,
+    response_with_text,
+    run,
+)
+
+# --------------------------------------------------------------------------- humaneval
+
+
+def _humaneval_task() -> dict:
+    row = humaneval_row(0)
+    return {k: v for k, v in row.items() if k != "responses_create_params"}
+
+
+def _verify_code(server: humaneval.HumanEvalResources, task: dict, code: str) -> dict:
+    async def scenario() -> dict:
+        await server.seed_session("s", "e", task)
+        return await server.verify("s", {**task, "response": response_with_text(code)})
+
+    return run(scenario())
+
+
+def _body(code: str) -> str:
+    return "```python\n" + code + "\n```"
+
+
+@pytest.fixture
+def he() -> humaneval.HumanEvalResources:
+    return humaneval.create("humaneval_resources", {"timeout_seconds": 1.0})
+
+
+def test_humaneval_reference_solution_passes(he: humaneval.HumanEvalResources) -> None:
+    task = _humaneval_task()
+    (step,) = he.reference_script(task)
+    meta = task["verifier_metadata"]
+    assert step == {"text": "```python\n" + meta["prompt"] + meta["canonical_solution"] + "```"}
+    result = _verify_code(he, task, step["text"])
+    assert result["reward"] == 1.0 and result["evaluation_completed"] is True
+    assert result["mask_sample"] is False and result["test_result"] == "passed"
+
+
+def test_humaneval_body_only_completion_is_appended_to_the_prompt(he) -> None:
+    task = _humaneval_task()
+    body = task["verifier_metadata"]["canonical_solution"]
+    assert _verify_code(he, task, _body(body))["reward"] == 1.0
+
+
+def test_humaneval_wrong_body_scores_zero(he) -> None:
+    result = _verify_code(he, _humaneval_task(), _body("    return False"))
+    assert result["reward"] == 0.0 and result["evaluation_completed"] is True
+    assert result["test_result"].startswith("failed")
+
+
+def test_humaneval_infinite_loop_times_out_within_the_limit(he) -> None:
+    started = time.monotonic()
+    result = _verify_code(he, _humaneval_task(), _body("    while True:\n        pass"))
+    assert result["reward"] == 0.0 and result["test_result"] == "timed out"
+    assert time.monotonic() - started < 1.0 + humaneval._GRACE_SECONDS
+
+
+def _probe_task(test: str) -> dict:
+    return {
+        "task_id": "probe",
+        "verifier_metadata": {
+            "prompt": "def probe():\n",
+            "entry_point": "probe",
+            "test": test,
+            "canonical_solution": "    return 1\n",
+        },
+    }
+
+
+def test_humaneval_memory_bomb_is_contained() -> None:
+    server = humaneval.create("h", {"timeout_seconds": 5.0, "memory_limit_mb": 512})
+    task = _probe_task("def check(f):\n    assert f() == 2 * 1024 ** 3\n")
+    # Without the address-space limit this allocation succeeds and the test would pass.
+    result = _verify_code(server, task, _body("    return len(b'x' * (2 * 1024 ** 3))"))
+    assert result["reward"] == 0.0 and result["evaluation_completed"] is True
+    assert result["test_result"].startswith("failed")
+
+
+def test_humaneval_child_sees_no_parent_secrets(he, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-do-not-leak")
+    monkeypatch.setenv("GYM_SECRET_TOKEN", "hunter2")
+    test = (
+        "def check(f):\n"
+        "    env = f()\n"
+        "    assert 'OPENAI_API_KEY' not in env and 'GYM_SECRET_TOKEN' not in env\n"
+        "    assert 'hunter2' not in repr(env)\n"
+        "    assert set(env) <= {'PATH', 'HOME', 'TMPDIR', 'OMP_NUM_THREADS', 'LC_CTYPE'}\n"
+    )
+    code = "    import os\n    return dict(os.environ)"
+    assert _verify_code(he, _probe_task(test), _body(code))["reward"] == 1.0
+
+
+def test_humaneval_runs_in_a_temporary_directory_removed_afterwards(he, tmp_path) -> None:
+    marker = tmp_path / "where.txt"
+    test = f"def check(f):\n    open({str(marker)!r}, 'w').write(f())\n"
+    code = "    import os\n    return os.environ['HOME']"
+    _verify_code(he, _probe_task(test), _body(code))
+    home = marker.read_text()
+    assert "gym-humaneval-" in home
+    assert not (tmp_path / home).exists() and not __import__("os").path.exists(home)
+
+
+def test_humaneval_verifier_exception_masks_the_sample(he) -> None:
+    task = {"task_id": "broken", "verifier_metadata": {"prompt": "def f():\n"}}  # no tests
+    result = _verify_code(he, task, _body("    return 1"))
+    assert result["mask_sample"] is True and result["failure_kind"] == "verifier_error"
+    assert result["reward"] == 0.0 and result["evaluation_completed"] is False
+    assert "KeyError" in result["failure_reason"]
+
+
+def test_humaneval_runner_crash_masks_the_sample(he, monkeypatch) -> None:
+    monkeypatch.setattr(humaneval, "RUNNER", humaneval.RUNNER.with_name("missing_runner.py"))
+    result = _verify_code(he, _humaneval_task(), _body("    return False"))
+    assert result["mask_sample"] is True and result["failure_kind"] == "verifier_error"
+    assert "runner exited" in result["failure_reason"]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("```python\na = 1\n```\nthen\n```python\nb = 2\n```", "b = 2\n"),
+        ("```\nplain = 1\n```", "plain = 1\n"),
+        ("no fences", "no fences"),
+    ],
+)
+def test_humaneval_code_extraction_takes_the_last_python_block(text: str, expected: str) -> None:
+    assert humaneval.extract_code(text) == expected
+
+
+# --------------------------------------------------------------------------- arith
+
+
+@pytest.mark.parametrize(
+    ("expression", "value"),
+    [("(483 + 446) * 88", 81752), ("17 // 5 % 3", 0), ("-(2 - 7)", 5), ("10 % 4", 2)],
+)
+def test_calculate_evaluates_integer_arithmetic(expression: str, value: int) -> None:
+    assert arith.calculate(expression) == value
+
+
+@pytest.mark.parametrize(
+    "expression",
+    ["2 ** 10", "1 / 2", "__import__('os')", "x + 1", "1.5 + 1", "True + 1", "1 // 0", "9" * 300],
+)
+def test_calculate_refuses_anything_else_with_a_tool_error(expression: str) -> None:
+    server = arith.create("arith_resources", {})
+
+    async def scenario() -> str:
+        await server.seed_session("s", "e", {"expected_answer": "1"})
+        return await server.call_tool("s", "calculate", {"expression": expression})
+
+    assert run(scenario()).startswith("Error: ")
+
+
+def test_arith_verify_and_reference_script() -> None:
+    row = first_row("arith", "arith.jsonl")
+    server = arith.create("arith_resources", {})
+    script = server.reference_script(row)
+    assert script == [
+        {"call": "calculate", "args": {"expression": "(483 + 446) * 88"}},
+        {"text": "81752"},
+    ]
+    assert server.reference_script({"expected_answer": "7"}) == [{"text": "7"}]
+
+    async def scenario() -> list[float]:
+        await server.seed_session("s", "e", row)
+        rewards = []
+        for text in ("81752", "The answer is 81,752.", "81753", ""):
+            result = await server.verify("s", {**row, "response": response_with_text(text)})
+            rewards.append(result["reward"])
+        return rewards
+
+    assert run(scenario()) == [1.0, 1.0, 0.0, 0.0]
+
+
+# --------------------------------------------------------------------------- exact match
+
+
+@pytest.mark.parametrize(
+    ("text", "reward"),
+    [("168000", 1.0), ("  168000. ", 1.0), ("168000 M", 1.0), ("'168000'", 1.0), ("168", 0.0)],
+)
+def test_exact_match_normalises_and_accepts_aliases(text: str, reward: float) -> None:
+    task = first_row("units", "units.jsonl")["task_data"]
+    server = exact_match.create("units_resources", {})
+    assert server.reference_script(task) == [{"text": "168000"}]
+
+    async def scenario() -> dict:
+        await server.seed_session("s", "e", task)
+        return await server.verify("s", {**task, "response": response_with_text(text)})
+
+    assert run(scenario())["reward"] == reward
+
+
+# --------------------------------------------------------------------------- support desk
+
+
+def _desk_task(resolution: str = "refund") -> dict:
+    row = first_row("support_dialogue", "dialogue.jsonl")
+    return {**row, "expected_resolution": resolution}
+
+
+def test_support_desk_tools_follow_the_order_state_and_verify_grades_the_action() -> None:
+    server = support_desk.create("support_resources", {})
+    task = _desk_task("refund")
+    order = task["user_profile"]["order_id"]
+
+    async def scenario() -> tuple[list[str], dict]:
+        await server.seed_session("s", "e", task)
+        outputs = [
+            await server.call_tool("s", "lookup_order", {"order_id": order}),
+            await server.call_tool("s", "cancel_order", {"order_id": order}),
+            await server.call_tool("s", "issue_refund", {"order_id": "Z9"}),
+            await server.call_tool("s", "issue_refund", {"order_id": order}),
+        ]
+        return outputs, await server.verify("s", {**task, "response": response_with_text("ok")})
+
+    outputs, result = run(scenario())
+    assert json.loads(outputs[0])["status"] == "delivered"
+    assert outputs[1].startswith("Error: cannot cancel") and outputs[2].startswith("Error: ")
+    assert result["reward"] == 1.0 and result["actions_taken"] == ["refund"]
+    assert {tool["name"] for tool in server.tools("s")} == {
+        "lookup_order",
+        "issue_refund",
+        "send_replacement",
+        "update_address",
+        "cancel_order",
+        "share_tracking",
+        "no_action",
+    }
+
+
+def test_support_desk_two_different_actions_score_zero() -> None:
+    server = support_desk.create("support_resources", {})
+    task = _desk_task("refund")
+    order = task["user_profile"]["order_id"]
+
+    async def scenario() -> dict:
+        await server.seed_session("s", "e", task)
+        await server.call_tool("s", "issue_refund", {"order_id": order})
+        await server.call_tool("s", "send_replacement", {"order_id": order})
+        return await server.verify("s", {**task, "response": response_with_text("ok")})
+
+    assert run(scenario())["reward"] == 0.0
+
+
+@pytest.mark.parametrize("resolution", sorted(support_desk.TOOL_OF_RESOLUTION))
+def test_support_desk_reference_action_is_accepted_by_its_own_tools(resolution: str) -> None:
+    server = support_desk.create("support_resources", {})
+    task = _desk_task(resolution)
+    script = server.reference_script(task)
+    assert len(script) == task["max_turns"] + 1 and "text" in script[1]
+
+    async def scenario() -> dict:
+        await server.seed_session("s", "e", task)
+        output = await server.call_tool("s", script[0]["call"], script[0]["args"])
+        assert not output.startswith("Error"), output
+        return await server.verify("s", {**task, "response": response_with_text("ok")})
+
+    assert run(scenario())["reward"] == 1.0
+
+
+def test_support_desk_sessions_keep_separate_orders() -> None:
+    server = support_desk.create("support_resources", {})
+    task = _desk_task("refund")
+    order = task["user_profile"]["order_id"]
+
+    async def scenario() -> tuple[dict, dict]:
+        await server.seed_session("a", "e1", task)
+        await server.seed_session("b", "e2", task)
+        await server.call_tool("a", "issue_refund", {"order_id": order})
+        body = {**task, "response": response_with_text("ok")}
+        return await server.verify("a", body), await server.verify("b", body)
+
+    first, second = run(scenario())
+    assert first["reward"] == 1.0 and second["reward"] == 0.0
+
+
+# --------------------------------------------------------------------------- session rules
+
+
+def test_resources_session_rules_case_57() -> None:
+    server = exact_match.create("units_resources", {})
+    task = {"expected_answer": "1"}
+
+    async def scenario() -> None:
+        assert await server.seed_session("s", "e1", task) == {"resources_session_id": "s"}
+        assert await server.seed_session("s", "e1", task) == {"resources_session_id": "s"}
+        with pytest.raises(SessionConflict):
+            await server.seed_session("s", "e2", task)
+        with pytest.raises(SessionConflict):
+            await server.close_session("s", "e2")
+        first = await server.close_session("s", "e1")
+        assert await server.close_session("s", "e1") == first
+        with pytest.raises(SessionConflict):
+            await server.seed_session("s", "e1", task)
+        with pytest.raises(SessionConflict):
+            await server.verify("s", {**task, "response": response_with_text("1")})
+
+    run(scenario())

@@ -1,0 +1,110 @@
+"""Session bookkeeping shared by resources servers and agents (reference §1.2, §2.4, case 57)."""
+
+from __future__ import annotations
+
+import pytest
+
+from gym_assets.rollouts.episodes.sessions import SessionBook, SessionConflict
+
+BINDING = {"episode_id": "e1", "task_data": {"x": [1, 2]}}
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_identical_seed_reuses_the_session_and_sets_up_once() -> None:
+    book: SessionBook[dict] = SessionBook()
+    setups: list[int] = []
+    first = book.seed("s", BINDING, lambda: setups.append(1) or {"n": 1})
+    again = book.seed("s", {"episode_id": "e1", "task_data": {"x": [1, 2]}}, lambda: {"n": 2})
+    assert again is first and setups == [1]
+
+
+def test_conflicting_seed_is_refused() -> None:
+    book: SessionBook[None] = SessionBook()
+    book.seed("s", BINDING, lambda: None)
+    with pytest.raises(SessionConflict, match="another seed"):
+        book.seed("s", {**BINDING, "episode_id": "e2"}, lambda: None)
+    with pytest.raises(SessionConflict, match="another seed"):
+        book.seed("s", {**BINDING, "task_data": {"x": [1, 3]}}, lambda: None)
+
+
+def test_binding_is_a_copy_the_caller_cannot_mutate() -> None:
+    book: SessionBook[None] = SessionBook()
+    binding = {"episode_id": "e1", "task_data": {"x": [1]}}
+    book.seed("s", binding, lambda: None)
+    binding["task_data"]["x"].append(2)
+    with pytest.raises(SessionConflict):
+        book.seed("s", binding, lambda: None)
+
+
+def test_repeated_close_returns_the_same_receipt_and_releases_once() -> None:
+    book: SessionBook[dict] = SessionBook()
+    book.seed("s", BINDING, lambda: {"n": 1})
+    releases: list[int] = []
+    first = book.close("s", "e1", lambda st: releases.append(1) or {"id": "s", "state": st})
+    first["mutated"] = True
+    second = book.close("s", "e1", lambda st: {"other": True})
+    assert second == {"id": "s", "state": {"n": 1}} and releases == [1]
+
+
+def test_seed_after_close_is_refused_and_activation_after_close_too() -> None:
+    book: SessionBook[None] = SessionBook()
+    book.seed("s", BINDING, lambda: None)
+    book.close("s", "e1", lambda st: {})
+    with pytest.raises(SessionConflict, match="closed"):
+        book.seed("s", BINDING, lambda: None)
+    with pytest.raises(SessionConflict, match="closed"):
+        book.state("s")
+
+
+def test_close_with_another_episode_is_refused() -> None:
+    book: SessionBook[None] = SessionBook()
+    book.seed("s", BINDING, lambda: None)
+    with pytest.raises(SessionConflict, match="another episode"):
+        book.close("s", "e2", lambda st: {})
+    book.close("s", "e1", lambda st: {})
+    with pytest.raises(SessionConflict, match="another episode"):
+        book.close("s", "e2", lambda st: {})
+
+
+def test_closing_a_never_seeded_id_succeeds_and_blocks_a_late_seed() -> None:
+    book: SessionBook[None] = SessionBook()
+    assert book.close("lost", "e1", lambda st: {"never": "called"}) == {}
+    with pytest.raises(SessionConflict):
+        book.seed("lost", BINDING, lambda: None)
+
+
+def test_a_close_that_cannot_release_keeps_the_session_for_a_retry() -> None:
+    book: SessionBook[None] = SessionBook()
+    book.seed("s", BINDING, lambda: None)
+
+    def broken(state: None) -> dict:
+        raise OSError("cannot release")
+
+    with pytest.raises(OSError):
+        book.close("s", "e1", broken)
+    assert book.is_open("s")
+    assert book.close("s", "e1", lambda st: {"ok": True}) == {"ok": True}
+
+
+def test_receipts_expire_after_the_retry_window() -> None:
+    clock = Clock()
+    book: SessionBook[None] = SessionBook(retry_window_seconds=10, clock=clock)
+    book.seed("s", BINDING, lambda: None)
+    book.close("s", "e1", lambda st: {"receipt": 1})
+    clock.now += 9
+    assert book.close("s", "e1", lambda st: {}) == {"receipt": 1}
+    clock.now += 1
+    assert book.close("s", "e1", lambda st: {"fresh": 1}) == {}  # pruned: an unknown id now
+
+
+@pytest.mark.parametrize("window", [0, -1, float("inf"), float("nan")])
+def test_retry_window_must_be_finite_and_positive(window: float) -> None:
+    with pytest.raises(ValueError):
+        SessionBook(retry_window_seconds=window)
