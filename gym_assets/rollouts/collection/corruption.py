@@ -1,0 +1,38 @@
+"""Seeded wrong answers for offline runs, so a reference run still exercises the verifier.
+
+Exactly ``round(fraction × rollouts)`` rollouts are corrupted, chosen by ranking each rollout's
+``sha256(seed:task:rollout)``: the choice depends only on the seed and the inventory, never on
+completion order or on which rollouts a resume still has to run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Sequence
+
+from gym_assets.rollouts.collection.ledger import Key
+from gym_assets.rollouts.contracts import Step
+
+WRONG_ANSWER = "I am not sure; here is my best guess: 42."
+
+
+def corrupted_keys(keys: Iterable[Key], fraction: float, seed: int) -> frozenset[Key]:
+    keys = list(keys)
+    count = round(fraction * len(keys))
+    if count <= 0:
+        return frozenset()
+
+    def rank(key: Key) -> bytes:
+        return hashlib.sha256(f"{seed}:{key[0]}:{key[1]}".encode()).digest()
+
+    return frozenset(sorted(keys, key=rank)[:count])
+
+
+def corrupt(steps: Sequence[Step]) -> list[Step]:
+    """The script with its final text step replaced by a wrong answer (or one appended)."""
+    corrupted = [dict(step) for step in steps]
+    for index in range(len(corrupted) - 1, -1, -1):
+        if "text" in corrupted[index]:
+            corrupted[index] = {"text": WRONG_ANSWER}
+            return corrupted
+    return [*corrupted, {"text": WRONG_ANSWER}]

@@ -1,0 +1,170 @@
+"""Dispatch: run each pending rollout through its environment server and write one row.
+
+Per rollout: the plan gate (a refused task is a terminal ``plan_mismatch`` row and is never
+sent), a clean capture key (a rollout killed in flight may have left a partial capture under
+the same key), the reference script on the gateway when the upstream replays references, then
+``EnvironmentServer.run`` under the rollout deadline. A result becomes a success record with the
+projected trajectory; anything else becomes exactly one failure-sidecar row. Rows are appended
+as each rollout finishes (completion order), at most ``concurrency`` rollouts run at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gym_assets.conformance.evidence import FAILURE_CLASS_KEY
+from gym_assets.rollouts.collection.files import AppendLog
+from gym_assets.rollouts.collection.inputs import ATTEMPT_INDEX, RolloutInput
+from gym_assets.rollouts.collection.ledger import Ledger
+from gym_assets.rollouts.collection.plan_gate import PLAN_MISMATCH, PlanGate
+from gym_assets.rollouts.collection.progress import Progress
+from gym_assets.rollouts.collection.records import (
+    environment_failure_row,
+    failure_row,
+    stamps,
+    success_record,
+)
+from gym_assets.rollouts.collection.trajectory import project
+from gym_assets.rollouts.contracts import EnvironmentServer, GatewayHandle, Step
+from gym_assets.rollouts.gateway.capture import capture_path, incomplete_marker, read_capture
+from gym_assets.rollouts.protocol import (
+    EpisodeId,
+    EpisodeRequest,
+    EpisodeResponse,
+    MaterializedTask,
+    TaskId,
+    reserved_keys_in,
+)
+
+ScriptFor = Callable[[RolloutInput], Sequence[Step]]
+
+
+@dataclass
+class Dispatcher:
+    """Everything one run's rollouts share."""
+
+    servers: Mapping[str, EnvironmentServer]
+    agents: Mapping[str, str | None]  # environment server -> the agent its results belong to
+    gateway: GatewayHandle
+    gate: PlanGate
+    ledger: Ledger
+    records: AppendLog
+    failures: AppendLog
+    progress: Progress
+    script_for: ScriptFor | None = None  # set when the upstream replays reference scripts
+    timeout_s: float | None = None
+
+    async def run(self, todo: Sequence[tuple[RolloutInput, int]], concurrency: int) -> None:
+        """Run ``todo`` in input order with at most ``concurrency`` rollouts in flight."""
+        slots = asyncio.Semaphore(concurrency)
+
+        async def one(item: RolloutInput, attempt: int) -> None:
+            async with slots:
+                row = await self._attempt(item, attempt)
+            if FAILURE_CLASS_KEY in row:
+                self.failures.write(row)
+                self.ledger.failed(row)
+            else:
+                self.records.write(row)
+                self.ledger.succeeded(row)
+            self.progress.tick(failed=FAILURE_CLASS_KEY in row)
+
+        async with asyncio.TaskGroup() as group:
+            for item, attempt in todo:
+                group.create_task(one(item, attempt))
+
+    async def _attempt(self, item: RolloutInput, attempt: int) -> dict[str, Any]:
+        server = self.servers[item.server]
+        stamped = stamps(item, attempt, server.implementation, self.agents.get(item.server))
+        refusal = self.gate.refusal(item)
+        if refusal is not None:
+            return failure_row(stamped, PLAN_MISMATCH, refusal, terminal=True, kind=PLAN_MISMATCH)
+        episode_id = EpisodeId(rollout_id=item.rollout_id(), attempt=attempt)
+        key = episode_id.capture_key
+        self._discard_capture(key)
+        if self.script_for is not None:
+            self.gateway.set_reference_script(key, self.script_for(item))
+        try:
+            async with asyncio.timeout(self.timeout_s):
+                reply = await server.run(self._request(item, episode_id))
+        except TimeoutError:
+            message = f"rollout exceeded its {self.timeout_s:g} s deadline"
+            return failure_row(
+                stamped, "agent_timeout", message, terminal=False, kind="agent_timeout"
+            )
+        except Exception as exc:
+            return failure_row(
+                stamped,
+                "agent_run_error",
+                f"{type(exc).__name__}: {exc}",
+                terminal=False,
+                kind="agent_run_error",
+                type=type(exc).__name__,
+            )
+        return self._row(item, episode_id, stamped, reply)
+
+    def _request(self, item: RolloutInput, episode_id: EpisodeId) -> EpisodeRequest | dict:
+        if item.materialized:
+            task = MaterializedTask(
+                task_id=TaskId(taskset=item.taskset, task_id=item.task_id),
+                task_input=item.row["task_input"],
+            )
+            return EpisodeRequest(episode_id=episode_id, task=task)
+        if episode_id.attempt == 0:
+            return dict(item.row)
+        return {**item.row, ATTEMPT_INDEX: episode_id.attempt}
+
+    def _row(
+        self,
+        item: RolloutInput,
+        episode_id: EpisodeId,
+        stamped: dict[str, Any],
+        reply: EpisodeResponse | dict,
+    ) -> dict[str, Any]:
+        if isinstance(reply, EpisodeResponse):
+            if (
+                reply.episode_id != episode_id
+                or reply.task_id.model_dump() != stamped["_ng_task_id"]
+            ):
+                return _violation(stamped, "the reply names another episode or task")
+            if reply.failure is not None:
+                return environment_failure_row(stamped, reply.failure)
+            result = dict(reply.result or {})
+        elif isinstance(reply, dict) and FAILURE_CLASS_KEY in reply:  # a legacy flat failure
+            terminal = reply.get("_ng_failure_terminal") is True
+            message = str(reply.get("_ng_failure_message") or reply[FAILURE_CLASS_KEY])
+            return failure_row(stamped, str(reply[FAILURE_CLASS_KEY]), message, terminal=terminal)
+        elif isinstance(reply, dict):
+            result = {k: v for k, v in reply.items() if not k.startswith("_ng_")}
+        else:
+            return _violation(stamped, f"the server answered a {type(reply).__name__}")
+        reserved = reserved_keys_in(result) if isinstance(reply, EpisodeResponse) else []
+        if reserved:
+            return _violation(stamped, f"result carries reserved keys: {', '.join(reserved)}")
+        key = episode_id.capture_key
+        resolved = result.get("resolved")
+        capture, trajectory = project(
+            read_capture(self.gateway.capture_dir, key),
+            result.get("ng_agent_observations"),
+            task_id=item.task_id,
+            rollout_id=key,
+            resolved=resolved if isinstance(resolved, bool) else None,
+        )
+        evidence = {"ng_trajectory": trajectory, "ng_model_call_capture": capture}
+        return success_record(result, stamped, evidence)
+
+    def _discard_capture(self, key: str) -> None:
+        capture_dir = Path(self.gateway.capture_dir)
+        for path in (capture_path(capture_dir, key), incomplete_marker(capture_dir, key)):
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+
+
+def _violation(stamped: dict[str, Any], message: str) -> dict[str, Any]:
+    kind = "protocol_violation"
+    return failure_row(stamped, kind, message, terminal=True, kind=kind)

@@ -1,0 +1,147 @@
+"""Preprocessing: a collated taskset becomes one materialized input row per rollout.
+
+Each row keeps the taskset row as it is (a materialized task or a flat row) and gains the
+collector stamps: ``_ng_task_index`` (caller-provided, else identical lines share one, in
+first-seen order), ``_ng_rollout_index`` (a running counter per task), and
+``_ng_environment_server`` (the route of its taskset, else the benchmark's server). Flat rows
+also get ``agent_ref`` when they lack one. Repeats: collation already wrote ``num_repeats``
+copies of each task, so by default every copy is one rollout; ``repeats`` overrides that with
+an exact number of rollouts per task. Order is ``aabbcc``; ``limit`` keeps the first N tasks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gym_assets.config.routing import environment_server_for_row
+from gym_assets.conformance.evidence import make_rollout_id
+from gym_assets.errors import UserError
+from gym_assets.plans.canonical import canonical_json, iter_json_objects
+from gym_assets.tasks.catalog import Benchmark
+from gym_assets.tasks.materialize import is_materialized, source_task_id, task_input_of
+
+TASK_INDEX = "_ng_task_index"
+ROLLOUT_INDEX = "_ng_rollout_index"
+ATTEMPT_INDEX = "_ng_attempt_index"
+ROLLOUT_ID = "_ng_rollout_id"
+ENVIRONMENT_SERVER = "_ng_environment_server"
+RESULT_TYPE = "_ng_result_type"
+TASK_ID = "_ng_task_id"
+
+
+@dataclass(frozen=True)
+class RolloutInput:
+    """One planned rollout: its materialized input row and what is derived from it."""
+
+    row: dict[str, Any]
+    taskset: str
+    task_id: str
+
+    @classmethod
+    def of(cls, row: dict[str, Any], flat_taskset: str) -> RolloutInput:
+        """Read a stamped row (fresh or from the inventory file of an earlier run)."""
+        if is_materialized(row):
+            task = row["task_id"]
+            return cls(row, str(task["taskset"]), str(task["task_id"]))
+        own = source_task_id(row)
+        return cls(row, flat_taskset, own if own is not None else str(row[TASK_INDEX]))
+
+    @property
+    def key(self) -> tuple[int, int]:
+        """The resume key ``(task, rollout)``."""
+        return self.row[TASK_INDEX], self.row[ROLLOUT_INDEX]
+
+    @property
+    def task_key(self) -> tuple[str, str]:
+        """The plan key ``(taskset, task_id)``."""
+        return self.taskset, self.task_id
+
+    @property
+    def server(self) -> str:
+        return self.row[ENVIRONMENT_SERVER]
+
+    @property
+    def materialized(self) -> bool:
+        return is_materialized(self.row)
+
+    def task_input(self) -> dict[str, Any]:
+        """What a run dispatches as the task's input (and what the plan hashed)."""
+        return self.row["task_input"] if self.materialized else task_input_of(self.row)
+
+    def rollout_id(self, attempt: int = 0) -> str:
+        task_index, rollout_index = self.key
+        return make_rollout_id(task_index, rollout_index, attempt, self.row.get(ROLLOUT_ID))
+
+
+def _stamped(
+    row: dict[str, Any], config: Mapping[str, Any], benchmark: Benchmark, line: int, path: Path
+) -> dict[str, Any]:
+    server = environment_server_for_row(config, row) or benchmark.environment_server
+    if server is None:
+        raise UserError(
+            f"no environment server runs the rows of benchmark '{benchmark.name}'; route its "
+            "taskset or front its agent with an environment server",
+            path=path,
+            line=line,
+        )
+    stamped = {k: v for k, v in row.items() if k != ATTEMPT_INDEX}
+    stamped[ENVIRONMENT_SERVER] = server
+    if not is_materialized(row) and "agent_ref" not in row and len(benchmark.agents) == 1:
+        stamped["agent_ref"] = {"name": benchmark.agents[0]}
+    return stamped
+
+
+def _rollouts_of(rows: list[dict[str, Any]], repeats: int | None) -> Iterable[dict[str, Any]]:
+    copies = [rows[0]] * repeats if repeats is not None else rows
+    for rollout_index, row in enumerate(copies):
+        yield {**row, ROLLOUT_INDEX: rollout_index}
+
+
+def materialize_inputs(
+    taskset_path: Path,
+    benchmark: Benchmark,
+    config: Mapping[str, Any],
+    *,
+    repeats: int | None = None,
+    limit: int | None = None,
+) -> list[RolloutInput]:
+    """One stamped input per rollout of the collated taskset at ``taskset_path``."""
+    if repeats is not None and repeats < 1:
+        raise UserError(f"repeats must be at least 1, got {repeats}")
+    if limit is not None and limit < 0:
+        raise UserError(f"limit must not be negative, got {limit}")
+    tasks: dict[int, list[dict[str, Any]]] = {}
+    index_of_line: dict[str, int] = {}
+    next_index = 0
+    for line, row in iter_json_objects(taskset_path):
+        own = row.get(TASK_INDEX)
+        if own is not None:
+            if isinstance(own, bool) or not isinstance(own, int) or own < 0:
+                raise UserError(
+                    f"{TASK_INDEX} must be a non-negative integer, got {own!r}",
+                    path=taskset_path,
+                    line=line,
+                )
+            index = own
+        else:
+            identity = canonical_json(row)  # identical rows are one task
+            if identity not in index_of_line:
+                while next_index in tasks:
+                    next_index += 1
+                index_of_line[identity] = next_index
+            index = index_of_line[identity]
+        if index not in tasks:
+            if limit is not None and len(tasks) >= limit:
+                continue
+            tasks[index] = []
+        stamped = _stamped(row, config, benchmark, line, taskset_path)
+        tasks[index].append({**stamped, TASK_INDEX: index})
+    flat_taskset = benchmark.taskset
+    return [
+        RolloutInput.of(row, flat_taskset)
+        for copies in tasks.values()
+        for row in _rollouts_of(copies, repeats)
+    ]

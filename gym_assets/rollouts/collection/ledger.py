@@ -1,0 +1,86 @@
+"""What earlier attempts left on disk, per ``(task, rollout)``, and what a resume dispatches.
+
+A rollout with a success record is done; one with a terminal failure is done (retrying cannot
+help); one with ``max_attempts`` failed attempts is done. Any other rollout is dispatched again
+with ``attempt`` = the number of failed attempts so far, so its capture key gains ``-a<N>``.
+A rollout killed in flight left no row at all, so it is re-dispatched without using an attempt.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from gym_assets.rollouts.collection.files import RunFiles, read_jsonl, repair_tail
+from gym_assets.rollouts.collection.inputs import ROLLOUT_INDEX, TASK_INDEX, RolloutInput
+
+DEFAULT_MAX_ATTEMPTS = 3
+Key = tuple[int, int]
+
+
+@dataclass
+class RolloutState:
+    succeeded: bool = False
+    failed_attempts: int = 0
+    terminal: bool = False
+    last_failure: dict[str, Any] | None = None
+
+
+def _key(row: dict[str, Any]) -> Key | None:
+    task, rollout = row.get(TASK_INDEX), row.get(ROLLOUT_INDEX)
+    if isinstance(task, int) and isinstance(rollout, int):
+        return task, rollout
+    return None
+
+
+@dataclass
+class Ledger:
+    """Per-rollout state, read from the run's files and kept current while it runs."""
+
+    states: dict[Key, RolloutState] = field(default_factory=dict)
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS
+
+    @classmethod
+    def read(cls, files: RunFiles, max_attempts: int = DEFAULT_MAX_ATTEMPTS) -> Ledger:
+        """Repair cut-short last lines, then replay both logs."""
+        ledger = cls(max_attempts=max_attempts)
+        for path in (files.records, files.failures):
+            repair_tail(path)
+        for row in read_jsonl(files.records):
+            ledger.succeeded(row)
+        for row in read_jsonl(files.failures):
+            ledger.failed(row)
+        return ledger
+
+    def succeeded(self, record: dict[str, Any]) -> None:
+        key = _key(record)
+        if key is not None:
+            self.states.setdefault(key, RolloutState()).succeeded = True
+
+    def failed(self, row: dict[str, Any]) -> None:
+        key = _key(row)
+        if key is None:
+            return
+        state = self.states.setdefault(key, RolloutState())
+        state.failed_attempts += 1
+        state.terminal |= row.get("_ng_failure_terminal") is True
+        state.last_failure = row
+
+    def next_attempt(self, key: Key) -> int | None:
+        """The attempt index to dispatch ``key`` with, or None when it is done."""
+        state = self.states.get(key)
+        if state is None:
+            return 0
+        if state.succeeded or state.terminal or state.failed_attempts >= self.max_attempts:
+            return None
+        return state.failed_attempts
+
+    def pending(self, inputs: Iterable[RolloutInput]) -> list[tuple[RolloutInput, int]]:
+        """The rollouts still to dispatch, in input order, with their attempt index."""
+        todo = []
+        for item in inputs:
+            attempt = self.next_attempt(item.key)
+            if attempt is not None:
+                todo.append((item, attempt))
+        return todo

@@ -1,0 +1,188 @@
+"""Aggregate metrics of a run, one entry per environment server (§3.6), computed from files.
+
+Everything is derived from the inventory (materialized inputs), the success records and the
+failure rows, sorted by ``(task, rollout)`` first, so the same files give the same numbers.
+
+- ``outcomes``: every planned rollout is exactly one of measured (reward, not masked), masked,
+  unscored (no reward: not a zero), failed (no success, at least one failed attempt) or pending
+  (no row at all: never dispatched, or lost in flight).
+- ``failure_kinds``: the latest failure of each failed rollout, by vocabulary name.
+- ``agent_metrics``: mean, min, max, median and population std of every numeric top-level field
+  over the unmasked successes (masked results are not measurements).
+- ``pass_at_k``: for k in 1..the most rollouts a task has, the unbiased estimate
+  ``1 - C(n-c, k) / C(n, k)`` averaged over tasks with n ≥ k measured rollouts, where a rollout
+  passes when its reward is at least 1.0.
+- ``reward_histogram``: measured rewards in ten bins over [0, 1] (plus below/above when used).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from typing import Any
+
+from gym_assets.rollouts.collection.inputs import ENVIRONMENT_SERVER, RolloutInput
+from gym_assets.rollouts.collection.ledger import Key
+from gym_assets.rollouts.collection.records import failure_kind_of, outcome_of
+
+OUTCOMES = ("measured", "masked", "unscored", "failed", "pending")
+PASS_REWARD = 1.0
+HISTOGRAM_BINS = 10
+STRIPPED_FIELDS = frozenset(
+    {
+        "response",
+        "responses_create_params",
+        "ng_agent_observations",
+        "ng_model_call_capture",
+        "ng_trajectory",
+    }
+)
+
+
+def _key(row: dict[str, Any]) -> Key:
+    return row["_ng_task_index"], row["_ng_rollout_index"]
+
+
+def _numeric_fields(record: dict[str, Any]) -> Iterable[tuple[str, float]]:
+    for name, value in record.items():
+        if name in STRIPPED_FIELDS or name.startswith("_ng_") or isinstance(value, bool):
+            continue
+        if isinstance(value, int | float) and math.isfinite(value):
+            yield name, value
+
+
+def field_stats(records: list[dict[str, Any]]) -> dict[str, float]:
+    """``{stat}/{field}`` for every numeric top-level field, fields in sorted order."""
+    values: dict[str, list[float]] = defaultdict(list)
+    for record in records:
+        for name, value in _numeric_fields(record):
+            values[name].append(value)
+    stats: dict[str, float] = {}
+    for name in sorted(values):
+        column = values[name]
+        stats[f"mean/{name}"] = statistics.fmean(column)
+        stats[f"min/{name}"] = min(column)
+        stats[f"max/{name}"] = max(column)
+        stats[f"median/{name}"] = statistics.median(column)
+        stats[f"std/{name}"] = statistics.pstdev(column)
+    return stats
+
+
+def pass_at_k(passes_by_task: dict[int, list[bool]], max_k: int) -> dict[str, float]:
+    """Unbiased pass@k for k in 1..max_k, over tasks with at least k measured rollouts."""
+    result: dict[str, float] = {}
+    for k in range(1, max_k + 1):
+        estimates = [
+            1.0 - math.comb(len(passes) - sum(passes), k) / math.comb(len(passes), k)
+            for passes in passes_by_task.values()
+            if len(passes) >= k
+        ]
+        if estimates:
+            result[f"pass@{k}"] = statistics.fmean(estimates)
+    return result
+
+
+def reward_histogram(rewards: list[float]) -> list[dict[str, Any]]:
+    """Ten bins over [0, 1] (the last one closed), plus out-of-range bins only when used."""
+    counts = [0] * HISTOGRAM_BINS
+    below = above = 0
+    for reward in rewards:
+        if reward < 0:
+            below += 1
+        elif reward > 1:
+            above += 1
+        else:
+            counts[min(int(reward * HISTOGRAM_BINS), HISTOGRAM_BINS - 1)] += 1
+    bins = [
+        {"lo": i / HISTOGRAM_BINS, "hi": (i + 1) / HISTOGRAM_BINS, "count": count}
+        for i, count in enumerate(counts)
+    ]
+    if below:
+        bins.insert(0, {"lo": None, "hi": 0.0, "count": below})
+    if above:
+        bins.append({"lo": 1.0, "hi": None, "count": above})
+    return bins
+
+
+def summarize(
+    inputs: list[RolloutInput],
+    records: dict[Key, dict[str, Any]],
+    failures: dict[Key, dict[str, Any]],
+) -> dict[str, Any]:
+    """The metrics of one group of planned rollouts (see the module docstring)."""
+    outcomes = Counter({name: 0 for name in OUTCOMES})
+    kinds: Counter[str] = Counter()
+    unmasked: list[dict[str, Any]] = []
+    passes: dict[int, list[bool]] = defaultdict(list)
+    rollouts_per_task: Counter[int] = Counter()
+    for item in sorted(inputs, key=lambda i: i.key):
+        rollouts_per_task[item.key[0]] += 1
+        record = records.get(item.key)
+        if record is None:
+            failure = failures.get(item.key)
+            outcomes["pending" if failure is None else "failed"] += 1
+            if failure is not None:
+                kinds[failure_kind_of(failure)] += 1
+            continue
+        outcome = outcome_of(record)
+        outcomes[outcome] += 1
+        if outcome != "masked":
+            unmasked.append({k: v for k, v in record.items() if k not in STRIPPED_FIELDS})
+        if outcome == "measured":
+            passes[item.key[0]].append(record["reward"] >= PASS_REWARD)
+    stats = field_stats(unmasked)
+    pass_k = pass_at_k(passes, max(rollouts_per_task.values(), default=0))
+    rewards = [r["reward"] for r in unmasked if isinstance(r.get("reward"), int | float)]
+    key_metrics = {k: stats[k] for k in ("mean/reward",) if k in stats}
+    key_metrics.update({k: v for k, v in pass_k.items() if k == "pass@1"})
+    return {
+        "rollouts": len(inputs),
+        "outcomes": dict(outcomes),
+        "failure_kinds": dict(sorted(kinds.items())),
+        "key_metrics": key_metrics,
+        "agent_metrics": stats,
+        "pass_at_k": pass_k,
+        "reward_histogram": reward_histogram(rewards),
+    }
+
+
+def latest_rows(rows: Iterable[dict[str, Any]]) -> dict[Key, dict[str, Any]]:
+    """The last row per ``(task, rollout)`` (for records: there is only one)."""
+    return {_key(row): row for row in rows}
+
+
+def aggregate(
+    inputs: list[RolloutInput],
+    records: dict[Key, dict[str, Any]],
+    failures: dict[Key, dict[str, Any]],
+) -> list[dict[str, Any]]:
+    """One entry per environment server, in the order servers first appear in the inputs."""
+    groups: dict[str, list[RolloutInput]] = defaultdict(list)
+    for item in inputs:
+        groups[item.row[ENVIRONMENT_SERVER]].append(item)
+    entries = []
+    for server, items in groups.items():
+        label = _agent_label(items, records, failures) or server
+        entries.append(
+            {
+                "agent_ref": {"name": label},
+                ENVIRONMENT_SERVER: server,
+                **summarize(items, records, failures),
+            }
+        )
+    return entries
+
+
+def _agent_label(
+    items: list[RolloutInput],
+    records: dict[Key, dict[str, Any]],
+    failures: dict[Key, dict[str, Any]],
+) -> str | None:
+    for item in sorted(items, key=lambda i: i.key):
+        for row in (records.get(item.key), failures.get(item.key), item.row):
+            ref = row.get("agent_ref") if row else None
+            if isinstance(ref, dict) and isinstance(ref.get("name"), str):
+                return ref["name"]
+    return None

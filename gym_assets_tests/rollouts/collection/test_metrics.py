@@ -1,0 +1,98 @@
+"""Aggregate metrics against hand-computed values."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from gym_assets.rollouts.collection.inputs import RolloutInput
+from gym_assets.rollouts.collection.metrics import aggregate, latest_rows, pass_at_k
+
+
+def _input(task, rollout, server):
+    row = {
+        "task_id": {"taskset": "t", "task_id": f"task-{task}"},
+        "task_input": {},
+        "_ng_task_index": task,
+        "_ng_rollout_index": rollout,
+        "_ng_environment_server": server,
+    }
+    return RolloutInput.of(row, "t")
+
+
+def _record(task, rollout, **fields):
+    return {
+        "_ng_task_index": task,
+        "_ng_rollout_index": rollout,
+        "agent_ref": {"name": "a"},
+        **fields,
+    }
+
+
+def test_per_server_metrics_match_hand_computed_values():
+    inputs = [_input(t, r, "s1") for t in (0, 1) for r in range(3)]
+    inputs += [_input(2, 0, "s2"), _input(3, 0, "s2")]
+    records = latest_rows(
+        [
+            _record(0, 0, reward=1.0, score=2, mask_sample=False),
+            _record(0, 1, reward=0.0, score=4, mask_sample=False),
+            _record(0, 2, reward=1.0, score=6, mask_sample=False, response={"usage": 9}),
+            _record(1, 0, reward=0.5, score=8, mask_sample=False, _ng_attempt_index=1),
+            _record(1, 1, reward=1.0, score=100, mask_sample=True),
+            _record(2, 0, tokens=5),
+        ]
+    )
+    failures = latest_rows(
+        [
+            _record(1, 2, _ng_failure_class="environment_server_failed"),
+            _record(1, 2, _ng_failure_class="agent_timeout", _ng_failure_kind="agent_timeout"),
+        ]
+    )
+    first, second = aggregate(inputs, records, failures)
+    assert first["_ng_environment_server"] == "s1" and first["agent_ref"] == {"name": "a"}
+    assert first["rollouts"] == 6
+    assert first["outcomes"] == {
+        "measured": 4,
+        "masked": 1,
+        "unscored": 0,
+        "failed": 1,
+        "pending": 0,
+    }
+    assert first["failure_kinds"] == {"agent_timeout": 1}
+    metrics = first["agent_metrics"]
+    assert metrics["mean/reward"] == 0.625
+    assert (metrics["min/reward"], metrics["max/reward"], metrics["median/reward"]) == (0, 1, 0.75)
+    assert metrics["std/reward"] == pytest.approx(math.sqrt(0.6875 / 4))
+    assert metrics["mean/score"] == 5 and metrics["median/score"] == 5
+    assert not any("mask_sample" in k or "_ng_" in k or "usage" in k for k in metrics)
+    assert first["pass_at_k"] == pytest.approx({"pass@1": 1 / 3, "pass@2": 1.0, "pass@3": 1.0})
+    assert first["key_metrics"] == pytest.approx({"mean/reward": 0.625, "pass@1": 1 / 3})
+    counts = [b["count"] for b in first["reward_histogram"]]
+    assert counts == [1, 0, 0, 0, 0, 1, 0, 0, 0, 2]
+    assert second["outcomes"] == {
+        "measured": 0,
+        "masked": 0,
+        "unscored": 1,
+        "failed": 0,
+        "pending": 1,
+    }
+    assert second["agent_metrics"]["mean/tokens"] == 5
+    assert second["pass_at_k"] == {} and "mean/reward" not in second["key_metrics"]
+
+
+def test_pass_at_k_is_the_unbiased_estimator():
+    # n=5, c=2: pass@2 = 1 - C(3,2)/C(5,2) = 1 - 3/10
+    assert pass_at_k({0: [True, True, False, False, False]}, 2) == pytest.approx(
+        {"pass@1": 0.4, "pass@2": 0.7}
+    )
+
+
+def test_rewards_out_of_range_get_their_own_bins():
+    inputs = [_input(0, r, "s") for r in range(3)]
+    records = latest_rows([_record(0, r, reward=v) for r, v in enumerate((-1.0, 1.0, 2.5))])
+    (entry,) = aggregate(inputs, records, {})
+    bins = entry["reward_histogram"]
+    assert (bins[0]["lo"], bins[0]["count"]) == (None, 1)
+    assert (bins[-1]["hi"], bins[-1]["count"]) == (None, 1)
+    assert bins[-2]["count"] == 1  # 1.0 falls in the last closed bin
