@@ -17,8 +17,10 @@ import fcntl
 import json
 import logging
 import os
+import queue
 import threading
 from collections.abc import Mapping
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -87,50 +89,84 @@ def client_session_id(headers: Mapping[str, str]) -> str | None:
 # --------------------------------------------------------------------------- writing
 
 
-def _encode(exchange: CaptureExchange) -> bytes:
-    data = exchange.model_dump()
+def _encode(fields: Mapping[str, Any]) -> bytes:
+    """One JSON line; validated fields hold only JSON data, so they are encoded as given."""
     try:
-        return orjson.dumps(data) + b"\n"
+        return orjson.dumps(fields) + b"\n"
     except TypeError:  # integers beyond 64 bits in a payload: the stdlib encoder takes them
-        return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+        return json.dumps(fields, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
 
 
 class CaptureWriter:
-    """Appends exchanges durably; safe to call from several threads at once."""
+    """Writes capture lines on one background thread, in arrival order, in batches.
+
+    Syscalls and fsync are slow next to answering a request, so callers only validate and
+    encode a line and queue it; the writer thread takes everything queued meanwhile and, per
+    file, opens it once, writes the lines, fsyncs and closes. Each line's future resolves once
+    the line is on disk (the gateway answers the client only then).
+    """
 
     def __init__(self, capture_dir: Path) -> None:
         self.capture_dir = capture_dir
-        self._locks: dict[str, threading.Lock] = {}
-        self._locks_guard = threading.Lock()
+        self._queue: queue.SimpleQueue[tuple[str, bytes, Future[bool]] | None] = queue.SimpleQueue()
         try:
             capture_dir.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:  # every append will fail and leave its marker
+        except OSError as exc:  # every write will fail and leave its marker
             log.error("cannot create capture dir %s: %s", capture_dir, exc.strerror)
+        self._thread = threading.Thread(target=self._write_loop, name="capture-writer", daemon=True)
+        self._thread.start()
 
-    def _lock(self, rollout_id: str) -> threading.Lock:
-        with self._locks_guard:
-            return self._locks.setdefault(rollout_id, threading.Lock())
-
-    def append(self, rollout_id: str, fields: Mapping[str, Any]) -> bool:
-        """Validate and write one exchange; on failure leave the incomplete marker and
-        return False."""
-        path = capture_path(self.capture_dir, rollout_id)
+    def append(self, rollout_id: str, fields: Mapping[str, Any]) -> Future[bool]:
+        """Queue one exchange; the future says whether it reached the disk. On failure the
+        incomplete marker is left and the future holds False."""
+        done: Future[bool] = Future()
         try:
-            line = _encode(CaptureExchange.model_validate(fields))
-            with self._lock(rollout_id):
-                fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX)
-                    view = memoryview(line)
-                    while view:
-                        view = view[os.write(fd, view) :]
-                    os.fsync(fd)
-                finally:
-                    os.close(fd)  # closing releases the flock
+            CaptureExchange.model_validate(fields)
+            data = _encode(fields)
+        except ValueError as exc:  # a ValidationError, or an unencodable payload
+            log.error("capture line for rollout %s is invalid: %s", rollout_id, type(exc).__name__)
+            self._mark_incomplete(rollout_id)
+            done.set_result(False)
+            return done
+        self._queue.put((rollout_id, data, done))
+        return done
+
+    def close(self) -> None:
+        """Wait until every line queued so far is on disk, then stop the writer thread."""
+        if self._thread.is_alive():
+            self._queue.put(None)
+            self._thread.join()
+
+    def _write_loop(self) -> None:
+        running = True
+        while running:
+            batch = [self._queue.get()]
+            while not self._queue.empty():
+                batch.append(self._queue.get())
+            running = None not in batch
+            by_file: dict[str, list[tuple[bytes, Future[bool]]]] = {}
+            for rollout_id, data, done in filter(None, batch):
+                by_file.setdefault(rollout_id, []).append((data, done))
+            for rollout_id, lines in by_file.items():
+                ok = self._write(rollout_id, b"".join(data for data, _ in lines))
+                for _, done in lines:
+                    done.set_result(ok)
+
+    def _write(self, rollout_id: str, data: bytes) -> bool:
+        try:
+            path = capture_path(self.capture_dir, rollout_id)
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)  # against other processes appending
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view) :]
+                os.fsync(fd)
+            finally:
+                os.close(fd)  # closing releases the flock
             return True
-        except (OSError, ValueError) as exc:  # ValueError covers ValidationError
-            reason = exc.strerror if isinstance(exc, OSError) else type(exc).__name__
-            log.error("capture write failed for rollout %s: %s", rollout_id, reason)
+        except OSError as exc:
+            log.error("capture write failed for rollout %s: %s", rollout_id, exc.strerror)
             self._mark_incomplete(rollout_id)
             return False
 

@@ -12,7 +12,6 @@ and touch neither the script nor its error budgets. Step forms are listed in
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -20,6 +19,7 @@ from typing import Any, Literal
 import orjson
 
 from gym_assets.rollouts.contracts import Step
+from gym_assets.rollouts.gateway.ids import new_id
 from gym_assets.rollouts.gateway.render import AssistantTurn, FunctionCall, Usage
 
 Dialect = Literal["chat", "responses"]
@@ -106,7 +106,7 @@ def _is_assistant_item(item: Any) -> bool:
 
 
 def _response_turn(response_id: Any) -> int | None:
-    """The turn a response of ours answered, read back from its id (see :func:`_new_id`)."""
+    """The turn a response of ours answered, read back from its id (see :func:`_response_id`)."""
     if not isinstance(response_id, str) or not response_id.startswith("resp_"):
         return None
     _, _, turn = response_id.rpartition("_t")
@@ -197,9 +197,9 @@ def shell_call(
 # --------------------------------------------------------------------------- engine
 
 
-def _new_id(prefix: str, turn: int | None = None) -> str:
-    hex_id = uuid.uuid4().hex[:24]
-    return f"{prefix}_{hex_id}" if turn is None else f"{prefix}_{hex_id}_t{turn}"
+def _response_id(turn: int) -> str:
+    """Response ids carry the turn they answer, so ``previous_response_id`` needs no state."""
+    return f"{new_id('resp')}_t{turn}"
 
 
 def scripted_usage(attempt: int) -> Usage:
@@ -231,7 +231,7 @@ class ScriptRunner:
         except LookupError as exc:
             return ErrorReply(400, str(exc), "invalid_request_error")
         if not body.get("tools") and uses_tools(script):
-            return AssistantTurn(_new_id("resp", turn), model, scripted_usage(0), AUXILIARY_TEXT)
+            return AssistantTurn(_response_id(turn), model, scripted_usage(0), AUXILIARY_TEXT)
         attempt = self._attempts.get(rollout_id, 0)
         self._attempts[rollout_id] = attempt + 1
         if turn >= len(script):
@@ -256,7 +256,7 @@ class ScriptRunner:
         step: Step, turn: int, attempt: int, dialect: Dialect, body: Mapping, model: str
     ) -> AssistantTurn | ErrorReply:
         usage = scripted_usage(attempt)
-        response_id = _new_id("resp", turn)
+        response_id = _response_id(turn)
         if "text" in step:
             return AssistantTurn(response_id, model, usage, text=step["text"])
         if "call" in step:
@@ -266,5 +266,5 @@ class ScriptRunner:
                 name, args = shell_call(dialect, body, step["tool"])
             except LookupError as exc:
                 return ErrorReply(409, str(exc), "script_error")
-        call = FunctionCall(_new_id("call"), name, orjson.dumps(args).decode())
+        call = FunctionCall(new_id("call"), name, orjson.dumps(args).decode())
         return AssistantTurn(response_id, model, usage, calls=(call,))

@@ -12,8 +12,9 @@ which is what probes and health checks want. Agents therefore always get
 
 The server is Starlette on uvicorn, running in a background thread with its own event loop,
 so synchronous callers (collection, tests, the CLI) can start and stop it like an object.
-Capture writes run on a small thread pool (fsync takes longer than answering); a reply is
-sent only after its capture line is durable, so a finished episode's capture is complete.
+Capture lines are appended on the event loop and fsync'd in batches by the capture writer's
+thread; a reply is sent only after its line is durable, so a finished episode's capture is
+complete when the agent sees the answer.
 """
 
 from __future__ import annotations
@@ -24,9 +25,7 @@ import logging
 import socket
 import threading
 import time
-import uuid
 from collections.abc import AsyncIterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +45,7 @@ from gym_assets.rollouts.gateway.capture import (
     status_category,
     stream_category,
 )
+from gym_assets.rollouts.gateway.ids import new_id
 from gym_assets.rollouts.gateway.script import Dialect, ErrorReply
 from gym_assets.rollouts.gateway.sse import StreamAssembler
 from gym_assets.rollouts.gateway.upstreams import (
@@ -62,7 +62,6 @@ log = logging.getLogger(__name__)
 
 ROLLOUT_PREFIX = "/ng-rollout"
 START_TIMEOUT_S = 15.0
-CAPTURE_THREADS = 4
 # Failures with no upstream HTTP answer: what the client is told.
 _FAILURE_STATUS = {"timeout": 504, "connection": 502}
 
@@ -112,9 +111,8 @@ class ModelGateway:
         self.host = host
         self.port = port
         self.origin = ""
-        self._model_ref = ModelRef(name=model_server_name)
+        self._model_ref = ModelRef(name=model_server_name).model_dump()
         self._writer: CaptureWriter | None = None
-        self._pool: ThreadPoolExecutor | None = None
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
         self._ready = threading.Event()
@@ -128,9 +126,10 @@ class ModelGateway:
         if self._thread is not None:
             raise RuntimeError("the gateway is already started")
         self._writer = CaptureWriter(self.capture_dir)
-        self._pool = ThreadPoolExecutor(CAPTURE_THREADS, thread_name_prefix="gateway-capture")
         family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
-        sock = socket.socket(family, socket.SOCK_STREAM)
+        # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY only on sockets that say TCP, and
+        # without it Nagle + delayed ACK add 40 ms to every keep-alive answer.
+        sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((self.host, self.port))
         self.port = sock.getsockname()[1]
@@ -185,9 +184,9 @@ class ModelGateway:
             self._server.should_exit = True
         if self._thread is not None:
             self._thread.join(START_TIMEOUT_S)
-        if self._pool is not None:
-            self._pool.shutdown(wait=True)
-        self._server = self._thread = self._pool = None
+        if self._writer is not None:
+            self._writer.close()
+        self._server = self._thread = self._writer = None
 
     def __enter__(self) -> ModelGateway:
         self.start()
@@ -316,11 +315,11 @@ class ModelGateway:
                 yield chunk
         finally:
             if not written:  # may be running under cancellation: hand off without awaiting
-                self._submit(rollout_id, exchange, *fields())
+                self._append(rollout_id, exchange, *fields())
 
     # ------------------------------------------------------------------ capture
 
-    def _submit(
+    def _append(
         self,
         rollout_id: str,
         exchange: _Exchange,
@@ -329,10 +328,10 @@ class ModelGateway:
         response: dict | None,
         response_raw: str | None,
     ) -> Any:
-        assert self._pool is not None and self._writer is not None
+        assert self._writer is not None
         now = time.perf_counter()
         line = {
-            "model_call_id": f"mc_{uuid.uuid4().hex}",
+            "model_call_id": new_id("mc"),
             "dialect": exchange.dialect,
             "model_ref": self._model_ref,
             "started_at": exchange.started,
@@ -349,10 +348,10 @@ class ModelGateway:
             "response_raw": response_raw,
             "client_session_id": exchange.session,
         }
-        return self._pool.submit(self._writer.append, rollout_id, line)
+        return self._writer.append(rollout_id, line)
 
     async def _capture(self, rollout_id: str, exchange: _Exchange, *fields: Any) -> None:
-        await asyncio.wrap_future(self._submit(rollout_id, exchange, *fields))
+        await asyncio.wrap_future(self._append(rollout_id, exchange, *fields))
 
 
 def _parsed(reply: UpstreamReply) -> tuple[dict | None, str | None]:

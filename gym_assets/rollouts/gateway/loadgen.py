@@ -1,0 +1,94 @@
+"""A raw load generator for the gateway's Chat endpoint: the floor a rollout bench compares to.
+
+It speaks HTTP/1.1 over ``asyncio.open_connection`` with keep-alive and a pre-encoded request,
+so nearly all of the time measured is the server's; an SDK client would measure itself
+(rollouts reference §9: the openai client tops out near 700 requests/s on its own CPU).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+import orjson
+
+DEFAULT_BODY = {"model": "policy", "messages": [{"role": "user", "content": "ping"}]}
+
+
+@dataclass(frozen=True)
+class LoadResult:
+    requests: int
+    errors: int  # answers with a status other than 200
+    seconds: float
+
+    @property
+    def requests_per_second(self) -> float:
+        return self.requests / self.seconds if self.seconds > 0 else 0.0
+
+
+def _chat_request(base_url: str, body: dict) -> tuple[str, int, bytes]:
+    url = urlsplit(base_url)
+    if url.scheme != "http" or not url.hostname:
+        raise ValueError(f"load generation needs an http:// base URL, got {base_url!r}")
+    payload = orjson.dumps(body)
+    port = url.port or 80
+    head = (
+        f"POST {url.path.rstrip('/')}/chat/completions HTTP/1.1\r\n"
+        f"Host: {url.hostname}:{port}\r\n"
+        "Content-Type: application/json\r\n"
+        f"Content-Length: {len(payload)}\r\n\r\n"
+    )
+    return url.hostname, port, head.encode() + payload
+
+
+async def _read_response(reader: asyncio.StreamReader) -> int:
+    """Read one response (Content-Length framed, as the gateway's JSON answers are)."""
+    head = await reader.readuntil(b"\r\n\r\n")
+    lines = head.split(b"\r\n")
+    status = int(lines[0].split(b" ", 2)[1])
+    length = None
+    for line in lines[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            length = int(value)
+    if length is None:
+        raise RuntimeError("the load generator reads Content-Length framed answers only")
+    await reader.readexactly(length)
+    return status
+
+
+async def run_load(
+    base_url: str, *, concurrency: int = 32, requests: int = 2000, body: dict | None = None
+) -> LoadResult:
+    """Send ``requests`` Chat requests over ``concurrency`` keep-alive connections.
+
+    ``base_url`` is a gateway base ending in ``/v1`` (``url_for(...)`` to include capture in
+    the measurement, the unprefixed base to leave it out).
+    """
+    host, port, wire = _chat_request(base_url, body or DEFAULT_BODY)
+    remaining = requests
+    errors = 0
+
+    async def worker() -> None:
+        nonlocal remaining, errors
+        reader, writer = await asyncio.open_connection(host, port)
+        try:
+            while remaining > 0:
+                remaining -= 1
+                writer.write(wire)
+                if await _read_response(reader) != 200:
+                    errors += 1
+        finally:
+            writer.close()
+            await writer.wait_closed()
+
+    started = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(min(concurrency, requests))))
+    return LoadResult(requests, errors, time.perf_counter() - started)
+
+
+def measure_rps(base_url: str, **kwargs: object) -> float:
+    """Requests per second from a fresh event loop (for synchronous callers)."""
+    return asyncio.run(run_load(base_url, **kwargs)).requests_per_second  # type: ignore[arg-type]
