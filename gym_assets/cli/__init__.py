@@ -16,7 +16,7 @@ from pathlib import Path
 from gym_assets import settings
 from gym_assets.errors import UserError
 
-AREA_MODULES = ("config", "benchmarks", "plans", "conformance")
+AREA_MODULES = ("config", "benchmarks", "plans", "conformance", "rollouts")
 
 
 def configs_root(value: str | None) -> Path:

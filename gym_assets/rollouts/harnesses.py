@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from gym_assets.config.locate import did_you_mean, locator_of
+from gym_assets.config.model import AGENTS, attributed_agent, server_instances
 from gym_assets.errors import ConfigError, UserError
 
 HARNESSES_KEY = "harnesses"
@@ -79,7 +80,12 @@ def get_harness(registry: Mapping[str, Harness], name: str) -> Harness:
 
 
 class Upstream(BaseModel):
-    """Where the model gateway's answers come from, for one run."""
+    """Where the model gateway's answers come from, for one run.
+
+    ``corrupt_fraction``/``seed``: replace the final answer of that share of reference
+    rollouts with a wrong one. ``latency_s``: delay every offline answer (a stand-in for a
+    model's think time in tests and benches).
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -89,11 +95,15 @@ class Upstream(BaseModel):
     model: str | None = None
     corrupt_fraction: float = Field(default=0.0, ge=0.0, le=1.0)
     seed: int = 0
+    latency_s: float = Field(default=0.0, ge=0.0, allow_inf_nan=False)
 
     @model_validator(mode="after")
     def _consistent(self) -> Upstream:
-        if self.mode == "openai" and not self.base_url:
-            raise ValueError("the openai upstream needs a base URL (--base-url)")
+        if self.mode == "openai" and not (self.base_url and self.api_key_env):
+            raise ValueError(
+                "the openai upstream needs a base URL (--base-url) and the name of the "
+                "environment variable holding its API key (--api-key-env)"
+            )
         if self.mode != "openai" and (self.base_url or self.api_key_env):
             raise ValueError("a base URL and an API-key variable only apply to --upstream openai")
         if self.api_key_env is not None and not _ENV_NAME.match(self.api_key_env):
@@ -103,6 +113,8 @@ class Upstream(BaseModel):
             )
         if self.corrupt_fraction and self.mode != "reference":
             raise ValueError("corrupting answers only applies to the reference upstream")
+        if self.latency_s and self.mode == "openai":
+            raise ValueError("simulated latency only applies to the offline upstreams")
         return self
 
     def api_key(self) -> str | None:
@@ -116,6 +128,28 @@ class Upstream(BaseModel):
                 "under that name before running"
             )
         return value
+
+
+def with_harness(
+    config: Mapping[str, Any], harness: Harness, environment_servers: Iterable[str]
+) -> dict[str, Any]:
+    """The config with the agent each server's results belong to running ``harness``.
+
+    Only the implementation changes; the instance keeps its name and settings. Agents a server
+    merely talks to (e.g. a simulated user) are left alone. The input is not modified.
+    """
+    data = dict(config)
+    instances = server_instances(config)
+    for server in environment_servers:
+        agent = attributed_agent(instances[server].config) if server in instances else None
+        if agent is None or agent not in instances:
+            continue
+        settings = instances[agent].config
+        data[agent] = {
+            **config[agent],
+            AGENTS: {harness.agent_implementation: dict(settings)},
+        }
+    return data
 
 
 def upstream_of(**fields: Any) -> Upstream:

@@ -1,0 +1,193 @@
+"""``gym-assets rollouts``: collect one benchmark with one harness through the model gateway.
+
+    gym-assets rollouts --benchmark B --harness H --out DIR
+        [--upstream reference|scripted|openai] [--base-url URL --api-key-env VAR] [--model NAME]
+        [--script FILE] [--repeats N] [--concurrency C] [--limit N] [--timeout S] [--resume]
+        [--allow-plan-drift] [--corrupt-fraction F --seed S]
+
+Missing products (prepared rows, collated taskset, plan) are made first. Exit 0 when the run
+finished, 1 on a refusal (or when no dispatched rollout produced a result), 2 on usage errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from gym_assets import settings
+from gym_assets.cli import add_configs_flag, add_data_root_flag
+from gym_assets.errors import UserError
+from gym_assets.rollouts.collection.products import ensure_products
+from gym_assets.rollouts.collection.run import (
+    DEFAULT_CONCURRENCY,
+    RunOptions,
+    RunResult,
+    run_rollouts,
+)
+from gym_assets.rollouts.harnesses import UPSTREAM_MODES, get_harness, load_harnesses, upstream_of
+from gym_assets.tasks.catalog import load_catalog
+
+
+def _positive_int(value: str) -> int:
+    number = int(value)
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {number}")
+    return number
+
+
+def _non_negative_int(value: str) -> int:
+    number = int(value)
+    if number < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative, got {number}")
+    return number
+
+
+def _positive_float(value: str) -> float:
+    number = float(value)
+    if not number > 0:
+        raise argparse.ArgumentTypeError(f"must be positive, got {value}")
+    return number
+
+
+def _fraction(value: str) -> float:
+    number = float(value)
+    if not 0.0 <= number <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {value}")
+    return number
+
+
+def _say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def _script(path: Path | None) -> list[dict[str, Any]] | None:
+    if path is None:
+        return None
+    try:
+        steps = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise UserError(f"cannot read the script ({exc})", path=path) from None
+    if not isinstance(steps, list) or not all(isinstance(step, dict) for step in steps):
+        raise UserError("a script is a JSON list of step objects", path=path)
+    return steps
+
+
+def _number(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def _summary(result: RunResult) -> None:
+    totals = result.totals
+    outcomes = totals["outcomes"]
+    headers = ["rollouts", "measured", "masked", "unscored", "failed", "pending"]
+    headers += ["reward mean", "pass@1"]
+    row = [str(result.rollouts), *(str(outcomes[h]) for h in headers[1:6])]
+    row += [
+        _number(totals["key_metrics"].get("mean/reward")),
+        _number(totals["pass_at_k"].get("pass@1")),
+    ]
+    widths = [max(len(h), len(c)) for h, c in zip(headers, row, strict=True)]
+    for cells in (headers, row):
+        print("  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip())
+    if totals["failure_kinds"]:
+        kinds = ", ".join(f"{kind} {count}" for kind, count in totals["failure_kinds"].items())
+        print(f"failures by kind: {kinds}")
+    files = result.files
+    print()
+    print(f"records            : {files.records}")
+    print(f"failures           : {files.failures}")
+    print(f"materialized inputs: {files.materialized_inputs}")
+    print(f"aggregate metrics  : {files.aggregate_metrics}")
+    print(f"model-call captures: {files.capture_dir}/")
+
+
+def _rollouts(args: argparse.Namespace) -> int:
+    parser: argparse.ArgumentParser = args.rollouts_parser
+    try:
+        upstream = upstream_of(
+            mode=args.upstream,
+            base_url=args.base_url,
+            api_key_env=args.api_key_env,
+            model=args.model,
+            corrupt_fraction=args.corrupt_fraction,
+            seed=args.seed,
+            latency_s=args.upstream_latency,
+        )
+    except UserError as exc:
+        parser.error(exc.message)
+    if (args.upstream == "scripted") != (args.script is not None):
+        parser.error("--script FILE goes with --upstream scripted (and is required by it)")
+    catalog = load_catalog(settings.configs_root(args.configs), settings.data_root(args.data_root))
+    harness = get_harness(load_harnesses(catalog.loaded.data), args.harness)
+    ensure_products(catalog, catalog.get(args.benchmark).name, _say)
+    options = RunOptions(
+        repeats=args.repeats,
+        concurrency=args.concurrency,
+        limit=args.limit,
+        resume=args.resume,
+        allow_plan_drift=args.allow_plan_drift,
+        timeout_s=args.timeout,
+        max_attempts=args.max_attempts,
+        script=_script(args.script),
+    )
+    result = run_rollouts(catalog, args.benchmark, harness, Path(args.out), upstream, options)
+    for note in result.notes:
+        _say(f"note: {note}")
+    if result.drifted:
+        verb = "dispatched anyway (--allow-plan-drift)" if args.allow_plan_drift else "refused"
+        _say(f"{len(result.drifted)} tasks differ from the plan; {verb}")
+    _summary(result)
+    outcomes = result.totals["outcomes"]
+    produced = outcomes["measured"] + outcomes["masked"] + outcomes["unscored"]
+    if result.dispatched and not produced:
+        raise UserError(
+            f"none of the {result.dispatched} dispatched rollouts produced a result; see "
+            f"{result.files.failures}"
+        )
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "rollouts",
+        help="run a benchmark's tasks with a harness and collect records",
+        description="Run every planned task of a benchmark through its environment server "
+        "with the given harness; write records, a failure sidecar, the materialized inputs "
+        "and aggregate metrics into --out.",
+    )
+    parser.add_argument("--benchmark", required=True, metavar="NAME")
+    parser.add_argument("--harness", required=True, metavar="NAME", help="see configs harnesses:")
+    parser.add_argument("--out", required=True, metavar="DIR", help="where the run's files go")
+    parser.add_argument("--upstream", choices=UPSTREAM_MODES, default="reference")
+    parser.add_argument("--base-url", metavar="URL", help="openai upstream: the server's /v1 URL")
+    parser.add_argument(
+        "--api-key-env", metavar="VAR", help="openai upstream: the variable holding the API key"
+    )
+    parser.add_argument("--model", metavar="NAME", help="model id to request (default: config)")
+    parser.add_argument("--script", type=Path, metavar="FILE", help="scripted upstream: steps")
+    parser.add_argument("--repeats", type=_positive_int, metavar="N", help="rollouts per task")
+    parser.add_argument(
+        "--concurrency", type=_positive_int, default=DEFAULT_CONCURRENCY, metavar="C"
+    )
+    parser.add_argument("--limit", type=_non_negative_int, metavar="N", help="first N tasks")
+    parser.add_argument("--timeout", type=_positive_float, metavar="S", help="per rollout")
+    parser.add_argument("--max-attempts", type=_positive_int, default=3, metavar="N")
+    parser.add_argument("--resume", action="store_true", help="continue the run in --out")
+    parser.add_argument(
+        "--allow-plan-drift", action="store_true", help="dispatch tasks that differ from the plan"
+    )
+    parser.add_argument("--corrupt-fraction", type=_fraction, default=0.0, metavar="F")
+    parser.add_argument("--seed", type=int, default=0, metavar="S")
+    parser.add_argument(
+        "--upstream-latency",
+        type=float,
+        default=0.0,
+        metavar="S",
+        help="offline upstreams: seconds each answer takes (tests, benches)",
+    )
+    add_configs_flag(parser)
+    add_data_root_flag(parser)
+    parser.set_defaults(handler=_rollouts, rollouts_parser=parser)

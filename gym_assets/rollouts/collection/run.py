@@ -1,0 +1,239 @@
+"""``run_rollouts``: collect one benchmark with one harness — the path the CLI and asset share.
+
+    inventory ──► ledger (what is done) ──► gateway + environment servers ──► dispatch
+        └──────────────────────── aggregate metrics (from the files) ◄─────────┘
+
+A fresh run deletes the previous outputs of the directory and writes the inventory (one
+materialized input per rollout) before dispatching anything. A resume reads that inventory
+back (so repeats, limits and rollout ids stay those of the first run), skips what is done,
+and appends. Either way the aggregate metrics are recomputed over everything on disk.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import shutil
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from pydantic import ValidationError
+
+from gym_assets.config.model import MODELS, attributed_agent, bound_resources_server
+from gym_assets.config.model import server_instances as instances_of
+from gym_assets.errors import UserError
+from gym_assets.io import atomic_write_text
+from gym_assets.plans.model import load_plan
+from gym_assets.rollouts.collection.corruption import corrupt, corrupted_keys
+from gym_assets.rollouts.collection.dispatch import Dispatcher, ScriptFor
+from gym_assets.rollouts.collection.files import (
+    AppendLog,
+    RunFiles,
+    read_jsonl,
+    write_jsonl_atomic,
+)
+from gym_assets.rollouts.collection.inputs import RolloutInput, materialize_inputs
+from gym_assets.rollouts.collection.ledger import DEFAULT_MAX_ATTEMPTS, Ledger
+from gym_assets.rollouts.collection.metrics import aggregate, latest_rows, summarize
+from gym_assets.rollouts.collection.model_gateway import build_gateway
+from gym_assets.rollouts.collection.plan_gate import PlanGate
+from gym_assets.rollouts.collection.progress import Progress
+from gym_assets.rollouts.contracts import Step
+from gym_assets.rollouts.episodes.registry import build_environment, build_resources
+from gym_assets.rollouts.harnesses import Harness, Upstream, with_harness
+from gym_assets.tasks.catalog import Benchmark, Catalog
+from gym_assets.tasks.pipeline import collated_path
+from gym_assets.tasks.task_inputs import SingleAgentTurnTaskInput
+
+DEFAULT_CONCURRENCY = 16
+DEFAULT_MODEL = ("policy", "policy_model")  # (model id, model server) when the config names none
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    repeats: int | None = None
+    concurrency: int = DEFAULT_CONCURRENCY
+    limit: int | None = None
+    resume: bool = False
+    allow_plan_drift: bool = False
+    timeout_s: float | None = None
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS
+    script: Sequence[Step] | None = None  # what the scripted upstream plays
+
+
+@dataclass
+class RunResult:
+    """What a run did and where it left it."""
+
+    files: RunFiles
+    rollouts: int  # planned (the inventory)
+    dispatched: int  # in this invocation
+    seconds: float
+    totals: dict[str, Any]  # the metrics over every rollout
+    metrics: list[dict[str, Any]]  # one entry per environment server
+    drifted: list[tuple[str, str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def rollouts_per_second(self) -> float:
+        return self.dispatched / self.seconds if self.seconds > 0 else 0.0
+
+
+def _inventory(
+    files: RunFiles, benchmark: Benchmark, catalog: Catalog, options: RunOptions, notes: list[str]
+) -> list[RolloutInput]:
+    if options.resume and files.materialized_inputs.is_file():
+        return [
+            RolloutInput.of(row, benchmark.taskset) for row in read_jsonl(files.materialized_inputs)
+        ]
+    if options.resume:
+        notes.append(f"nothing to resume in {files.out_dir} (no inventory); starting fresh")
+    taskset = collated_path(catalog.layout.taskset_dir(benchmark.name), benchmark)
+    if not taskset.is_file():
+        raise UserError(
+            f"benchmark '{benchmark.name}' has no collated taskset at {taskset}; run "
+            f"`gym-assets collate --benchmark {benchmark.name}` (or materialize collated_taskset)"
+        )
+    inputs = materialize_inputs(
+        taskset, benchmark, catalog.loaded.data, repeats=options.repeats, limit=options.limit
+    )
+    for path in files.outputs():
+        path.unlink(missing_ok=True)
+    shutil.rmtree(files.capture_dir, ignore_errors=True)
+    write_jsonl_atomic(files.materialized_inputs, [item.row for item in inputs])
+    return inputs
+
+
+def _model_names(config: Mapping[str, Any], agents: Sequence[str | None]) -> tuple[str, str]:
+    """The model id and model server the benchmark's agents are configured to use."""
+    instances = instances_of(config)
+    for agent in agents:
+        ref = instances[agent].config.get("model_server") if agent in instances else None
+        name = ref.get("name") if isinstance(ref, Mapping) else None
+        if name in instances and instances[name].kind == MODELS:
+            return str(instances[name].config.get("model") or DEFAULT_MODEL[0]), name
+    return DEFAULT_MODEL
+
+
+def reference_task_data(task_input: Mapping[str, Any]) -> dict[str, Any]:
+    """What a resources server derives a reference script from: the task data together with
+    the request (as verification sees them), or the task input as is for other protocols."""
+    try:
+        parsed = SingleAgentTurnTaskInput.model_validate(dict(task_input))
+    except ValidationError:
+        return dict(task_input)
+    params = parsed.responses_create_params.model_dump(exclude_unset=True)
+    return {**parsed.task_data, "responses_create_params": params}
+
+
+def _reference_scripts(
+    config: Mapping[str, Any],
+    servers: Sequence[str],
+    inputs: Sequence[RolloutInput],
+    upstream: Upstream,
+) -> ScriptFor:
+    instances = instances_of(config)
+    resources = {
+        server: build_resources(config, name)
+        for server in servers
+        if (name := bound_resources_server(instances[server].config)) is not None
+    }
+    wrong = corrupted_keys((i.key for i in inputs), upstream.corrupt_fraction, upstream.seed)
+
+    def script_for(item: RolloutInput) -> list[Step]:
+        if item.server not in resources:
+            raise UserError(f"environment server '{item.server}' binds no resources server")
+        steps = resources[item.server].reference_script(reference_task_data(item.task_input()))
+        return corrupt(steps) if item.key in wrong else list(steps)
+
+    return script_for
+
+
+def run_rollouts(
+    catalog: Catalog,
+    benchmark_name: str,
+    harness: Harness,
+    out_dir: Path,
+    upstream: Upstream,
+    options: RunOptions | None = None,
+    *,
+    progress_stream: TextIO | None = None,
+) -> RunResult:
+    """Collect ``benchmark_name`` with ``harness`` into ``out_dir`` (see the module docstring).
+
+    The benchmark's collated taskset and plan must exist (``data_root/tasksets``,
+    ``data_root/plans``); refusals are ``UserError``s.
+    """
+    options = options or RunOptions()
+    if options.concurrency < 1:
+        raise UserError(f"concurrency must be at least 1, got {options.concurrency}")
+    if options.timeout_s is not None and options.timeout_s <= 0:
+        raise UserError(f"timeout must be positive, got {options.timeout_s}")
+    benchmark = catalog.get(benchmark_name)
+    plan = load_plan(catalog.layout.plan_path(benchmark.name))
+    files = RunFiles(Path(out_dir))
+    notes: list[str] = []
+    inputs = _inventory(files, benchmark, catalog, options, notes)
+    ledger = Ledger.read(files, options.max_attempts)
+    todo = ledger.pending(inputs)
+    servers = list(dict.fromkeys(item.server for item in inputs))
+    config = with_harness(catalog.loaded.data, harness, servers)
+    instances = instances_of(config)
+    agents = {s: attributed_agent(instances[s].config) if s in instances else None for s in servers}
+    model_name, model_server = _model_names(config, list(agents.values()))
+    gate = PlanGate(plan, allow_drift=options.allow_plan_drift)
+    progress = Progress(len(todo), progress_stream)
+    started = time.monotonic()
+    gateway = build_gateway(
+        upstream,
+        files.capture_dir,
+        model_name=model_name,
+        model_server_name=model_server,
+        script=options.script,
+    )
+    records, failures = AppendLog(files.records), AppendLog(files.failures)
+    try:
+        with gateway:
+            dispatcher = Dispatcher(
+                servers={s: build_environment(config, s, gateway) for s in servers},
+                agents=agents,
+                gateway=gateway,
+                gate=gate,
+                ledger=ledger,
+                records=records,
+                failures=failures,
+                progress=progress,
+                script_for=(
+                    _reference_scripts(config, servers, inputs, upstream)
+                    if upstream.mode == "reference"
+                    else None
+                ),
+                timeout_s=options.timeout_s,
+            )
+            asyncio.run(dispatcher.run(todo, options.concurrency))
+    finally:
+        for log in (records, failures):
+            with contextlib.suppress(OSError):
+                log.close()
+        progress.finish()
+    seconds = time.monotonic() - started
+    done = latest_rows(read_jsonl(files.records))
+    failed = latest_rows(read_jsonl(files.failures))
+    metrics = aggregate(inputs, done, failed)
+    atomic_write_text(
+        files.aggregate_metrics, json.dumps(metrics, indent=2, ensure_ascii=False) + "\n"
+    )
+    return RunResult(
+        files=files,
+        rollouts=len(inputs),
+        dispatched=len(todo),
+        seconds=seconds,
+        totals=summarize(inputs, done, failed),
+        metrics=metrics,
+        drifted=gate.drifted(),
+        notes=notes,
+    )
