@@ -291,9 +291,9 @@ class ModelGateway:
     async def _relay(
         self, rollout_id: str | None, exchange: _Exchange, reply: UpstreamReply
     ) -> AsyncIterator[bytes]:
-        """Pass the stream through; the capture line is written just before the terminal
-        event goes out (so it is durable when the client sees the end), or when the stream
-        stops without one."""
+        """Pass the stream through; the capture line is made durable just before the terminal
+        event goes out, or before the end of a stream that stopped without one, so it is on
+        disk when the client sees the end."""
         assert reply.stream is not None
         if rollout_id is None:
             async for chunk in reply.stream:
@@ -313,8 +313,11 @@ class ModelGateway:
                     written = True
                     await self._capture(rollout_id, exchange, *fields())
                 yield chunk
+            if not written:  # no terminal event: durable before the client sees the end
+                written = True
+                await self._capture(rollout_id, exchange, *fields())
         finally:
-            if not written:  # may be running under cancellation: hand off without awaiting
+            if not written:  # client gone or cancelled: hand the line off without awaiting
                 self._append(rollout_id, exchange, *fields())
 
     # ------------------------------------------------------------------ capture

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from gym_assets.rollouts.gateway import ModelGateway, Upstream
+from gym_assets.rollouts.gateway.capture import capture_path
 
 BASH_CHAT_TOOL = {
     "type": "function",
@@ -34,15 +37,23 @@ TOOL_THEN_TEXT = [{"tool": "echo 391 > answer.txt"}, {"text": "Done."}]
 
 @pytest.fixture
 def start_gateway(tmp_path: Path) -> Iterator[Callable[..., ModelGateway]]:
-    """Start gateways on demand; every one is stopped when the test ends, pass or fail."""
-    started: list[ModelGateway] = []
+    """Make (and by default start) gateways; every one is stopped when the test ends."""
+    made: list[ModelGateway] = []
 
-    def start(upstream: Upstream, capture_dir: Path | None = None, **kw: object) -> ModelGateway:
+    def make(
+        upstream: Upstream, capture_dir: Path | None = None, *, start: bool = True, **kw: Any
+    ) -> ModelGateway:
         gateway = ModelGateway(upstream, capture_dir or tmp_path / "capture", **kw)
-        started.append(gateway)
-        gateway.start()
+        made.append(gateway)
+        if start:
+            gateway.start()
         return gateway
 
-    yield start
-    for gateway in reversed(started):
+    yield make
+    for gateway in reversed(made):
         gateway.stop()
+
+
+def capture_lines(capture_dir: Path, rollout_id: str) -> list[dict]:
+    text = capture_path(capture_dir, rollout_id).read_text()
+    return [json.loads(line) for line in text.splitlines()]

@@ -9,16 +9,12 @@ import pytest
 from openai import OpenAI
 
 from gym_assets.rollouts.gateway import ScriptedUpstream, read_capture
-from gym_assets.rollouts.gateway.capture import capture_path
 from gym_assets_tests.rollouts.gateway.conftest import (
     BASH_CHAT_TOOL,
     EXEC_RESPONSES_TOOL,
     TOOL_THEN_TEXT,
+    capture_lines,
 )
-
-
-def _lines(capture_dir: Path, rollout_id: str) -> list[dict]:
-    return [json.loads(x) for x in capture_path(capture_dir, rollout_id).read_text().splitlines()]
 
 
 @pytest.mark.parametrize("stream", [False, True])
@@ -83,7 +79,7 @@ def test_chat_tool_call_then_text(start_gateway, tmp_path: Path, stream: bool) -
     text, calls, finish = ask()
     assert (text, calls, finish) == ("Done.", [], "stop")
 
-    lines = _lines(tmp_path / "capture", "chat-1")
+    lines = capture_lines(tmp_path / "capture", "chat-1")
     assert [(x["dialect"], x["status_code"], x["error_category"]) for x in lines] == [
         ("chat", 200, None),
         ("chat", 200, None),
@@ -135,7 +131,7 @@ def test_responses_tool_call_then_text(start_gateway, tmp_path: Path, stream: bo
     assert second.output_text == "Done."
     assert second.status == "completed"
 
-    lines = _lines(tmp_path / "capture", "resp-1")
+    lines = capture_lines(tmp_path / "capture", "resp-1")
     assert [(x["dialect"], x["status_code"], x["error_category"]) for x in lines] == [
         ("responses", 200, None),
         ("responses", 200, None),
