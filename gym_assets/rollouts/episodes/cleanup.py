@@ -28,7 +28,6 @@ class CleanupEntry:
         self.name = name
         self.callback = callback
         self.active = True
-        self.attempts = 0
 
     async def close(self) -> None:
         """Run the entry now (an early close at a protocol boundary); raise if it fails."""
@@ -42,7 +41,6 @@ class CleanupEntry:
         async with self._lock:
             if not self.active:
                 return
-            self.attempts += 1
             await self.callback()
             self.active = False
 
