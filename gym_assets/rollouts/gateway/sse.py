@@ -85,7 +85,7 @@ class StreamAssembler:
         if not isinstance(delta, dict):
             return
         for key in ("content", "reasoning_content", "reasoning"):
-            if isinstance(delta.get(key), str):
+            if isinstance(delta.get(key), str) and delta[key]:  # the role chunk's "" is no text
                 self._message[key] = (self._message.get(key) or "") + delta[key]
         for part in delta.get("tool_calls") or ():
             if isinstance(part, dict):
