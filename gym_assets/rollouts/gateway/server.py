@@ -62,6 +62,7 @@ log = logging.getLogger(__name__)
 
 ROLLOUT_PREFIX = "/ng-rollout"
 START_TIMEOUT_S = 15.0
+STOP_GRACE_S = 5
 # Failures with no upstream HTTP answer: what the client is told.
 _FAILURE_STATUS = {"timeout": 504, "connection": 502}
 
@@ -136,7 +137,12 @@ class ModelGateway:
         host = f"[{self.host}]" if family == socket.AF_INET6 else self.host
         self.origin = f"http://{host}:{self.port}"
         config = uvicorn.Config(
-            self.app, log_level="warning", access_log=False, lifespan="off", ws="none"
+            self.app,
+            log_level="warning",
+            access_log=False,
+            lifespan="off",
+            ws="none",
+            timeout_graceful_shutdown=STOP_GRACE_S,  # a stream still open does not hold stop()
         )
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(

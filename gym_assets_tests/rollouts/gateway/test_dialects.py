@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from openai import OpenAI
 
-from gym_assets.rollouts.gateway import ScriptedUpstream, read_capture
+from gym_assets.rollouts.gateway import ModelGateway, ScriptedUpstream, read_capture
 from gym_assets_tests.rollouts.gateway.conftest import (
     BASH_CHAT_TOOL,
     EXEC_RESPONSES_TOOL,
@@ -160,3 +160,8 @@ def test_models_lists_the_gateway_model(start_gateway) -> None:
     for base in (gateway.url_for("any"), gateway.origin + "/v1"):
         models = OpenAI(base_url=base, api_key="dummy").models.list()
         assert [m.id for m in models.data] == ["policy-7b"]
+
+
+def test_binds_loopback_only(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="loopback only"):
+        ModelGateway(ScriptedUpstream(TOOL_THEN_TEXT), tmp_path, host="0.0.0.0")
