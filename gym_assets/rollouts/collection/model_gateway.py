@@ -14,28 +14,33 @@ from gym_assets.rollouts.gateway import (
     OpenAIUpstream,
     ReferenceUpstream,
     ScriptedUpstream,
+    ScriptError,
     UpstreamReply,
 )
 from gym_assets.rollouts.gateway import Upstream as GatewayUpstream
 from gym_assets.rollouts.harnesses import Upstream
 
 
-class _Delayed:
-    """An offline upstream that thinks for ``seconds`` before each answer."""
+class _Latency:
+    """Mixin for the offline upstreams: think ``latency_s`` seconds before each answer.
 
-    def __init__(self, inner: GatewayUpstream, seconds: float):
-        self.inner = inner
-        self.seconds = seconds
+    A mixin rather than a wrapper, so the gateway still sees a ``ReferenceUpstream``.
+    """
 
-    async def open(self) -> None:
-        await self.inner.open()
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
+    latency_s: float = 0.0
 
     async def answer(self, request: ModelRequest) -> UpstreamReply:
-        await asyncio.sleep(self.seconds)
-        return await self.inner.answer(request)
+        if self.latency_s:
+            await asyncio.sleep(self.latency_s)
+        return await super().answer(request)  # type: ignore[misc]
+
+
+class _Reference(_Latency, ReferenceUpstream):
+    pass
+
+
+class _Scripted(_Latency, ScriptedUpstream):
+    pass
 
 
 def _upstream(config: Upstream, model: str, script: Sequence[Step] | None) -> GatewayUpstream:
@@ -45,10 +50,14 @@ def _upstream(config: Upstream, model: str, script: Sequence[Step] | None) -> Ga
     if config.mode == "scripted":
         if not script:
             raise UserError("the scripted upstream needs a script (--script FILE)")
-        upstream: GatewayUpstream = ScriptedUpstream(script, model=model)
+        try:
+            upstream: _Latency = _Scripted(script, model=model)
+        except ScriptError as exc:
+            raise UserError(f"bad script: {exc}") from None
     else:
-        upstream = ReferenceUpstream(model=model)
-    return _Delayed(upstream, config.latency_s) if config.latency_s else upstream
+        upstream = _Reference(model=model)
+    upstream.latency_s = config.latency_s
+    return upstream  # type: ignore[return-value]
 
 
 def build_gateway(

@@ -1,0 +1,127 @@
+"""``gym-assets rollouts``: exit codes, the summary, and a run killed with SIGKILL then resumed."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from gym_assets.cli import main
+from gym_assets.rollouts.collection.files import RunFiles, read_jsonl
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+@pytest.fixture
+def data(tmp_path: Path) -> Path:
+    return tmp_path / "data"
+
+
+def _cli(data: Path, *argv: str | Path) -> int:
+    args = ["rollouts", *(str(a) for a in argv)]
+    return main([*args, "--configs", str(REPO / "configs"), "--data-root", str(data)])
+
+
+def _script(tmp_path: Path, steps: list[dict]) -> Path:
+    path = tmp_path / "script.json"
+    path.write_text(json.dumps(steps))
+    return path
+
+
+def test_a_run_makes_missing_products_and_prints_a_summary(data, tmp_path, capsys):
+    out = tmp_path / "run"
+    code = _cli(data, "--benchmark", "units", "--harness", "simple_agent", "--out", out,
+                "--limit", "4", "--repeats", "2")  # fmt: skip
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert "collating units" in captured.err and "planning units" in captured.err
+    header, row = captured.out.splitlines()[:2]
+    assert header.split()[:3] == ["rollouts", "measured", "masked"]
+    assert row.split() == ["8", "8", "0", "0", "0", "0", "1.000", "1.000"]
+    assert str(RunFiles(out).records) in captured.out
+
+
+def test_refusals_exit_1_with_one_error_line(data, tmp_path, capsys):
+    for argv in (
+        ["--benchmark", "nope", "--harness", "simple_agent"],
+        ["--benchmark", "units", "--harness", "nope"],
+    ):
+        assert _cli(data, *argv, "--out", tmp_path / "x") == 1
+        err = capsys.readouterr().err.splitlines()
+        assert err[-1].startswith("error: ") and "Traceback" not in "\n".join(err)
+
+
+def test_a_run_where_nothing_produced_a_result_exits_1(data, tmp_path, capsys):
+    script = _script(tmp_path, [{"error": 500, "times": 50, "message": "down"}])
+    code = _cli(
+        data, "--benchmark", "units", "--harness", "simple_agent", "--out", tmp_path / "run",
+        "--limit", "2", "--upstream", "scripted", "--script", script,
+    )  # fmt: skip
+    assert code == 1
+    err = capsys.readouterr().err
+    assert "none of the 2 dispatched rollouts produced a result" in err
+    rows = list(read_jsonl(RunFiles(tmp_path / "run").failures))
+    assert [r["_ng_failure_class"] for r in rows] == ["environment_server_failed"] * 2
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        ["--concurrency", "0"],
+        ["--upstream", "scripted"],  # needs --script
+        ["--base-url", "http://127.0.0.1:1/v1"],  # only with --upstream openai
+        ["--upstream", "openai", "--base-url", "http://127.0.0.1:1/v1"],  # and --api-key-env
+        ["--corrupt-fraction", "1.5"],
+        ["--upstream", "openai", "--base-url", "http://x/v1", "--api-key-env", "sk-123"],
+    ],
+)
+def test_usage_errors_exit_2(data, tmp_path, extra):
+    with pytest.raises(SystemExit) as exit_:
+        _cli(data, "--benchmark", "units", "--harness", "simple_agent", "--out", tmp_path, *extra)
+    assert exit_.value.code == 2
+
+
+def _records_written(path: Path) -> int:
+    return path.read_bytes().count(b"\n") if path.is_file() else 0
+
+
+def test_sigkill_midway_then_resume_loses_and_duplicates_nothing(data, tmp_path):
+    out = tmp_path / "run"
+    script = _script(tmp_path, [{"text": "42"}])
+    argv = [sys.executable, "-m", "gym_assets.cli", "rollouts", "--benchmark", "units",
+            "--harness", "simple_agent", "--out", str(out), "--upstream", "scripted",
+            "--script", str(script), "--repeats", "2", "--concurrency", "4",
+            "--configs", str(REPO / "configs"), "--data-root", str(data)]  # fmt: skip
+    slow = subprocess.Popen(
+        [*argv, "--upstream-latency", "0.15"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        cwd=REPO,
+    )
+    records = RunFiles(out).records
+    deadline = time.monotonic() + 120
+    while _records_written(records) < 10 and slow.poll() is None:
+        assert time.monotonic() < deadline, "the run made no progress"
+        time.sleep(0.02)
+    os.kill(slow.pid, signal.SIGKILL)
+    slow.wait()
+    assert slow.returncode == -signal.SIGKILL, slow.stderr.read() if slow.stderr else ""
+    slow.stderr.close()
+    done_before = _records_written(records)
+    assert 10 <= done_before < 60
+
+    resumed = subprocess.run([*argv, "--resume"], capture_output=True, text=True, cwd=REPO)
+    assert resumed.returncode == 0, resumed.stderr
+    keys = Counter((r["_ng_task_index"], r["_ng_rollout_index"]) for r in read_jsonl(records))
+    expected = {(task, rollout) for task in range(30) for rollout in range(2)}
+    assert set(keys) == expected  # nothing missing
+    assert max(keys.values()) == 1  # nothing twice
+    assert not list(read_jsonl(RunFiles(out).failures))
+    assert resumed.stdout.splitlines()[1].split()[:2] == ["60", "60"]

@@ -1,0 +1,128 @@
+"""run_rollouts end to end: real gateway, real environment servers, real verifiers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gym_assets.conformance.checker import check_record
+from gym_assets.conformance.evidence import FailureSidecarRow, RolloutRecord
+from gym_assets.conformance.scope import EvidenceScope
+from gym_assets.rollouts.collection.files import read_jsonl
+from gym_assets.rollouts.collection.run import RunOptions, run_rollouts
+from gym_assets.rollouts.harnesses import load_harnesses, upstream_of
+from gym_assets_tests.rollouts.collection.conftest import Products
+
+
+def _run(products, name, out, upstream=None, **options):
+    products.plan(name)
+    harness = load_harnesses(products.catalog.loaded.data)["simple_agent"]
+    return run_rollouts(
+        products.catalog,
+        name,
+        harness,
+        out,
+        upstream or upstream_of(mode="reference"),
+        RunOptions(**options),
+    )
+
+
+def _keys(path: Path) -> list[tuple[int, int]]:
+    return [(r["_ng_task_index"], r["_ng_rollout_index"]) for r in read_jsonl(path)]
+
+
+def test_humaneval_reference_run_verifies_every_task(products, tmp_path):
+    result = _run(products, "humaneval", tmp_path / "run", concurrency=16)
+    assert result.rollouts == result.dispatched == 164
+    assert result.totals["outcomes"]["measured"] == 164
+    assert result.totals["key_metrics"] == {"mean/reward": 1.0, "pass@1": 1.0}
+    records = list(read_jsonl(result.files.records))
+    assert len(records) == 164 and sorted(_keys(result.files.records)) == [
+        (i, 0) for i in range(164)
+    ]
+    assert not list(read_jsonl(result.files.failures))
+    record = records[0]
+    RolloutRecord.model_validate(record)
+    assert record["_ng_result_type"] == "single_agent_turn"
+    assert record["_ng_environment_server"] == "humaneval_environment"
+    assert record["_ng_task_id"]["taskset"] == "humaneval"
+    assert record["ng_trajectory"]["turns"] and not record["ng_trajectory"]["gaps"]
+    assert check_record(record, EvidenceScope(tools=False)).verdict == "fulfilled"
+    (entry,) = json.loads(result.files.aggregate_metrics.read_text())
+    assert entry["_ng_environment_server"] == "humaneval_environment"
+    assert entry["agent_ref"] == {"name": "humaneval_simple_agent"}
+    assert entry["reward_histogram"][-1]["count"] == 164
+    assert len(list(read_jsonl(result.files.materialized_inputs))) == 164
+
+
+def test_a_tenth_of_corrupted_answers_is_caught_by_the_verifier(products, tmp_path):
+    upstream = upstream_of(mode="reference", corrupt_fraction=0.1, seed=7)
+    result = _run(products, "humaneval", tmp_path / "run", upstream, concurrency=16)
+    mean = result.totals["key_metrics"]["mean/reward"]
+    assert mean < 1.0 and mean == pytest.approx(148 / 164)  # exactly round(16.4) corrupted
+    zeros = [r for r in read_jsonl(result.files.records) if r["reward"] == 0.0]
+    assert len(zeros) == 16
+
+
+def test_plan_drift_is_a_terminal_failure_unless_allowed(tmp_path):
+    products = Products(tmp_path / "data")
+    products.plan("units")
+    taskset = products.taskset("units")
+    rows = [json.loads(line) for line in taskset.read_text().splitlines()]
+    rows[2]["task_input"]["task_data"]["expected_answer"] = "changed"
+    taskset.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+    result = _run(products, "units", tmp_path / "strict")
+    (failure,) = read_jsonl(result.files.failures)
+    FailureSidecarRow.model_validate(failure)
+    assert failure["_ng_failure_class"] == "plan_mismatch"
+    assert failure["_ng_failure_terminal"] is True
+    assert failure["_ng_task_id"] == {"taskset": "units", "task_id": "units-003"}
+    assert result.totals["outcomes"]["measured"] == 29
+    assert result.totals["failure_kinds"] == {"plan_mismatch": 1}
+    assert result.drifted == [("units", "units-003")]
+    resumed = _run(products, "units", tmp_path / "strict", resume=True)
+    assert resumed.dispatched == 0  # terminal failures are never retried
+
+    lenient = _run(products, "units", tmp_path / "lenient", allow_plan_drift=True)
+    assert lenient.totals["outcomes"]["measured"] == 30
+    assert lenient.drifted == [("units", "units-003")]
+
+
+def test_resume_retries_failed_attempts_with_attempt_ids_up_to_the_cap(products, tmp_path):
+    out = tmp_path / "run"
+    slow = upstream_of(mode="reference", latency_s=2.0)
+    first = _run(products, "units", out, slow, limit=2, timeout_s=0.3)
+    assert first.totals["outcomes"]["failed"] == 2
+    assert first.totals["failure_kinds"] == {"agent_timeout": 2}
+    for _ in range(2):
+        again = _run(products, "units", out, slow, resume=True, timeout_s=0.3)
+        assert again.dispatched == 2
+    failures = list(read_jsonl(first.files.failures))
+    assert sorted(r.get("_ng_attempt_index", 0) for r in failures) == [0, 0, 1, 1, 2, 2]
+    assert all(r["_ng_failure_terminal"] is False for r in failures)
+    capped = _run(products, "units", out, resume=True)
+    assert capped.dispatched == 0 and capped.totals["outcomes"]["failed"] == 2
+
+    out2 = tmp_path / "run2"
+    _run(products, "units", out2, slow, limit=1, timeout_s=0.3)
+    retried = _run(products, "units", out2, resume=True)
+    (record,) = read_jsonl(retried.files.records)
+    assert record["_ng_attempt_index"] == 1
+    assert record["ng_trajectory"]["rollout_id"] == "0-0-a1"
+    assert record["ng_model_call_capture"]["rollout_id"] == "0-0-a1"
+    assert retried.totals["outcomes"]["measured"] == 1
+
+
+def test_resume_without_an_inventory_starts_fresh(products, tmp_path):
+    result = _run(products, "units", tmp_path / "run", limit=3, resume=True)
+    assert result.dispatched == 3 and result.notes and "starting fresh" in result.notes[0]
+
+
+def test_a_fresh_run_replaces_the_previous_outputs(products, tmp_path):
+    out = tmp_path / "run"
+    _run(products, "units", out, limit=3)
+    again = _run(products, "units", out, limit=2)
+    assert sorted(_keys(again.files.records)) == [(0, 0), (1, 0)]
