@@ -7,14 +7,22 @@ from gym_assets.defs.jobs import benchmark_job
 from gym_assets.defs.plans import assets as plan_assets
 from gym_assets.defs.plans import checks as plan_checks
 from gym_assets.defs.resources import GymWorkspace
+from gym_assets.defs.rollouts import assets as rollout_assets
+from gym_assets.defs.rollouts import checks as rollout_checks
+from gym_assets.defs.rollouts.jobs import rollouts_job
+from gym_assets.defs.rollouts.resources import HarnessRunner, ModelEndpoint
 from gym_assets.defs.tasksets import assets as taskset_assets
 from gym_assets.defs.tasksets import checks as taskset_checks
 from gym_assets.defs.tasksets.sensors import config_change_sensor
 
 defs = dg.Definitions(
-    assets=dg.load_assets_from_modules([taskset_assets, plan_assets]),
-    asset_checks=dg.load_asset_checks_from_modules([taskset_checks, plan_checks]),
-    jobs=[benchmark_job],
+    assets=dg.load_assets_from_modules([taskset_assets, plan_assets, rollout_assets]),
+    asset_checks=dg.load_asset_checks_from_modules([taskset_checks, plan_checks, rollout_checks]),
+    jobs=[benchmark_job, rollouts_job],
     sensors=[config_change_sensor, plan_automation_sensor],
-    resources={"workspace": GymWorkspace()},
+    resources={
+        "workspace": GymWorkspace(),
+        "model_endpoint": ModelEndpoint(upstream="reference"),
+        "harness_runner": HarnessRunner(),
+    },
 )

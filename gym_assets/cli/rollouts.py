@@ -12,14 +12,13 @@ finished, 1 on a refusal (or when no dispatched rollout produced a result), 2 on
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
-from typing import Any
 
 from gym_assets import settings
 from gym_assets.cli import add_configs_flag, add_data_root_flag
 from gym_assets.errors import UserError
+from gym_assets.rollouts.collection.model_gateway import load_script
 from gym_assets.rollouts.collection.products import ensure_products
 from gym_assets.rollouts.collection.run import (
     DEFAULT_CONCURRENCY,
@@ -61,18 +60,6 @@ def _fraction(value: str) -> float:
 
 def _say(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
-
-
-def _script(path: Path | None) -> list[dict[str, Any]] | None:
-    if path is None:
-        return None
-    try:
-        steps = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise UserError(f"cannot read the script ({exc})", path=path) from None
-    if not isinstance(steps, list) or not all(isinstance(step, dict) for step in steps):
-        raise UserError("a script is a JSON list of step objects", path=path)
-    return steps
 
 
 def _number(value: float | None) -> str:
@@ -131,7 +118,7 @@ def _rollouts(args: argparse.Namespace) -> int:
         allow_plan_drift=args.allow_plan_drift,
         timeout_s=args.timeout,
         max_attempts=args.max_attempts,
-        script=_script(args.script),
+        script=None if args.script is None else load_script(args.script),
     )
     result = run_rollouts(catalog, args.benchmark, harness, Path(args.out), upstream, options)
     for note in result.notes:

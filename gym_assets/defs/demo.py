@@ -2,6 +2,8 @@
 
 Runs in-process against ``$DAGSTER_HOME`` (``.dagster_home/`` under ``make``) so the results
 show up in ``make ui`` afterwards, then prints one line per benchmark and where outputs lie.
+After the benchmarks it collects ``rollouts`` for HumanEval with the simple agent on the
+offline reference upstream, so every task is verified by really running its unit tests.
 """
 
 from __future__ import annotations
@@ -12,10 +14,15 @@ import time
 import dagster as dg
 
 from gym_assets.definitions import defs
-from gym_assets.defs.partitions import benchmark_partitions
+from gym_assets.defs.partitions import benchmark_partitions, harness_partitions
 from gym_assets.defs.resources import GymWorkspace
+from gym_assets.rollouts.harnesses import load_harnesses
 
 DEMO_JOB = "benchmark_job"
+ROLLOUTS_JOB = "rollouts_job"
+DEMO_ROLLOUTS = {"benchmark": "humaneval", "harness": "simple_agent"}
+ROLLOUT_HEADERS = ["rollouts", "run", "verified", "reward mean", "pass@1", "checks passed"]
+ROLLOUT_HEADERS += ["failing checks", "time"]
 QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 
 
@@ -33,15 +40,62 @@ def _check_summary(result: dg.ExecuteInProcessResult) -> tuple[int, int, list[st
     return len(evaluations) - len(failed), len(evaluations), failed
 
 
+def _add_partitions(instance: dg.DagsterInstance, name: str, keys: list[str]) -> None:
+    known = set(instance.get_dynamic_partitions(name))
+    missing = [key for key in keys if key not in known]
+    if missing:
+        instance.add_dynamic_partitions(name, missing)
+
+
+def _rollout_summary(instance: dg.DagsterInstance) -> tuple[bool, list[str]]:
+    """Materialize the demo rollouts partition with its checks; one summary row."""
+    started = time.monotonic()
+    label = " × ".join(DEMO_ROLLOUTS.values())
+    print(f"collecting rollouts {label} ...", file=sys.stderr, flush=True)
+    result = defs.resolve_job_def(ROLLOUTS_JOB).execute_in_process(
+        run_config=QUIET,
+        instance=instance,
+        partition_key=dg.MultiPartitionKey(DEMO_ROLLOUTS),
+        raise_on_error=False,
+    )
+    meta: dict = {}
+    for event in result.get_asset_materialization_events():
+        materialization = event.step_materialization_data.materialization
+        if materialization.asset_key == dg.AssetKey("rollouts"):
+            meta = {k: v.value for k, v in materialization.metadata.items()}
+    passed, total, failed = _check_summary(result)
+
+    def number(key: str) -> str:
+        return f"{meta[key]:.3f}" if key in meta else "-"
+
+    row = [
+        label,
+        "ok" if result.success else "FAILED",
+        f"{meta.get('passed', '-')}/{meta.get('rollouts', '-')}",
+        number("reward_mean"),
+        number("pass@1"),
+        f"{passed}/{total}",
+        ", ".join(failed) or "-",
+        f"{time.monotonic() - started:.1f}s",
+    ]
+    return result.success, row
+
+
+def _print_table(headers: list[str], rows: list[list[str]]) -> None:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
+    print()
+    print("  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip())
+    for row in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+
+
 def main() -> int:
     instance = dg.DagsterInstance.get()
     workspace = GymWorkspace()
     catalog = workspace.catalog()
     names = catalog.names()
-    known = set(instance.get_dynamic_partitions(benchmark_partitions.name))
-    missing = [name for name in names if name not in known]
-    if missing:
-        instance.add_dynamic_partitions(benchmark_partitions.name, missing)
+    _add_partitions(instance, benchmark_partitions.name, names)
+    _add_partitions(instance, harness_partitions.name, list(load_harnesses(catalog.loaded.data)))
     job = defs.resolve_job_def(DEMO_JOB)
     rows: list[list[str]] = []
     ok = True
@@ -65,16 +119,16 @@ def main() -> int:
             ]
         )
     headers = ["benchmark", "run", "planned tasks", "checks passed", "failing checks", "time"]
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
-    print()
-    print("  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)))
-    for row in rows:
-        print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)))
+    _print_table(headers, rows)
+    rollouts_ok, rollout_row = _rollout_summary(instance)
+    ok &= rollouts_ok
+    _print_table(ROLLOUT_HEADERS, [rollout_row])
     layout = workspace.layout
     print()
     print(f"prepared rows : {layout.root.resolve() / 'prepared'}  (bundled data stays in configs/)")
     print(f"tasksets      : {layout.root.resolve() / 'tasksets'}/<benchmark>/")
     print(f"plans         : {layout.root.resolve() / 'plans'}/<benchmark>/plan.json")
+    print(f"rollouts      : {layout.root.resolve() / 'rollouts'}/<benchmark>/<harness>/")
     print(f"dagster home  : {instance.root_directory}  (see it with `make ui`)")
     return 0 if ok else 1
 

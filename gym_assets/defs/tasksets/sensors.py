@@ -5,8 +5,9 @@ import json
 import dagster as dg
 
 from gym_assets.defs.jobs import benchmark_job
-from gym_assets.defs.partitions import benchmark_partitions
+from gym_assets.defs.partitions import benchmark_partitions, harness_partitions
 from gym_assets.defs.resources import GymWorkspace
+from gym_assets.rollouts.harnesses import load_harnesses
 from gym_assets.tasks.fingerprint import catalog_fingerprints
 
 
@@ -16,14 +17,17 @@ from gym_assets.tasks.fingerprint import catalog_fingerprints
     default_status=dg.DefaultSensorStatus.RUNNING,
     description=(
         "Hashes each benchmark's config blocks, source data and prepare code; adds a partition "
-        "for every new benchmark and requests re-collation of every changed one."
+        "for every new benchmark and requests re-collation of every changed one. Adds a harness "
+        "partition for every harness of the registry."
     ),
 )
 def config_change_sensor(
     context: dg.SensorEvaluationContext, workspace: GymWorkspace
 ) -> dg.SensorResult | dg.SkipReason:
     previous: dict[str, str] = json.loads(context.cursor) if context.cursor else {}
-    current = catalog_fingerprints(workspace.catalog())
+    catalog = workspace.catalog()
+    _add_harness_partitions(context.instance, list(load_harnesses(catalog.loaded.data)))
+    current = catalog_fingerprints(catalog)
     known = set(context.instance.get_dynamic_partitions(benchmark_partitions.name))
     new_partitions = sorted(name for name in current if name not in known)
     changed = [name for name, digest in current.items() if previous.get(name) != digest]
@@ -45,3 +49,12 @@ def config_change_sensor(
         dynamic_partitions_requests=partition_requests,
         cursor=json.dumps(current, sort_keys=True),
     )
+
+
+def _add_harness_partitions(instance: dg.DagsterInstance, harnesses: list[str]) -> None:
+    """Harness partitions follow the registry, not a change: added directly, so they exist
+    on every tick whatever the benchmarks do (and the run requests stay the benchmarks')."""
+    known = set(instance.get_dynamic_partitions(harness_partitions.name))
+    missing = [name for name in harnesses if name not in known]
+    if missing:
+        instance.add_dynamic_partitions(harness_partitions.name, missing)

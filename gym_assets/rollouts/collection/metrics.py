@@ -3,6 +3,7 @@
 Everything is derived from the inventory (materialized inputs), the success records and the
 failure rows, sorted by ``(task, rollout)`` first, so the same files give the same numbers.
 
+- ``passed``: measured rollouts whose reward is at least 1.0.
 - ``outcomes``: every planned rollout is exactly one of measured (reward, not masked), masked,
   unscored (no reward: not a zero), failed (no success, at least one failed attempt) or pending
   (no row at all: never dispatched, or lost in flight).
@@ -139,6 +140,7 @@ def summarize(
     key_metrics.update({k: v for k, v in pass_k.items() if k == "pass@1"})
     return {
         "rollouts": len(inputs),
+        "passed": sum(sum(task) for task in passes.values()),
         "outcomes": dict(outcomes),
         "failure_kinds": dict(sorted(kinds.items())),
         "key_metrics": key_metrics,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -77,3 +78,14 @@ def build_gateway(
         model_name=config.model or model_name,
         model_server_name=model_server_name,
     )
+
+
+def load_script(path: Path) -> list[Step]:
+    """A scripted upstream's steps from a JSON file (a list of step objects)."""
+    try:
+        steps = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise UserError(f"cannot read the script ({exc})", path=path) from None
+    if not isinstance(steps, list) or not all(isinstance(step, dict) for step in steps):
+        raise UserError("a script is a JSON list of step objects", path=path)
+    return steps

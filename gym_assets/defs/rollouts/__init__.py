@@ -1,0 +1,1 @@
+"""Rollouts: every planned task of a benchmark run with one harness, and the checks on them."""

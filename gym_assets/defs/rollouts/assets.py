@@ -1,0 +1,98 @@
+"""``rollouts[benchmark × harness]``: every planned task of the benchmark, run with the harness."""
+
+import dagster as dg
+
+from gym_assets.defs.metadata import as_failure, markdown_table
+from gym_assets.defs.partitions import rollout_partitions
+from gym_assets.defs.plans.assets import eval_plan
+from gym_assets.defs.resources import GymWorkspace
+from gym_assets.defs.rollouts.resources import HarnessRunner, ModelEndpoint
+from gym_assets.errors import UserError
+from gym_assets.rollouts.collection.files import run_dir
+from gym_assets.rollouts.collection.run import RunResult, run_rollouts
+from gym_assets.rollouts.harnesses import get_harness, load_harnesses
+
+
+def dimensions(partition_key: str) -> tuple[str, str]:
+    """``(benchmark, harness)`` of a rollouts partition key."""
+    keys = rollout_partitions.get_partition_key_from_str(partition_key).keys_by_dimension
+    return keys["benchmark"], keys["harness"]
+
+
+def _histogram(bins: list[dict]) -> str:
+    def edge(value: float | None) -> str:
+        return "" if value is None else f"{value:.1f}"
+
+    return markdown_table(
+        ["reward", "rollouts"], [[f"{edge(b['lo'])}–{edge(b['hi'])}", b["count"]] for b in bins]
+    )
+
+
+def _metadata(result: RunResult) -> dict[str, dg.MetadataValue]:
+    totals = result.totals
+    files = result.files
+    kinds = totals["failure_kinds"]
+    metadata = {
+        "rollouts": dg.MetadataValue.int(result.rollouts),
+        "passed": dg.MetadataValue.int(totals["passed"]),
+        "dispatched": dg.MetadataValue.int(result.dispatched),
+        "outcomes": dg.MetadataValue.json(totals["outcomes"]),
+        "failure_kinds": dg.MetadataValue.md(
+            markdown_table(["failure kind", "rollouts"], sorted(kinds.items())) if kinds else "none"
+        ),
+        "reward_histogram": dg.MetadataValue.md(_histogram(totals["reward_histogram"])),
+        "rollouts_per_second": dg.MetadataValue.float(round(result.rollouts_per_second, 2)),
+        "records": dg.MetadataValue.path(str(files.records)),
+        "failures": dg.MetadataValue.path(str(files.failures)),
+        "materialized_inputs": dg.MetadataValue.path(str(files.materialized_inputs)),
+        "aggregate_metrics": dg.MetadataValue.path(str(files.aggregate_metrics)),
+    }
+    for name, key in (("reward_mean", "mean/reward"), ("pass@1", "pass@1")):
+        value = totals["key_metrics"].get(key)
+        if value is not None:
+            metadata[name] = dg.MetadataValue.float(value)
+    return metadata
+
+
+@dg.asset(
+    partitions_def=rollout_partitions,
+    group_name="rollouts",
+    deps=[
+        dg.AssetDep(
+            eval_plan,
+            partition_mapping=dg.MultiToSingleDimensionPartitionMapping(
+                partition_dimension_name="benchmark"
+            ),
+        )
+    ],
+    kinds={"python", "jsonl"},
+    code_version="1",
+    description="Every planned task of the benchmark run through its environment server with "
+    "the harness: records, failure sidecar, materialized inputs and aggregate metrics under "
+    "data_root/rollouts/<benchmark>/<harness>/.",
+)
+def rollouts(
+    context: dg.AssetExecutionContext,
+    workspace: GymWorkspace,
+    model_endpoint: ModelEndpoint,
+    harness_runner: HarnessRunner,
+) -> dg.MaterializeResult:
+    benchmark, harness_name = dimensions(context.partition_key)
+    try:
+        catalog = workspace.catalog()
+        harness = get_harness(load_harnesses(catalog.loaded.data), harness_name)
+        result = run_rollouts(
+            catalog,
+            benchmark,
+            harness,
+            run_dir(workspace.layout.root, benchmark, harness_name),
+            model_endpoint.upstream_config(),
+            harness_runner.options(model_endpoint.script()),
+        )
+    except UserError as exc:
+        raise as_failure(exc) from None
+    for note in result.notes:
+        context.log.info(note)
+    outcomes = result.totals["outcomes"]
+    context.log.info(f"{benchmark} × {harness_name}: {result.rollouts} rollouts, {outcomes}")
+    return dg.MaterializeResult(metadata=_metadata(result))

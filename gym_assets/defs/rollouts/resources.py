@@ -1,0 +1,61 @@
+"""Resources of the rollouts asset: the model endpoint and how the harness runs."""
+
+from pathlib import Path
+from typing import Literal
+
+import dagster as dg
+
+from gym_assets.rollouts.collection.checks import DEFAULT_MAX_FAILURE_RATE
+from gym_assets.rollouts.collection.ledger import DEFAULT_MAX_ATTEMPTS
+from gym_assets.rollouts.collection.model_gateway import load_script
+from gym_assets.rollouts.collection.run import DEFAULT_CONCURRENCY, RunOptions
+from gym_assets.rollouts.contracts import Step
+from gym_assets.rollouts.harnesses import Upstream, upstream_of
+
+
+class ModelEndpoint(dg.ConfigurableResource):
+    """Where the model gateway gets its answers. ``api_key_env`` is the NAME of the variable
+    holding the key; the key itself is read from the environment when the run starts and never
+    enters config, logs or metadata. ``script_path`` (scripted upstream) is a JSON step list."""
+
+    upstream: Literal["reference", "scripted", "openai"] = "reference"
+    base_url: str | None = None
+    api_key_env: str | None = None
+    model: str | None = None
+    corrupt_fraction: float = 0.0
+    seed: int = 0
+    script_path: str | None = None
+
+    def upstream_config(self) -> Upstream:
+        return upstream_of(
+            mode=self.upstream,
+            base_url=self.base_url,
+            api_key_env=self.api_key_env,
+            model=self.model,
+            corrupt_fraction=self.corrupt_fraction,
+            seed=self.seed,
+        )
+
+    def script(self) -> list[Step] | None:
+        return None if self.script_path is None else load_script(Path(self.script_path))
+
+
+class HarnessRunner(dg.ConfigurableResource):
+    """How rollouts are collected: parallelism, repeats, deadlines, resume, failure budget."""
+
+    concurrency: int = DEFAULT_CONCURRENCY
+    repeats: int | None = None
+    timeout_s: float | None = None
+    resume: bool = False
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS
+    max_failure_rate: float = DEFAULT_MAX_FAILURE_RATE
+
+    def options(self, script: list[Step] | None) -> RunOptions:
+        return RunOptions(
+            repeats=self.repeats,
+            concurrency=self.concurrency,
+            resume=self.resume,
+            timeout_s=self.timeout_s,
+            max_attempts=self.max_attempts,
+            script=script,
+        )

@@ -1,0 +1,109 @@
+"""rollouts[benchmark × harness] and its checks, materialized on an ephemeral instance."""
+
+import json
+from pathlib import Path
+
+import dagster as dg
+
+from gym_assets.defs.partitions import benchmark_partitions, harness_partitions
+from gym_assets.defs.plans import assets as plan_assets
+from gym_assets.defs.rollouts import assets as rollout_assets
+from gym_assets.defs.rollouts import checks as rollout_checks
+from gym_assets.defs.rollouts.resources import HarnessRunner, ModelEndpoint
+from gym_assets.defs.tasksets import assets as taskset_assets
+from gym_assets.defs.tasksets.sensors import config_change_sensor
+
+BENCHMARK_ASSETS = [
+    taskset_assets.prepared_benchmark,
+    taskset_assets.collated_taskset,
+    plan_assets.eval_plan,
+]
+CHECKS = [
+    rollout_checks.rollouts_cover_plan,
+    rollout_checks.inputs_match_plan,
+    rollout_checks.failure_rate,
+    rollout_checks.evidence_present,
+]
+
+
+def _plan(workspace, instance, name):
+    instance.add_dynamic_partitions(benchmark_partitions.name, [name])
+    result = dg.materialize(
+        BENCHMARK_ASSETS, resources={"workspace": workspace}, instance=instance, partition_key=name
+    )
+    assert result.success
+
+
+def _collect(workspace, instance, name, endpoint=None, runner=None):
+    if "simple_agent" not in instance.get_dynamic_partitions(harness_partitions.name):
+        instance.add_dynamic_partitions(harness_partitions.name, ["simple_agent"])
+    return dg.materialize(
+        [rollout_assets.rollouts, *CHECKS],
+        resources={
+            "workspace": workspace,
+            "model_endpoint": endpoint or ModelEndpoint(),
+            "harness_runner": runner or HarnessRunner(concurrency=8),
+        },
+        instance=instance,
+        partition_key=dg.MultiPartitionKey({"benchmark": name, "harness": "simple_agent"}),
+        raise_on_error=False,
+    )
+
+
+def _checks(result):
+    return {e.check_name: e for e in result.get_asset_check_evaluations()}
+
+
+def _metadata(instance):
+    event = instance.get_latest_materialization_event(dg.AssetKey("rollouts"))
+    return event.asset_materialization.metadata
+
+
+def test_reference_rollouts_pass_every_check(workspace, instance):
+    _plan(workspace, instance, "units")
+    result = _collect(workspace, instance, "units")
+    assert result.success
+    checks = _checks(result)
+    assert set(checks) == {c.check_key.name for c in CHECKS}
+    assert all(e.passed for e in checks.values()), {k: e.description for k, e in checks.items()}
+    meta = _metadata(instance)
+    assert meta["reward_mean"].value == 1.0 and meta["pass@1"].value == 1.0
+    assert meta["outcomes"].value["measured"] == 30
+    assert "| 0.9–1.0 | 30 |" in meta["reward_histogram"].value
+    records = Path(meta["records"].value)
+    assert records == Path(workspace.data_root) / "rollouts/units/simple_agent/rollouts.jsonl"
+    assert len(records.read_text().splitlines()) == 30
+
+
+def test_inputs_that_drifted_from_the_plan_block(workspace, instance):
+    _plan(workspace, instance, "units")
+    collated = Path(workspace.data_root) / "tasksets" / "units" / "benchmark.jsonl"
+    rows = [json.loads(line) for line in collated.read_text().splitlines()]
+    rows[0]["task_input"]["task_data"]["expected_answer"] = "tampered"
+    collated.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    result = _collect(workspace, instance, "units")
+    checks = _checks(result)
+    assert not checks["inputs_match_plan"].passed
+    assert checks["inputs_match_plan"].metadata["differ"].value == ["units-001"]
+    assert checks["rollouts_cover_plan"].passed  # the refused task has its terminal outcome
+    assert not result.success  # blocking
+    assert _metadata(instance)["outcomes"].value["failed"] == 1
+
+
+def test_a_failing_upstream_warns_on_the_failure_rate(workspace, instance, tmp_path):
+    _plan(workspace, instance, "units")
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([{"error": 500, "times": 50, "message": "down"}]))
+    endpoint = ModelEndpoint(upstream="scripted", script_path=str(script))
+    result = _collect(workspace, instance, "units", endpoint)
+    assert result.success  # an advisory never blocks
+    rate = _checks(result)["failure_rate"]
+    assert not rate.passed and rate.severity == dg.AssetCheckSeverity.WARN
+    assert rate.metadata["failed"].value == 30
+    assert rate.metadata["failure_kinds"].value == {"agent_request_failed": 30}
+
+
+def test_config_change_sensor_adds_the_harness_partitions(workspace, instance):
+    context = dg.build_sensor_context(instance=instance, resources={"workspace": workspace})
+    config_change_sensor(context)
+    assert instance.get_dynamic_partitions(harness_partitions.name) == ["simple_agent"]
