@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from gym_assets.io import PUBLISHED_FILE_MODE, atomic_writer
 from gym_assets.plans.canonical import loads
 
@@ -57,12 +59,16 @@ class RunFiles:
         return (self.records, self.failures, self.materialized_inputs, self.aggregate_metrics)
 
 
-def dumps_line(row: dict[str, Any]) -> str:
-    return json.dumps(row, ensure_ascii=False, separators=(",", ":")) + "\n"
+def dumps_line(row: dict[str, Any]) -> bytes:
+    """One JSONL line; orjson unless the row holds what it refuses (integers over 64 bits)."""
+    try:
+        return orjson.dumps(row) + b"\n"
+    except TypeError:
+        return json.dumps(row, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
 
 
 def write_jsonl_atomic(path: Path, rows: list[dict[str, Any]]) -> None:
-    with atomic_writer(path) as handle:
+    with atomic_writer(path, "wb") as handle:
         handle.writelines(dumps_line(row) for row in rows)
 
 
@@ -121,7 +127,7 @@ class AppendLog:
         self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, PUBLISHED_FILE_MODE)
 
     def write(self, row: dict[str, Any]) -> None:
-        data = memoryview(dumps_line(row).encode("utf-8"))
+        data = memoryview(dumps_line(row))
         while data:
             data = data[os.write(self._fd, data) :]
 
