@@ -19,6 +19,7 @@ from gym_assets.rollouts.gateway import (
     UpstreamReply,
 )
 from gym_assets.rollouts.gateway import Upstream as GatewayUpstream
+from gym_assets.rollouts.gateway.script import compile_script
 from gym_assets.rollouts.harnesses import Upstream
 
 
@@ -49,16 +50,25 @@ def _upstream(config: Upstream, model: str, script: Sequence[Step] | None) -> Ga
         assert config.base_url is not None and config.api_key_env is not None
         return OpenAIUpstream(config.base_url, config.api_key_env, model=config.model)
     if config.mode == "scripted":
-        if not script:
-            raise UserError("the scripted upstream needs a script (--script FILE)")
-        try:
-            upstream: _Latency = _Scripted(script, model=model)
-        except ScriptError as exc:
-            raise UserError(f"bad script: {exc}") from None
+        upstream: _Latency = _Scripted(script or (), model=model)
     else:
         upstream = _Reference(model=model)
     upstream.latency_s = config.latency_s
     return upstream  # type: ignore[return-value]
+
+
+def require_ready(config: Upstream, script: Sequence[Step] | None) -> None:
+    """Refuse, before anything is written, an upstream that could not answer: an unset API-key
+    variable, or a missing or malformed script."""
+    if config.mode == "openai":
+        config.api_key()
+    if config.mode == "scripted":
+        if not script:
+            raise UserError("the scripted upstream needs a script (--script FILE)")
+        try:
+            compile_script(script)
+        except ScriptError as exc:
+            raise UserError(f"bad script: {exc}") from None
 
 
 def build_gateway(
@@ -69,9 +79,8 @@ def build_gateway(
     model_server_name: str,
     script: Sequence[Step] | None = None,
 ) -> ModelGateway:
-    """An unstarted gateway (start it with ``with gateway:``) answering from ``config``."""
-    if config.mode == "openai":
-        config.api_key()  # refuse early, with a clear message, when the variable is unset
+    """An unstarted gateway (start it with ``with gateway:``) answering from ``config``;
+    ``require_ready`` first."""
     return ModelGateway(
         _upstream(config, config.model or model_name, script),
         capture_dir,

@@ -39,7 +39,7 @@ from gym_assets.rollouts.collection.files import (
 from gym_assets.rollouts.collection.inputs import RolloutInput, materialize_inputs
 from gym_assets.rollouts.collection.ledger import DEFAULT_MAX_ATTEMPTS, Ledger
 from gym_assets.rollouts.collection.metrics import aggregate, latest_rows, summarize
-from gym_assets.rollouts.collection.model_gateway import build_gateway
+from gym_assets.rollouts.collection.model_gateway import build_gateway, require_ready
 from gym_assets.rollouts.collection.plan_gate import PlanGate
 from gym_assets.rollouts.collection.progress import Progress
 from gym_assets.rollouts.contracts import Step
@@ -173,6 +173,7 @@ def run_rollouts(
         raise UserError(f"concurrency must be at least 1, got {options.concurrency}")
     if options.timeout_s is not None and options.timeout_s <= 0:
         raise UserError(f"timeout must be positive, got {options.timeout_s}")
+    require_ready(upstream, options.script)
     benchmark = catalog.get(benchmark_name)
     plan = load_plan(catalog.layout.plan_path(benchmark.name))
     files = RunFiles(Path(out_dir))

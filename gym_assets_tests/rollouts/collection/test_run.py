@@ -10,8 +10,10 @@ import pytest
 from gym_assets.conformance.checker import check_record
 from gym_assets.conformance.evidence import FailureSidecarRow, RolloutRecord
 from gym_assets.conformance.scope import EvidenceScope
+from gym_assets.errors import UserError
 from gym_assets.rollouts.collection.files import read_jsonl
 from gym_assets.rollouts.collection.run import RunOptions, run_rollouts
+from gym_assets.rollouts.gateway import ModelGateway, ScriptedUpstream
 from gym_assets.rollouts.harnesses import load_harnesses, upstream_of
 from gym_assets_tests.rollouts.collection.conftest import Products
 
@@ -126,3 +128,25 @@ def test_a_fresh_run_replaces_the_previous_outputs(products, tmp_path):
     _run(products, "units", out, limit=3)
     again = _run(products, "units", out, limit=2)
     assert sorted(_keys(again.files.records)) == [(0, 0), (1, 0)]
+
+
+def test_openai_upstream_reads_the_key_from_the_environment_and_never_writes_it(
+    products, tmp_path, monkeypatch
+):
+    secret = "sk-test-0123456789abcdef"
+    monkeypatch.setenv("GYM_ASSETS_TEST_KEY", secret)
+    steps = [{"text": "168000"}]
+    with ModelGateway(ScriptedUpstream(steps), tmp_path / "server-captures") as server:
+        upstream = upstream_of(
+            mode="openai", base_url=server.url_for("remote"), api_key_env="GYM_ASSETS_TEST_KEY"
+        )
+        result = _run(products, "units", tmp_path / "run", upstream, limit=3)
+    assert result.totals["outcomes"]["measured"] == 3
+    assert result.totals["key_metrics"]["mean/reward"] == pytest.approx(1 / 3)  # units-001 only
+    written = [p for p in (tmp_path / "run").rglob("*") if p.is_file()]
+    assert written and not any(secret.encode() in p.read_bytes() for p in written)
+
+    monkeypatch.delenv("GYM_ASSETS_TEST_KEY")
+    with pytest.raises(UserError, match="GYM_ASSETS_TEST_KEY is not set"):
+        _run(products, "units", tmp_path / "run", upstream, limit=1)
+    assert len(list(read_jsonl(result.files.records))) == 3  # a refusal writes nothing
