@@ -5,7 +5,7 @@ sent), a clean capture key (a rollout killed in flight may have left a partial c
 the same key), the reference script on the gateway when the upstream replays references, then
 ``EnvironmentServer.run`` under the rollout deadline. A result becomes a success record with the
 projected trajectory; anything else becomes exactly one failure-sidecar row. Rows are appended
-as each rollout finishes (completion order), at most ``concurrency`` rollouts run at once.
+as each rollout finishes (completion order); at most ``concurrency`` rollouts run at once.
 """
 
 from __future__ import annotations
@@ -60,23 +60,30 @@ class Dispatcher:
     timeout_s: float | None = None
 
     async def run(self, todo: Sequence[tuple[RolloutInput, int]], concurrency: int) -> None:
-        """Run ``todo`` in input order with at most ``concurrency`` rollouts in flight."""
-        slots = asyncio.Semaphore(concurrency)
+        """Run ``todo`` in input order with at most ``concurrency`` rollouts in flight.
 
-        async def one(item: RolloutInput, attempt: int) -> None:
-            async with slots:
-                row = await self._attempt(item, attempt)
-            if FAILURE_CLASS_KEY in row:
-                self.failures.write(row)
-                self.ledger.failed(row)
-            else:
-                self.records.write(row)
-                self.ledger.succeeded(row)
-            self.progress.tick(failed=FAILURE_CLASS_KEY in row)
+        A fixed pool of workers pulls from one iterator, so memory does not grow with the
+        number of rollouts (only ``concurrency`` of them exist as tasks at a time).
+        """
+        pending = iter(todo)
+
+        async def worker() -> None:
+            for item, attempt in pending:
+                self._keep(await self._attempt(item, attempt))
 
         async with asyncio.TaskGroup() as group:
-            for item, attempt in todo:
-                group.create_task(one(item, attempt))
+            for _ in range(min(concurrency, len(todo))):
+                group.create_task(worker())
+
+    def _keep(self, row: dict[str, Any]) -> None:
+        failed = FAILURE_CLASS_KEY in row
+        if failed:
+            self.failures.write(row)
+            self.ledger.failed(row)
+        else:
+            self.records.write(row)
+            self.ledger.succeeded(row)
+        self.progress.tick(failed=failed)
 
     async def _attempt(self, item: RolloutInput, attempt: int) -> dict[str, Any]:
         server = self.servers[item.server]

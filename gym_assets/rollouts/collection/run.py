@@ -153,42 +153,24 @@ def _reference_scripts(
     return script_for
 
 
-def run_rollouts(
+def _dispatch(
     catalog: Catalog,
-    benchmark_name: str,
     harness: Harness,
-    out_dir: Path,
     upstream: Upstream,
-    options: RunOptions | None = None,
-    *,
-    progress_stream: TextIO | None = None,
-) -> RunResult:
-    """Collect ``benchmark_name`` with ``harness`` into ``out_dir`` (see the module docstring).
-
-    The benchmark's collated taskset and plan must exist (``data_root/tasksets``,
-    ``data_root/plans``); refusals are ``UserError``s.
-    """
-    options = options or RunOptions()
-    if options.concurrency < 1:
-        raise UserError(f"concurrency must be at least 1, got {options.concurrency}")
-    if options.timeout_s is not None and options.timeout_s <= 0:
-        raise UserError(f"timeout must be positive, got {options.timeout_s}")
-    require_ready(upstream, options.script)
-    benchmark = catalog.get(benchmark_name)
-    plan = load_plan(catalog.layout.plan_path(benchmark.name))
-    files = RunFiles(Path(out_dir))
-    notes: list[str] = []
-    inputs = _inventory(files, benchmark, catalog, options, notes)
-    ledger = Ledger.read(files, options.max_attempts)
-    todo = ledger.pending(inputs)
+    options: RunOptions,
+    files: RunFiles,
+    inputs: list[RolloutInput],
+    todo: list[tuple[RolloutInput, int]],
+    ledger: Ledger,
+    gate: PlanGate,
+    progress_stream: TextIO | None,
+) -> None:
+    """Start the gateway and the environment servers (running ``harness``), run ``todo``."""
     servers = list(dict.fromkeys(item.server for item in inputs))
     config = with_harness(catalog.loaded.data, harness, servers)
     instances = instances_of(config)
     agents = {s: attributed_agent(instances[s].config) if s in instances else None for s in servers}
     model_name, model_server = _model_names(config, list(agents.values()))
-    gate = PlanGate(plan, allow_drift=options.allow_plan_drift)
-    progress = Progress(len(todo), progress_stream)
-    started = time.monotonic()
     gateway = build_gateway(
         upstream,
         files.capture_dir,
@@ -196,6 +178,7 @@ def run_rollouts(
         model_server_name=model_server,
         script=options.script,
     )
+    progress = Progress(len(todo), progress_stream)
     records, failures = AppendLog(files.records), AppendLog(files.failures)
     try:
         with gateway:
@@ -221,6 +204,42 @@ def run_rollouts(
             with contextlib.suppress(OSError):
                 log.close()
         progress.finish()
+
+
+def run_rollouts(
+    catalog: Catalog,
+    benchmark_name: str,
+    harness: Harness,
+    out_dir: Path,
+    upstream: Upstream,
+    options: RunOptions | None = None,
+    *,
+    progress_stream: TextIO | None = None,
+) -> RunResult:
+    """Collect ``benchmark_name`` with ``harness`` into ``out_dir`` (see the module docstring).
+
+    The benchmark's collated taskset and plan must exist (``data_root/tasksets``,
+    ``data_root/plans``); refusals are ``UserError``s and leave ``out_dir`` untouched.
+    """
+    options = options or RunOptions()
+    if options.concurrency < 1:
+        raise UserError(f"concurrency must be at least 1, got {options.concurrency}")
+    if options.timeout_s is not None and options.timeout_s <= 0:
+        raise UserError(f"timeout must be positive, got {options.timeout_s}")
+    require_ready(upstream, options.script)
+    benchmark = catalog.get(benchmark_name)
+    plan = load_plan(catalog.layout.plan_path(benchmark.name))
+    files = RunFiles(Path(out_dir))
+    notes: list[str] = []
+    inputs = _inventory(files, benchmark, catalog, options, notes)
+    ledger = Ledger.read(files, options.max_attempts)
+    todo = ledger.pending(inputs)
+    gate = PlanGate(plan, allow_drift=options.allow_plan_drift)
+    started = time.monotonic()
+    if todo:
+        _dispatch(
+            catalog, harness, upstream, options, files, inputs, todo, ledger, gate, progress_stream
+        )
     seconds = time.monotonic() - started
     done = latest_rows(read_jsonl(files.records))
     failed = latest_rows(read_jsonl(files.failures))
