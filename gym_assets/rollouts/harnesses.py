@@ -132,24 +132,24 @@ class Upstream(BaseModel):
 
 def with_harness(
     config: Mapping[str, Any], harness: Harness, environment_servers: Iterable[str]
-) -> dict[str, Any]:
-    """The config with the agent each server's results belong to running ``harness``.
+) -> tuple[dict[str, Any], list[str]]:
+    """The config with the agent each server's results belong to running ``harness``, and the
+    servers that credit no single agent (their agents run as configured).
 
     Only the implementation changes; the instance keeps its name and settings. Agents a server
     merely talks to (e.g. a simulated user) are left alone. The input is not modified.
     """
     data = dict(config)
     instances = server_instances(config)
+    unchanged = []
     for server in environment_servers:
         agent = attributed_agent(instances[server].config) if server in instances else None
         if agent is None or agent not in instances:
+            unchanged.append(server)
             continue
         settings = instances[agent].config
-        data[agent] = {
-            **config[agent],
-            AGENTS: {harness.agent_implementation: dict(settings)},
-        }
-    return data
+        data[agent] = {**config[agent], AGENTS: {harness.agent_implementation: dict(settings)}}
+    return data, unchanged
 
 
 def upstream_of(**fields: Any) -> Upstream:

@@ -164,10 +164,16 @@ def _dispatch(
     ledger: Ledger,
     gate: PlanGate,
     progress_stream: TextIO | None,
+    notes: list[str],
 ) -> None:
     """Start the gateway and the environment servers (running ``harness``), run ``todo``."""
     servers = list(dict.fromkeys(item.server for item in inputs))
-    config = with_harness(catalog.loaded.data, harness, servers)
+    config, unchanged = with_harness(catalog.loaded.data, harness, servers)
+    notes += [
+        f"environment server '{server}' credits no single agent, so harness '{harness.name}' "
+        "does not replace its agents; they run as configured"
+        for server in unchanged
+    ]
     instances = instances_of(config)
     agents = {s: attributed_agent(instances[s].config) if s in instances else None for s in servers}
     model_name, model_server = _model_names(config, list(agents.values()))
@@ -238,7 +244,17 @@ def run_rollouts(
     started = time.monotonic()
     if todo:
         _dispatch(
-            catalog, harness, upstream, options, files, inputs, todo, ledger, gate, progress_stream
+            catalog,
+            harness,
+            upstream,
+            options,
+            files,
+            inputs,
+            todo,
+            ledger,
+            gate,
+            progress_stream,
+            notes,
         )
     seconds = time.monotonic() - started
     done = latest_rows(read_jsonl(files.records))

@@ -1,0 +1,108 @@
+"""The harness registry, the upstream config, and seeded corruption."""
+
+from __future__ import annotations
+
+import pytest
+
+from gym_assets.config.loader import load_configs
+from gym_assets.errors import ConfigError, UserError
+from gym_assets.rollouts.collection.corruption import WRONG_ANSWER, corrupt, corrupted_keys
+from gym_assets.rollouts.harnesses import (
+    Harness,
+    get_harness,
+    load_harnesses,
+    upstream_of,
+    with_harness,
+)
+from gym_assets_tests.rollouts.collection.conftest import REPO
+
+AGENTS = "responses_api_agents"
+
+
+def test_the_bundled_registry():
+    registry = load_harnesses(load_configs(REPO / "configs"))
+    assert list(registry) == ["simple_agent"]
+    assert registry["simple_agent"].agent_implementation == "simple_agent"
+    assert load_harnesses({}) == {}
+
+
+@pytest.mark.parametrize(
+    "block",
+    [
+        ["simple_agent"],
+        {"x": "builtin"},
+        {"x": {"kind": "docker", "agent_implementation": "a"}},
+        {"x": {"kind": "builtin"}},
+        {"x": {"kind": "builtin", "agent_implementation": "a", "typo": 1}},
+    ],
+)
+def test_malformed_registries_are_config_errors(block):
+    with pytest.raises(ConfigError):
+        load_harnesses({"harnesses": block})
+
+
+def test_unknown_harness_suggests_a_close_name():
+    registry = load_harnesses(load_configs(REPO / "configs"))
+    with pytest.raises(UserError, match="Did you mean 'simple_agent'"):
+        get_harness(registry, "simple_agnt")
+
+
+def test_a_harness_replaces_only_the_credited_agents_implementation():
+    config = load_configs(REPO / "configs").data
+    other = Harness(name="other", kind="builtin", agent_implementation="other_agent")
+    servers = ["humaneval_environment", "support_dialogue"]
+    swapped, unchanged = with_harness(config, other, servers)
+    assert list(swapped["humaneval_simple_agent"][AGENTS]) == ["other_agent"]
+    assert swapped["humaneval_simple_agent"][AGENTS]["other_agent"]["max_steps"] == 4
+    assert list(swapped["arith_simple_agent"][AGENTS]) == ["simple_agent"]  # not in the run
+    assert list(config["humaneval_simple_agent"][AGENTS]) == ["simple_agent"]  # input untouched
+    # a server with a simulated user and an assistant credits no single agent: left as is
+    assert unchanged == ["support_dialogue"]
+    assert list(swapped["support_bot"][AGENTS]) == ["simple_agent"]
+    assert list(swapped["customer_sim"][AGENTS]) == ["user_simulator"]
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"mode": "openai"},
+        {"mode": "openai", "base_url": "http://x/v1"},
+        {"mode": "reference", "base_url": "http://x/v1"},
+        {"mode": "openai", "base_url": "http://x/v1", "api_key_env": "sk-live-123"},
+        {"mode": "scripted", "corrupt_fraction": 0.1},
+        {"mode": "openai", "base_url": "http://x/v1", "api_key_env": "K", "latency_s": 1},
+        {"mode": "reference", "corrupt_fraction": 2},
+    ],
+)
+def test_inconsistent_upstreams_are_refused(fields):
+    with pytest.raises(UserError):
+        upstream_of(**fields)
+
+
+def test_the_key_is_read_from_the_named_variable_only(monkeypatch):
+    upstream = upstream_of(mode="openai", base_url="http://x/v1", api_key_env="GYM_TEST_KEY")
+    assert "GYM_TEST_KEY" in upstream.model_dump_json()
+    monkeypatch.setenv("GYM_TEST_KEY", "secret")
+    assert upstream.api_key() == "secret"
+    assert "secret" not in upstream.model_dump_json()
+    monkeypatch.delenv("GYM_TEST_KEY")
+    with pytest.raises(UserError, match="GYM_TEST_KEY is not set"):
+        upstream.api_key()
+
+
+def test_corruption_picks_an_exact_seeded_share():
+    keys = [(task, 0) for task in range(164)]
+    chosen = corrupted_keys(keys, 0.1, seed=7)
+    assert len(chosen) == 16
+    assert chosen == corrupted_keys(list(reversed(keys)), 0.1, seed=7)  # order-free
+    assert chosen != corrupted_keys(keys, 0.1, seed=8)
+    assert corrupted_keys(keys, 0.0, seed=7) == frozenset()
+
+
+def test_corrupt_replaces_the_final_text_step():
+    steps = [{"call": "calculate", "args": {"expression": "1"}}, {"text": "1"}, {"error": 429}]
+    assert corrupt(steps) == [steps[0], {"text": WRONG_ANSWER}, steps[2]]
+    assert corrupt([{"call": "x", "args": {}}]) == [
+        {"call": "x", "args": {}},
+        {"text": WRONG_ANSWER},
+    ]
