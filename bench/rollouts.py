@@ -9,7 +9,9 @@ upstream with a two-call script (one ``calculate`` tool call, then a text answer
 - rollouts/s of ``run_rollouts`` (gateway start to metrics written);
 - per-rollout orchestration overhead: the synchronous time collection itself spends on a
   rollout outside ``EnvironmentServer.run`` (plan gate, stamps, request, capture read,
-  trajectory projection, record) — measured around the one await, so it is pure compute;
+  trajectory projection, record) — CPU time of the event-loop thread around the one await,
+  so neither other rollouts nor the gateway's thread are counted;
+- the process CPU time per rollout, everything included (for scale: the overhead's share);
 - the gateway's raw request rate in the same process (``gateway.loadgen``, captured URL).
 
 Bar: rollouts/s >= 25% of (raw gateway requests/s / model calls per rollout).
@@ -90,11 +92,11 @@ class _Timed:
 
     async def run(self, request: Any) -> Any:
         marks = _marks.get()
-        marks.append(time.perf_counter())
+        marks.append(time.thread_time())
         try:
             return await self.inner.run(request)
         finally:
-            marks.append(time.perf_counter())
+            marks.append(time.thread_time())
 
 
 def _instrument() -> list[float]:
@@ -107,9 +109,9 @@ def _instrument() -> list[float]:
     async def timed_attempt(self: Any, item: Any, n: int) -> dict:
         marks: list[float] = []
         _marks.set(marks)
-        started = time.perf_counter()
+        started = time.thread_time()
         row = await attempt(self, item, n)
-        ended = time.perf_counter()
+        ended = time.thread_time()
         begun, returned = marks
         overheads.append((begun - started) + (ended - returned))
         return row
@@ -136,6 +138,7 @@ def main() -> int:
         harness = load_harnesses(catalog.loaded.data)["simple_agent"]
         raw_rps = _raw_gateway_rps(root, args.concurrency, requests=4000)
         overheads = _instrument()
+        cpu_started = time.process_time()
         result = run_rollouts(
             catalog,
             "arith",
@@ -145,6 +148,7 @@ def main() -> int:
             RunOptions(concurrency=args.concurrency, script=SCRIPT),
             progress_stream=open("/dev/null", "w"),  # noqa: SIM115 - lives as long as the run
         )
+        cpu_ms = 1000.0 * (time.process_time() - cpu_started) / max(result.dispatched, 1)
     outcomes = result.totals["outcomes"]
     produced = outcomes["measured"] + outcomes["masked"] + outcomes["unscored"]
     rate = result.rollouts_per_second
@@ -154,6 +158,7 @@ def main() -> int:
           f"{outcomes['failed']} failed) at concurrency {args.concurrency}")  # fmt: skip
     print(f"rollouts/s               : {rate:.1f}  ({result.seconds:.1f} s)")
     print(f"orchestration overhead   : {overhead_ms:.2f} ms per rollout (collection's own work)")
+    print(f"process CPU              : {cpu_ms:.2f} ms per rollout (gateway, agent, servers, all)")
     print(f"gateway raw requests/s   : {raw_rps:.0f}  (loadgen, captured URL, same process)")
     print(f"bound (raw / {CALLS_PER_ROLLOUT} calls)     : {bound:.1f} rollouts/s")
     print(f"ratio                    : {rate / bound:.1%} of the bound (bar {BAR:.0%})")
