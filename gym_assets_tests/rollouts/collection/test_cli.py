@@ -42,6 +42,7 @@ def test_a_run_makes_missing_products_and_prints_a_summary(data, tmp_path, capsy
     captured = capsys.readouterr()
     assert code == 0, captured.err
     assert "collating units" in captured.err and "planning units" in captured.err
+    assert "rollouts 8/8 (100%)" in captured.err and "failures 0" in captured.err
     header, row = captured.out.splitlines()[:2]
     assert header.split()[:3] == ["rollouts", "measured", "masked"]
     assert row.split() == ["8", "8", "0", "0", "0", "0", "1.000", "1.000"]

@@ -108,13 +108,18 @@ def test_resume_retries_failed_attempts_with_attempt_ids_up_to_the_cap(products,
     capped = _run(products, "units", out, resume=True)
     assert capped.dispatched == 0 and capped.totals["outcomes"]["failed"] == 2
 
-    out2 = tmp_path / "run2"
-    _run(products, "units", out2, slow, limit=1, timeout_s=0.3)
-    retried = _run(products, "units", out2, resume=True)
+
+@pytest.mark.parametrize("name", ["units", "arith"])  # a materialized and a flat taskset
+def test_a_retried_rollout_is_captured_under_its_attempt_id(products, tmp_path, name):
+    out = tmp_path / "run"
+    slow = upstream_of(mode="reference", latency_s=2.0)
+    _run(products, name, out, slow, limit=1, timeout_s=0.3)
+    retried = _run(products, name, out, resume=True)
     (record,) = read_jsonl(retried.files.records)
-    assert record["_ng_attempt_index"] == 1
+    assert record["_ng_attempt_index"] == 1 and record["reward"] == 1.0
     assert record["ng_trajectory"]["rollout_id"] == "0-0-a1"
     assert record["ng_model_call_capture"]["rollout_id"] == "0-0-a1"
+    assert (out / "captures" / "0-0-a1.capture.jsonl").is_file()
     assert retried.totals["outcomes"]["measured"] == 1
 
 
