@@ -145,7 +145,9 @@ class Dispatcher:
         elif isinstance(reply, dict) and FAILURE_CLASS_KEY in reply:  # a legacy flat failure
             terminal = reply.get("_ng_failure_terminal") is True
             message = str(reply.get("_ng_failure_message") or reply[FAILURE_CLASS_KEY])
-            return failure_row(stamped, str(reply[FAILURE_CLASS_KEY]), message, terminal=terminal)
+            row = failure_row(stamped, str(reply[FAILURE_CLASS_KEY]), message, terminal=terminal)
+            details = {k: v for k, v in reply.items() if k.startswith("_ng_failure_")}
+            return {**details, **row}
         elif isinstance(reply, dict):
             result = {k: v for k, v in reply.items() if not k.startswith("_ng_")}
         else:

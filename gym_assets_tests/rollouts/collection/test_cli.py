@@ -59,10 +59,11 @@ def test_refusals_exit_1_with_one_error_line(data, tmp_path, capsys):
         assert err[-1].startswith("error: ") and "Traceback" not in "\n".join(err)
 
 
-def test_a_run_where_nothing_produced_a_result_exits_1(data, tmp_path, capsys):
+@pytest.mark.parametrize("name", ["units", "arith"])  # a native and a legacy (flat) server
+def test_a_run_where_nothing_produced_a_result_exits_1(data, tmp_path, capsys, name):
     script = _script(tmp_path, [{"error": 500, "times": 50, "message": "down"}])
     code = _cli(
-        data, "--benchmark", "units", "--harness", "simple_agent", "--out", tmp_path / "run",
+        data, "--benchmark", name, "--harness", "simple_agent", "--out", tmp_path / "run",
         "--limit", "2", "--upstream", "scripted", "--script", script,
     )  # fmt: skip
     assert code == 1
@@ -70,6 +71,8 @@ def test_a_run_where_nothing_produced_a_result_exits_1(data, tmp_path, capsys):
     assert "none of the 2 dispatched rollouts produced a result" in err
     rows = list(read_jsonl(RunFiles(tmp_path / "run").failures))
     assert [r["_ng_failure_class"] for r in rows] == ["environment_server_failed"] * 2
+    assert all(r["_ng_failure_stage"] == "agent" and r["_ng_failure_kind"] for r in rows)
+    assert all(r["_ng_failure_terminal"] is False and "reward" not in r for r in rows)
 
 
 @pytest.mark.parametrize(
