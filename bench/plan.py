@@ -22,8 +22,9 @@ from pathlib import Path
 
 import orjson
 
+from gym_assets.io import parse_json_bytes
 from gym_assets.plans.build import PlanSpec, build_plan_from_file
-from gym_assets.plans.canonical import canonical_json, digest, loads
+from gym_assets.plans.canonical import canonical_json, digest
 from gym_assets.plans.model import GymStamp
 from gym_assets.plans.render import write_plan
 
@@ -101,7 +102,7 @@ def floor(path: Path) -> int:
     count = 0
     with path.open("rb") as handle:
         for raw in handle:
-            hashlib.sha256(canonical_json(loads(raw)).encode("utf-8")).hexdigest()
+            hashlib.sha256(canonical_json(parse_json_bytes(raw)).encode("utf-8")).hexdigest()
             count += 1
     return count
 

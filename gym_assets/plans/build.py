@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from gym_assets.errors import UserError
-from gym_assets.plans.canonical import digest, iter_json_objects
+from gym_assets.io import iter_jsonl
+from gym_assets.plans.canonical import digest
 from gym_assets.plans.model import GymStamp, Plan, TaskTable
 from gym_assets.tasks.materialize import (
     ID_FIELDS,
@@ -180,7 +181,7 @@ def build_plan(rows: Iterable[Mapping[str, Any]], spec: PlanSpec) -> Plan:
 def _read(path: str | Path, benchmark: str, taskset: str) -> PlanBuilder:
     path = Path(path)
     builder = PlanBuilder(benchmark, taskset, source=path)
-    for line, row in iter_json_objects(path):
+    for line, row in iter_jsonl(path):
         builder.add(row, line)
     return builder
 

@@ -15,7 +15,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from gym_assets.errors import UserError
-from gym_assets.plans.canonical import digest, iter_json_objects
+from gym_assets.io import iter_jsonl
+from gym_assets.plans.canonical import digest
 from gym_assets.plans.model import (
     Plan,
     PlannedTask,
@@ -106,7 +107,7 @@ def taskset_tasks(
     Flat rows (a dataset without a taskset) are filed under ``flat_taskset`` (the plan's
     taskset for such a benchmark is its name); without one, each yields ``None``.
     """
-    for line, row in iter_json_objects(path):
+    for line, row in iter_jsonl(path):
         has_envelope = isinstance(row.get("task_id"), Mapping), "task_input" in row
         if not any(has_envelope):
             yield _flat_task(row, flat_taskset)

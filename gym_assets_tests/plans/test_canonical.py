@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gym_assets.errors import UserError
-from gym_assets.plans.canonical import canonical_json, digest, iter_json_objects, loads
+from gym_assets.io import iter_jsonl, parse_json_bytes
+from gym_assets.plans.canonical import canonical_json, digest
 from gym_assets.tasks.materialize import task_input_of
 
 # (source row, canonical bytes of its task input, digest) -- plan.md §2.3.
@@ -47,7 +48,7 @@ VECTORS = [
 
 @pytest.mark.parametrize(("source", "canonical", "expected"), VECTORS)
 def test_reference_digest_vectors(source: str, canonical: str, expected: str) -> None:
-    task_input = task_input_of(loads(source.encode()))
+    task_input = task_input_of(parse_json_bytes(source.encode()))
     assert canonical_json(task_input) == canonical
     assert digest(task_input) == expected
     assert expected == "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()
@@ -86,7 +87,7 @@ def test_canonical_json_follows_python_json_dumps(value: object, text: str) -> N
     ],
 )
 def test_loads_matches_the_stdlib_round_trip(raw: bytes, canonical: str) -> None:
-    assert canonical_json(loads(raw)) == canonical == canonical_json(json.loads(raw))
+    assert canonical_json(parse_json_bytes(raw)) == canonical == canonical_json(json.loads(raw))
 
 
 JSON_VALUES = st.recursive(
@@ -104,25 +105,25 @@ JSON_VALUES = st.recursive(
 @given(value=JSON_VALUES, ascii_only=st.booleans())
 def test_loads_is_byte_identical_to_the_stdlib(value: object, ascii_only: bool) -> None:
     raw = json.dumps({"v": value}, ensure_ascii=ascii_only).encode()
-    assert canonical_json(loads(raw)) == canonical_json(json.loads(raw))
+    assert canonical_json(parse_json_bytes(raw)) == canonical_json(json.loads(raw))
 
 
 @pytest.mark.parametrize("raw", [b"[NaN]", b"[Infinity]", b"[1e400]", b"{", b"\xff"])
 def test_loads_refuses_what_json_does_not_allow(raw: bytes) -> None:
     with pytest.raises(ValueError):
-        loads(raw)
+        parse_json_bytes(raw)
 
 
 def test_a_lone_surrogate_cannot_be_hashed() -> None:
-    value = loads(b'{"task_id": "a", "text": "\\ud800"}')
+    value = parse_json_bytes(b'{"task_id": "a", "text": "\\ud800"}')
     with pytest.raises(ValueError, match="lone UTF-16 surrogate"):
         digest(value)
 
 
-def test_iter_json_objects_skips_blank_lines_and_numbers_lines(tmp_path) -> None:
+def test_iter_jsonl_skips_blank_lines_and_numbers_lines(tmp_path) -> None:
     path = tmp_path / "rows.jsonl"
     path.write_bytes(b'{"a": 1}\n\n   \n{"b": 2}\n')
-    assert list(iter_json_objects(path)) == [(1, {"a": 1}), (4, {"b": 2})]
+    assert list(iter_jsonl(path)) == [(1, {"a": 1}), (4, {"b": 2})]
 
 
 @pytest.mark.parametrize(
@@ -133,14 +134,14 @@ def test_iter_json_objects_skips_blank_lines_and_numbers_lines(tmp_path) -> None
         (b'{"a": "\xff"}\n', 1, "not valid UTF-8"),
     ],
 )
-def test_iter_json_objects_names_file_and_line(tmp_path, content, line, fragment) -> None:
+def test_iter_jsonl_names_file_and_line(tmp_path, content, line, fragment) -> None:
     path = tmp_path / "rows.jsonl"
     path.write_bytes(content)
     with pytest.raises(UserError, match=fragment) as caught:
-        list(iter_json_objects(path))
+        list(iter_jsonl(path))
     assert (caught.value.path, caught.value.line) == (str(path), line)
 
 
-def test_iter_json_objects_missing_file(tmp_path) -> None:
+def test_iter_jsonl_missing_file(tmp_path) -> None:
     with pytest.raises(UserError, match="file not found"):
-        list(iter_json_objects(tmp_path / "absent.jsonl"))
+        list(iter_jsonl(tmp_path / "absent.jsonl"))

@@ -22,8 +22,7 @@ from typing import Any
 
 import orjson
 
-from gym_assets.io import PUBLISHED_FILE_MODE, atomic_writer
-from gym_assets.plans.canonical import loads
+from gym_assets.io import PUBLISHED_FILE_MODE, atomic_writer, parse_json_bytes
 
 DEFAULT_STEM = "rollouts"
 
@@ -81,7 +80,7 @@ def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
             if not raw.endswith(b"\n") or raw.isspace():
                 continue
             try:
-                value = loads(raw)
+                value = parse_json_bytes(raw)
             except ValueError:
                 continue
             if isinstance(value, dict):

@@ -19,7 +19,8 @@ from typing import Any
 from gym_assets.config.routing import environment_server_for_row
 from gym_assets.conformance.evidence import make_rollout_id
 from gym_assets.errors import UserError
-from gym_assets.plans.canonical import canonical_json, iter_json_objects
+from gym_assets.io import iter_jsonl
+from gym_assets.plans.canonical import canonical_json
 from gym_assets.tasks.catalog import Benchmark
 from gym_assets.tasks.materialize import is_materialized, source_task_id, task_input_of
 
@@ -116,7 +117,7 @@ def materialize_inputs(
     tasks: dict[int, list[dict[str, Any]]] = {}
     index_of_line: dict[str, int] = {}
     next_index = 0
-    for line, row in iter_json_objects(taskset_path):
+    for line, row in iter_jsonl(taskset_path):
         own = row.get(TASK_INDEX)
         if own is not None:
             if isinstance(own, bool) or not isinstance(own, int) or own < 0:
