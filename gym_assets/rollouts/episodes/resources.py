@@ -44,6 +44,12 @@ class SessionResources(Generic[S]):
         )
 
 
+def graded(body: Mapping[str, Any], reward: float, **extras: Any) -> dict[str, Any]:
+    """A completed verification: the verify body, its reward, and the grading fields that every
+    rollout must state explicitly (a completed, unmasked evaluation unless ``extras`` say not)."""
+    return {**body, "reward": reward, "evaluation_completed": True, "mask_sample": False, **extras}
+
+
 def default_aggregate_metrics(verify_responses: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Mean/min/max/median/std of every numeric top-level field; key metrics are the means."""
     columns: dict[str, list[float]] = {}

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from gym_assets.rollouts.contracts import Step
-from gym_assets.rollouts.episodes.resources import SessionResources
+from gym_assets.rollouts.episodes.resources import SessionResources, graded
 from gym_assets.rollouts.episodes.responses import final_text, input_items, message_text
 
 MAX_EXPRESSION_CHARS = 200  # bounds the size of the integers a product can reach
@@ -98,7 +98,7 @@ class ArithResources(SessionResources[None]):
         self.sessions.state(session_id)
         answer = answer_integer(final_text(body.get("response")))
         expected = int(str(body["expected_answer"]).strip())
-        return {**body, "reward": 1.0 if answer == expected else 0.0, "extracted_answer": answer}
+        return graded(body, 1.0 if answer == expected else 0.0, extracted_answer=answer)
 
     def reference_script(self, task_data: Mapping[str, Any]) -> list[Step]:
         """Call ``calculate`` on the prompt's ``Compute <expr>.`` (when the task carries its

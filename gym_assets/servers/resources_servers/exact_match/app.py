@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from gym_assets.rollouts.contracts import Step
-from gym_assets.rollouts.episodes.resources import SessionResources
+from gym_assets.rollouts.episodes.resources import SessionResources, graded
 from gym_assets.rollouts.episodes.responses import final_text
 from gym_assets.servers.resources_servers.exact_match.task_data import TaskData
 
@@ -28,7 +28,7 @@ class ExactMatchResources(SessionResources[None]):
         )
         answer = normalise(final_text(body.get("response")))
         accepted = {normalise(task.expected_answer), *(normalise(a) for a in task.aliases)}
-        return {**body, "reward": 1.0 if answer in accepted else 0.0}
+        return graded(body, 1.0 if answer in accepted else 0.0)
 
     def reference_script(self, task_data: Mapping[str, Any]) -> list[Step]:
         return [{"text": str(task_data["expected_answer"])}]

@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from gym_assets.rollouts.contracts import Step
 from gym_assets.rollouts.episodes.failures import describe
-from gym_assets.rollouts.episodes.resources import SessionResources
+from gym_assets.rollouts.episodes.resources import SessionResources, graded
 from gym_assets.rollouts.episodes.responses import final_text
 
 RUNNER = Path(__file__).with_name("runner.py")
@@ -91,13 +91,7 @@ class HumanEvalResources(SessionResources[None]):
                 "failure_kind": "verifier_error",
                 "failure_reason": describe(exc),
             }
-        return {
-            **body,
-            "reward": 1.0 if outcome["passed"] else 0.0,
-            "evaluation_completed": True,
-            "mask_sample": False,
-            "test_result": outcome["result"],
-        }
+        return graded(body, 1.0 if outcome["passed"] else 0.0, test_result=outcome["result"])
 
     def reference_script(self, task_data: Mapping[str, Any]) -> list[Step]:
         problem = problem_of(task_data)

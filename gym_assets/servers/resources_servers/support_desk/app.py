@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gym_assets.rollouts.contracts import Step
-from gym_assets.rollouts.episodes.resources import SessionResources
+from gym_assets.rollouts.episodes.resources import SessionResources, graded
 from gym_assets.servers.resources_servers.support_desk.task_data import TaskData
 
 CLOSING_TEXT = "That is done for you now. Is there anything else I can help with?"
@@ -134,12 +134,12 @@ class SupportDesk(SessionResources[Desk]):
         expected = TaskData.model_validate(dict(body)).expected_resolution
         taken = list(dict.fromkeys(desk.actions))
         resolution = taken[0] if len(taken) == 1 else None
-        return {
-            **body,
-            "reward": 1.0 if taken == [expected] else 0.0,
-            "resolution": resolution,
-            "actions_taken": list(desk.actions),
-        }
+        return graded(
+            body,
+            1.0 if taken == [expected] else 0.0,
+            resolution=resolution,
+            actions_taken=list(desk.actions),
+        )
 
     def reference_script(self, task_data: Mapping[str, Any]) -> list[Step]:
         """The support bot's turns: the right action, a closing reply, then a short reply to
