@@ -31,6 +31,7 @@ from gym_assets.rollouts.collection.records import (
 )
 from gym_assets.rollouts.collection.trajectory import project
 from gym_assets.rollouts.contracts import EnvironmentServer, GatewayHandle, Step
+from gym_assets.rollouts.episodes.model_calls import shared_connections
 from gym_assets.rollouts.gateway.capture import capture_path, incomplete_marker, read_capture
 from gym_assets.rollouts.protocol import (
     EpisodeId,
@@ -63,13 +64,16 @@ class Dispatcher:
         """Run ``todo`` in input order with at most ``concurrency`` rollouts in flight.
 
         A fixed pool of workers pulls from one iterator, so memory does not grow with the
-        number of rollouts (only ``concurrency`` of them exist as tasks at a time).
+        number of rollouts (only ``concurrency`` of them exist as tasks at a time). A worker's
+        rollouts run one after another, so each worker keeps one connection pool for the model
+        clients of its agents, closed when the worker is done.
         """
         pending = iter(todo)
 
         async def worker() -> None:
-            for item, attempt in pending:
-                self._keep(await self._attempt(item, attempt))
+            async with shared_connections():
+                for item, attempt in pending:
+                    self._keep(await self._attempt(item, attempt))
 
         async with asyncio.TaskGroup() as group:
             for _ in range(min(concurrency, len(todo))):

@@ -76,7 +76,8 @@ class SessionAgent:
     same receipt. Activating an unknown or closed session is refused.
 
     Each activation is one invocation with its own client to the gateway (its model calls are
-    captured under the session's rollout and carry ``x-session-id: <invocation id>``);
+    captured under the session's rollout and carry ``x-session-id: <invocation id>``; the
+    connections are shared inside ``shared_connections()``);
     subclasses implement ``_run``, making model calls through ``_model_turn``.
     """
 
@@ -116,8 +117,8 @@ class SessionAgent:
             self.gateway, session.capture_key, invocation.invocation_id, self.model_settings
         )
         try:
-            async with client:
-                response = await self._run(client, session, invocation, params)
+            async with client as openai:
+                response = await self._run(openai, session, invocation, params)
         except asyncio.CancelledError:
             invocation.finish("incomplete", "CancelledError")
             raise

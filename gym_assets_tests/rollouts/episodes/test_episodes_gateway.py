@@ -10,6 +10,8 @@ import pytest
 
 from gym_assets.config.loader import LoadedConfig
 from gym_assets.conformance.evidence import AgentObservations
+from gym_assets.rollouts.episodes import model_calls
+from gym_assets.rollouts.episodes.model_calls import shared_connections
 from gym_assets.rollouts.episodes.registry import build_environment, build_resources
 from gym_assets.rollouts.gateway import (
     ModelGateway,
@@ -231,3 +233,29 @@ def test_attempts_are_captured_under_their_capture_key(bundled_config, start_gat
     assert response.result is not None
     assert (Path(gateway.capture_dir) / "rollout-a2.capture.jsonl").exists()
     assert len(read_capture(gateway.capture_dir, "rollout-a2")["calls"]) == 1
+
+
+def test_shared_connections_per_event_loop(bundled_config, start_gateway) -> None:
+    """One environment runs in two event loops, each with its own shared pool: every rollout
+    is captured under its own key with its invocation's session, and each pool closes with
+    its scope (a pool never serves another loop)."""
+    gateway = start_gateway(ScriptedUpstream([{"text": "168000"}]))
+    env = build_environment(bundled_config, "units_environment", gateway)
+    pools: list[Any] = []
+
+    async def episodes(loop: int) -> None:
+        async with shared_connections():
+            pools.append(model_calls._shared_http.get())
+            for rollout in (f"l{loop}-a", f"l{loop}-b"):
+                request = {"episode_id": {"rollout_id": rollout}, "task": _units()}
+                response = await env.run(request)
+                assert isinstance(response, EpisodeResponse) and response.result is not None
+                assert response.result["reward"] == 1.0
+
+    for loop in range(2):
+        run(episodes(loop))
+    assert len(pools) == 2 and pools[0] is not pools[1]
+    assert all(pool.is_closed for pool in pools)
+    for rollout in ("l0-a", "l0-b", "l1-a", "l1-b"):
+        calls = read_capture(gateway.capture_dir, rollout)["calls"]
+        assert [call["client_session_id"] for call in calls] == ["root"]
