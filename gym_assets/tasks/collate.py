@@ -19,7 +19,6 @@ import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
-from json.encoder import c_encode_basestring, c_make_encoder  # type: ignore[attr-defined]
 from pathlib import Path
 from typing import IO, Any
 
@@ -64,38 +63,20 @@ KEPT_DUPLICATES = 100
 PREVIEW_ROWS = 3
 PROGRESS_EVERY = 100_000
 _MISSING = object()
-# Output rows: compact, key order as in the source, non-ASCII kept, exactly as Python's json
-# encoder writes them. ``JSONEncoder.encode`` builds a new C encoder per call, so it is built once.
+# Output rows: compact, key order as in the source, non-ASCII kept. orjson writes them; what it
+# cannot write (integers beyond 64 bits, lone surrogates) goes through Python's encoder with the
+# same settings. Floats may be spelled differently by the two (``1e-06`` vs ``1e-6``) but parse
+# back to the same value, which is all digests and readers depend on; the bytes of a row depend
+# only on its values, so collation stays deterministic.
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-_C_ENCODER = (
-    c_make_encoder(None, _ENCODER.default, c_encode_basestring, None, ":", ",", False, False, False)
-    if c_make_encoder is not None and c_encode_basestring is not None
-    else None
-)
-# orjson writes the same bytes several times faster, except for some floats: it spells
-# exponents differently ("1e-9" for "1e-09", "1e16" for "1e+16") and writes small numbers in
-# decimal ("0.00001" for "1e-05"). Any such float shows up in its output as a digit followed by
-# "e"/"E", or as "0.0000"; the marks below find both (a match inside a string only costs the
-# slower path). orjson refuses what it cannot write the same way (integers beyond 64 bits, lone
-# surrogates), which also takes the slower path. Rows are parsed JSON, so hold no NaN.
-_FLOAT_MARKS = bytes(
-    0x30 if 0x30 <= byte <= 0x39 else 0x65 if byte in b"eE" else 0x2E if byte == 0x2E else 0x78
-    for byte in range(256)
-)
 
 
 def encode_row(row: Mapping[str, Any]) -> bytes:
-    """One output line of parsed JSON values: the bytes of Python's json encoder, plus "\\n"."""
+    """One output line (``\n``-terminated) of parsed JSON values."""
     try:
-        data = orjson.dumps(row, option=orjson.OPT_APPEND_NEWLINE)
+        return orjson.dumps(row, option=orjson.OPT_APPEND_NEWLINE)
     except orjson.JSONEncodeError:
-        pass
-    else:
-        marked = data.translate(_FLOAT_MARKS)
-        if b"0e" not in marked and b"0.0000" not in marked:
-            return data
-    text = _ENCODER.encode(row) if _C_ENCODER is None else "".join(_C_ENCODER(row, 0))
-    return (text + "\n").encode("utf-8")
+        return (_ENCODER.encode(row) + "\n").encode("utf-8")
 
 
 @dataclass(frozen=True)

@@ -568,7 +568,7 @@ def test_output_is_deterministic_and_sidecar_dir_is_honoured(tmp_path: Path) -> 
     ]
     assert (sidecars / "source_metrics.json").exists()
     assert not (tmp_path / "data" / "source_metrics.json").exists()
-    assert b'"x":1e-06,"y":"\xc3\xa9"' in (tmp_path / "a" / "train.jsonl").read_bytes()
+    assert b'"x":1e-6,"y":"\xc3\xa9"' in (tmp_path / "a" / "train.jsonl").read_bytes()
 
 
 def test_hook_metrics_for_materialized_source_rows(tmp_path: Path, run_collate) -> None:
