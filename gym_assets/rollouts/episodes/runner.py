@@ -8,7 +8,7 @@ agent observations, cleanup errors) — also to failures, so a timed-out episode
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from gym_assets.rollouts.episodes.cleanup import CleanupStack, run_shielded
 from gym_assets.rollouts.episodes.failures import HandledEpisodeError, describe
 from gym_assets.rollouts.episodes.observations import merge_observations
+from gym_assets.rollouts.episodes.resources import default_aggregate_metrics
 from gym_assets.rollouts.protocol import (
     EpisodeFailure,
     EpisodeRequest,
@@ -128,6 +129,21 @@ class EpisodeRunner:
                 kind="protocol_violation",
             )
         return _response(request, _with_evidence(outcome, episode, cleanup_errors))
+
+
+class RunnerServer:
+    """An environment server whose protocol is one ``_episode`` coroutine run by ``runner``."""
+
+    runner: EpisodeRunner
+
+    async def _episode(self, episode: Episode) -> dict[str, Any]:
+        raise NotImplementedError
+
+    async def run(self, request: EpisodeRequest | Mapping[str, Any]) -> EpisodeResponse | dict:
+        return await self.runner.run(request, self._episode)
+
+    async def aggregate_metrics(self, verify_responses: Sequence[Mapping[str, Any]]) -> dict:
+        return default_aggregate_metrics(verify_responses)
 
 
 def _unhandled(exc: BaseException) -> EpisodeFailure:

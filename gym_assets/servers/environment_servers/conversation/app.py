@@ -10,7 +10,7 @@ invocation ids prefixed by agent — and the resources server grades the convers
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import Field
@@ -19,10 +19,13 @@ from gym_assets.rollouts.contracts import ResourcesServer
 from gym_assets.rollouts.episodes.agents import Agent, ToolGrant
 from gym_assets.rollouts.episodes.cleanup import CleanupEntry
 from gym_assets.rollouts.episodes.failures import ProtocolViolation, parse_task_input, stage
-from gym_assets.rollouts.episodes.resources import default_aggregate_metrics
 from gym_assets.rollouts.episodes.responses import final_text
-from gym_assets.rollouts.episodes.runner import EnvironmentSettings, Episode, EpisodeRunner
-from gym_assets.rollouts.protocol import EpisodeRequest, EpisodeResponse
+from gym_assets.rollouts.episodes.runner import (
+    EnvironmentSettings,
+    Episode,
+    EpisodeRunner,
+    RunnerServer,
+)
 from gym_assets.servers.environment_servers.conversation.task_data import TaskData
 from gym_assets.servers.responses_api_agents.user_simulator.app import STOP_MARKER
 
@@ -36,7 +39,7 @@ class Settings(EnvironmentSettings):
     max_turns: int = Field(default=6, ge=1)
 
 
-class Conversation:
+class Conversation(RunnerServer):
     implementation = "conversation"
 
     def __init__(
@@ -53,12 +56,6 @@ class Conversation:
         self.assistant = assistant
         self.resources = resources
         self.runner = EpisodeRunner(settings)
-
-    async def run(self, request: EpisodeRequest | Mapping[str, Any]) -> EpisodeResponse | dict:
-        return await self.runner.run(request, self._episode)
-
-    async def aggregate_metrics(self, verify_responses: Sequence[Mapping[str, Any]]) -> dict:
-        return default_aggregate_metrics(verify_responses)
 
     async def _episode(self, episode: Episode) -> dict[str, Any]:
         task_input = dict(episode.request.task.task_input)

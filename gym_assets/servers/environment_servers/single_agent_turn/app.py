@@ -10,19 +10,22 @@ deadline, so a slow resources close never costs a finished result.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from gym_assets.rollouts.contracts import ResourcesServer
 from gym_assets.rollouts.episodes.agents import Agent, ToolGrant
 from gym_assets.rollouts.episodes.failures import ProtocolViolation, parse_task_input, stage
-from gym_assets.rollouts.episodes.resources import default_aggregate_metrics
-from gym_assets.rollouts.episodes.runner import EnvironmentSettings, Episode, EpisodeRunner
-from gym_assets.rollouts.protocol import EpisodeRequest, EpisodeResponse
+from gym_assets.rollouts.episodes.runner import (
+    EnvironmentSettings,
+    Episode,
+    EpisodeRunner,
+    RunnerServer,
+)
 from gym_assets.tasks.task_inputs import SingleAgentTurnTaskInput
 
 
-class SingleAgentTurn:
+class SingleAgentTurn(RunnerServer):
     implementation = "single_agent_turn"
 
     def __init__(
@@ -32,12 +35,6 @@ class SingleAgentTurn:
         self.agent = agent
         self.resources = resources
         self.runner = EpisodeRunner(settings)
-
-    async def run(self, request: EpisodeRequest | Mapping[str, Any]) -> EpisodeResponse | dict:
-        return await self.runner.run(request, self._episode)
-
-    async def aggregate_metrics(self, verify_responses: Sequence[Mapping[str, Any]]) -> dict:
-        return default_aggregate_metrics(verify_responses)
 
     async def _episode(self, episode: Episode) -> dict[str, Any]:
         request = episode.request
