@@ -1,0 +1,45 @@
+"""The library stays usable without Dagster: only defs/ and definitions.py import it."""
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "gym_assets"
+WIRING = {PACKAGE / "definitions.py", PACKAGE / "defs"}
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text("utf-8"))
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def _is_wiring(path: Path) -> bool:
+    return any(path == w or w in path.parents for w in WIRING)
+
+
+def test_only_the_dagster_wiring_imports_dagster():
+    offenders = [
+        str(path.relative_to(PACKAGE))
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if not _is_wiring(path) and "dagster" in _imports(path)
+    ]
+    assert offenders == []
+
+
+def test_the_command_line_runs_without_loading_dagster():
+    code = (
+        "import sys; from gym_assets.cli import build_parser; build_parser(); "
+        "import gym_assets.rollouts.collection.run, gym_assets.conformance.inspect; "
+        "print('dagster' in sys.modules)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "False"
