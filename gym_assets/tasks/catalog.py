@@ -18,13 +18,13 @@ from typing import Any
 from gym_assets.config.loader import LoadedConfig, load_configs
 from gym_assets.config.model import (
     AGENTS,
-    ENVIRONMENTS,
     DatasetConfig,
     DeclaredDataset,
     agent_names,
     iter_declared_datasets,
     server_instances,
 )
+from gym_assets.config.routing import environment_server_for_agent, resolve_dataset_agent
 from gym_assets.errors import ConfigError, UserError
 from gym_assets.tasks.layout import Layout
 
@@ -84,22 +84,17 @@ class Benchmark:
 
 
 def _fronting_server(config: Mapping[str, Any], decl: DeclaredDataset) -> str | None:
-    """The environment server that runs this dataset's rows (by route, else by agent)."""
-    routes = config.get("environment_server_routes") or {}
-    if decl.dataset.taskset is not None:
-        return routes.get(decl.dataset.taskset)
-    servers = server_instances(config)
-    agent = decl.instance.name if decl.instance.is_agent else None
-    for server in servers.values():
-        if server.kind != ENVIRONMENTS:
-            continue
-        names = agent_names(server.config)
-        if agent in names:
-            return server.name
-        bound = server.config.get("resources_server")
-        if agent is None and isinstance(bound, Mapping) and bound.get("name") == decl.instance.name:
-            return server.name
-    return None
+    """The environment server that runs this dataset's rows: its route for a taskset, else the
+    server fronting the dataset's agent; None while the config cannot say (the
+    ``route_resolves`` check reports why)."""
+    taskset = decl.dataset.taskset
+    if taskset is not None:
+        return (config.get("environment_server_routes") or {}).get(taskset)
+    try:
+        agent = resolve_dataset_agent(config, decl.instance.name, decl.dataset.agent)
+        return environment_server_for_agent(config, agent) if agent else None
+    except ConfigError:
+        return None
 
 
 class Catalog:
