@@ -45,8 +45,8 @@ def classify(exc: BaseException, stage: str) -> tuple[bool, str]:
         return not is_retryable_status(exc.status_code), "agent_request_failed"
     if isinstance(exc, openai.APITimeoutError):
         return False, "agent_request_failed"
-    if isinstance(exc, openai.APIConnectionError):
-        return False, "agent_request_failed"
+    if isinstance(exc, openai.APIConnectionError | openai.APIResponseValidationError):
+        return False, "agent_request_failed"  # no answer, or a 2xx body that is not one
     if isinstance(exc, TimeoutError):
         return False, "transport_timeout"
     if isinstance(exc, ConnectionError):

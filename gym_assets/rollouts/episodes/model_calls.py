@@ -18,7 +18,8 @@ from functools import cache
 from typing import Any, Literal
 
 import httpx2
-from openai import AsyncOpenAI, DefaultAsyncHttpxClient
+import orjson
+from openai import APIResponseValidationError, AsyncOpenAI, DefaultAsyncHttpxClient
 from pydantic import BaseModel, ConfigDict, Field
 
 from gym_assets.rollouts.contracts import GatewayHandle
@@ -108,23 +109,41 @@ async def create_turn(
     ``model``) only to give back the same JSON. The keys keep the order the typed parameters
     gave them (``model``, then ``input`` or ``messages``, then the rest). Chat requires typed
     ``model`` and ``messages``; ``extra_body``'s ``messages`` take precedence.
+
+    The answer is read through ``with_raw_response``: the SDK still sends, retries and raises
+    on error statuses, but the body is the object the gateway sent, not a typed model dumped
+    back to a dict (which cost about 0.9 ms a call and rewrote values, e.g. integer
+    timestamps as floats).
     """
     if api == "chat":
         chat_params = {_CHAT_PARAMS[k]: v for k, v in params.items() if k in _CHAT_PARAMS}
         extra: dict[str, Any] = {"tools": [_chat_tool(t) for t in tools]} if tools else {}
         messages = chat_messages(conversation, params.get("instructions"))
-        completion = await client.chat.completions.create(
+        completion = await client.chat.completions.with_raw_response.create(
             model=model,
             messages=[],  # required by the signature; extra_body's list takes precedence
             extra_body={"messages": messages, **chat_params, **extra},
         )
-        return responses_of_chat(completion.model_dump(mode="json"))
+        return responses_of_chat(_object_of(completion.http_response))
     body: dict[str, Any] = {"model": model, "input": list(conversation)}
     body.update((k, v) for k, v in params.items() if k not in _NOT_FORWARDED)
     if tools:
         body["tools"] = list(tools)
-    response = await client.responses.create(extra_body=body)
-    return response.model_dump(mode="json", exclude_none=True)
+    response = await client.responses.with_raw_response.create(extra_body=body)
+    return _object_of(response.http_response)
+
+
+def _object_of(response: httpx2.Response) -> dict[str, Any]:
+    """A successful answer's JSON object; anything else is the SDK's validation error."""
+    try:
+        value = orjson.loads(response.content)
+    except orjson.JSONDecodeError:
+        value = None
+    if not isinstance(value, dict):
+        raise APIResponseValidationError(
+            response, response.text, message="the model answer is not a JSON object"
+        )
+    return value
 
 
 def _chat_tool(tool: Mapping[str, Any]) -> dict[str, Any]:

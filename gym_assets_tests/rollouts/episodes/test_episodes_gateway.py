@@ -27,7 +27,7 @@ from gym_assets_tests.rollouts.episodes.conftest import (
     native_task,
     run,
 )
-from gym_assets_tests.rollouts.episodes.upstreams import SlowUpstream
+from gym_assets_tests.rollouts.episodes.upstreams import BodyUpstream, SlowUpstream
 
 
 def _with_settings(config: LoadedConfig, instance: str, **settings: Any) -> dict[str, Any]:
@@ -163,6 +163,19 @@ def test_exhausted_server_errors_are_retryable(bundled_config, start_gateway) ->
     gateway = start_gateway(ScriptedUpstream([{"error": 503}, {"text": "168000"}]))
     failure = _native(config, "units_environment", gateway, _units(), "r").failure
     assert failure is not None and failure.stage == "agent" and failure.terminal is False
+
+
+@pytest.mark.parametrize("content", [b"<html>busy</html>", b"[]"])
+def test_a_2xx_answer_that_is_not_an_object_is_a_retryable_agent_failure(
+    bundled_config, start_gateway, content: bytes
+) -> None:
+    gateway = start_gateway(BodyUpstream(content))
+    failure = _native(bundled_config, "units_environment", gateway, _units(), "r").failure
+    assert failure is not None and failure.stage == "agent" and failure.terminal is False
+    assert failure.failure_kind == "agent_request_failed"
+    assert "not a JSON object" in failure.failure_reason
+    (call,) = read_capture(gateway.capture_dir, "r")["calls"]
+    assert call["status_code"] == 200
 
 
 def test_upstream_timeout_is_retryable(bundled_config, start_gateway) -> None:

@@ -38,6 +38,22 @@ class CannedUpstream:
         return json_reply(200, body)
 
 
+class BodyUpstream:
+    """Answers every request 200 with ``content`` as is (a body that need not be JSON)."""
+
+    def __init__(self, content: bytes) -> None:
+        self.content = content
+
+    async def open(self) -> None:
+        return None
+
+    async def aclose(self) -> None:
+        return None
+
+    async def answer(self, request: ModelRequest) -> UpstreamReply:
+        return UpstreamReply(200, self.content)
+
+
 class SlowUpstream:
     """Answers the first ``fast`` requests through ``inner``, then stalls for ``delay`` s."""
 
