@@ -1,4 +1,4 @@
-"""A raw load generator for the gateway's Chat endpoint: the floor a rollout bench compares to.
+"""A raw load generator for the gateway's model routes: the floor a rollout bench compares to.
 
 It speaks HTTP/1.1 over ``asyncio.open_connection`` with keep-alive and a pre-encoded request,
 so nearly all of the time measured is the server's; an SDK client would measure itself
@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 from urllib.parse import urlsplit
 
 import orjson
 
+Route = Literal["chat/completions", "responses"]
 DEFAULT_BODY = {"model": "policy", "messages": [{"role": "user", "content": "ping"}]}
 
 
@@ -28,14 +31,14 @@ class LoadResult:
         return self.requests / self.seconds if self.seconds > 0 else 0.0
 
 
-def _chat_request(base_url: str, body: dict) -> tuple[str, int, bytes]:
+def _request(base_url: str, route: Route, body: dict) -> tuple[str, int, bytes]:
     url = urlsplit(base_url)
     if url.scheme != "http" or not url.hostname:
         raise ValueError(f"load generation needs an http:// base URL, got {base_url!r}")
     payload = orjson.dumps(body)
     port = url.port or 80
     head = (
-        f"POST {url.path.rstrip('/')}/chat/completions HTTP/1.1\r\n"
+        f"POST {url.path.rstrip('/')}/{route} HTTP/1.1\r\n"
         f"Host: {url.hostname}:{port}\r\n"
         "Content-Type: application/json\r\n"
         f"Content-Length: {len(payload)}\r\n\r\n"
@@ -60,19 +63,28 @@ async def _read_response(reader: asyncio.StreamReader) -> int:
 
 
 async def run_load(
-    base_url: str, *, concurrency: int = 32, requests: int = 2000, body: dict | None = None
+    base_url: str | Sequence[str],
+    *,
+    concurrency: int = 32,
+    requests: int = 2000,
+    body: dict | None = None,
+    route: Route = "chat/completions",
 ) -> LoadResult:
-    """Send ``requests`` Chat requests over ``concurrency`` keep-alive connections.
+    """Send ``requests`` copies of one request over ``concurrency`` keep-alive connections.
 
     ``base_url`` is a gateway base ending in ``/v1`` (``url_for(...)`` to include capture in
-    the measurement, the unprefixed base to leave it out).
+    the measurement, the unprefixed base to leave it out), or several: connection ``k`` uses
+    the ``k``-th (cyclically), so captures can be spread over as many files as a run in
+    flight writes. ``body`` goes to ``route`` (a Chat ping by default).
     """
-    host, port, wire = _chat_request(base_url, body or DEFAULT_BODY)
+    urls = [base_url] if isinstance(base_url, str) else list(base_url)
+    wires = [_request(url, route, body or DEFAULT_BODY) for url in urls]
     remaining = requests
     errors = 0
 
-    async def worker() -> None:
+    async def worker(k: int) -> None:
         nonlocal remaining, errors
+        host, port, wire = wires[k % len(wires)]
         reader, writer = await asyncio.open_connection(host, port)
         try:
             while remaining > 0:
@@ -85,7 +97,7 @@ async def run_load(
             await writer.wait_closed()
 
     started = time.perf_counter()
-    await asyncio.gather(*(worker() for _ in range(min(concurrency, requests))))
+    await asyncio.gather(*(worker(k) for k in range(min(concurrency, requests))))
     return LoadResult(requests, errors, time.perf_counter() - started)
 
 

@@ -30,3 +30,15 @@ def test_error_answers_are_counted(start_gateway) -> None:
 def test_only_http_urls_are_accepted() -> None:
     with pytest.raises(ValueError, match="http://"):
         asyncio.run(run_load("https://example.invalid/v1"))
+
+
+def test_a_responses_body_spread_over_capture_files(start_gateway, tmp_path: Path) -> None:
+    gateway = start_gateway(ScriptedUpstream([{"text": "pong"}]))
+    body = {"model": "policy", "input": [{"role": "user", "content": "hi"}]}
+    urls = [gateway.url_for("a"), gateway.url_for("b")]
+    result = asyncio.run(run_load(urls, concurrency=2, requests=6, body=body, route="responses"))
+    assert (result.requests, result.errors) == (6, 0)
+    lines = {key: capture_lines(tmp_path / "capture", key) for key in ("a", "b")}
+    assert all(lines.values()) and sum(map(len, lines.values())) == 6  # a connection per URL
+    assert {line["dialect"] for found in lines.values() for line in found} == {"responses"}
+    assert all(line["request"] == body for found in lines.values() for line in found)
