@@ -11,10 +11,12 @@ upstream with a two-call script (one ``calculate`` tool call, then a text answer
   rollout outside ``EnvironmentServer.run`` (plan gate, stamps, request, capture read,
   trajectory projection, record) — CPU time of the event-loop thread around the one await,
   so neither other rollouts nor the gateway's thread are counted;
-- the process CPU time per rollout, everything included (for scale: the overhead's share);
-- the model calls' own rate, in the same process, before the run: the rollouts' first-turn
-  request (Responses, with the tool) sent by the raw load generator (``gateway.loadgen``) to
-  captured URLs spread over ``concurrency`` capture files, as a run in flight writes them;
+- CPU time per rollout, everything included (for scale: the overhead's share): this process
+  (agents, environment and resources servers, collection) and the gateway's child process;
+- the model calls' own rate, measured in the same run just before it on the same kind of
+  gateway (a child process, as ``run_rollouts`` starts): the rollouts' first-turn request
+  (Responses, with the tool) sent by the raw load generator (``gateway.loadgen``) to captured
+  URLs spread over ``concurrency`` capture files, as a run in flight writes them;
 - the same request through the agents' own call path (``create_turn``: the official ``openai``
   client), which bounds any harness built on that client.
 
@@ -30,6 +32,7 @@ import argparse
 import asyncio
 import json
 import random
+import resource
 import shutil
 import sys
 import tempfile
@@ -39,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from gym_assets.rollouts.collection import dispatch, run
+from gym_assets.rollouts.collection.gateway_process import GatewayProcess
 from gym_assets.rollouts.collection.products import ensure_products
 from gym_assets.rollouts.collection.run import RunOptions, run_rollouts
 from gym_assets.rollouts.episodes.model_calls import (
@@ -47,7 +51,6 @@ from gym_assets.rollouts.episodes.model_calls import (
     open_client,
     shared_connections,
 )
-from gym_assets.rollouts.gateway import ModelGateway, ScriptedUpstream
 from gym_assets.rollouts.gateway.loadgen import run_load
 from gym_assets.rollouts.harnesses import load_harnesses, upstream_of
 from gym_assets.tasks.catalog import load_catalog
@@ -114,6 +117,11 @@ class _Timed:
             marks.append(time.thread_time())
 
 
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def _instrument() -> list[float]:
     """Patch the run so each attempt's synchronous time is recorded (bench only)."""
     overheads: list[float] = []
@@ -135,7 +143,7 @@ def _instrument() -> list[float]:
     return overheads
 
 
-async def _client_load(gateway: ModelGateway, keys: list[str], requests: int) -> float:
+async def _client_load(gateway: GatewayProcess, keys: list[str], requests: int) -> float:
     """Requests/s of ``create_turn`` (the agents' call path) on the rollouts' first turn."""
     params = _params(123, 45)
     remaining = requests
@@ -159,7 +167,14 @@ def _model_call_rates(root: Path, concurrency: int, requests: int) -> tuple[floa
     """(raw requests/s, official client requests/s) for the first-turn request, each after a
     warm-up, spread over ``concurrency`` capture files."""
     body = {"model": "policy", **_params(123, 45)}
-    with ModelGateway(ScriptedUpstream(SCRIPT), root / "load-captures") as gateway:
+    gateway = GatewayProcess(
+        upstream_of(mode="scripted"),
+        root / "load-captures",
+        model_name="policy",
+        model_server_name="policy_model",
+        script=SCRIPT,
+    )
+    with gateway:
         rates = []
         for name in ("warmup", "raw", "client-warmup", "client"):
             keys = [f"{name}-{k}" for k in range(concurrency)]
@@ -189,7 +204,7 @@ def main() -> int:
         harness = load_harnesses(catalog.loaded.data)["simple_agent"]
         raw_rps, client_rps = _model_call_rates(root, args.concurrency, requests=4000)
         overheads = _instrument()
-        cpu_started = time.process_time()
+        cpu_started, gateway_started = time.process_time(), _children_cpu()
         result = run_rollouts(
             catalog,
             "arith",
@@ -199,7 +214,9 @@ def main() -> int:
             RunOptions(concurrency=args.concurrency, script=SCRIPT),
             progress_stream=open("/dev/null", "w"),  # noqa: SIM115 - lives as long as the run
         )
-        cpu_ms = 1000.0 * (time.process_time() - cpu_started) / max(result.dispatched, 1)
+        per_rollout = 1000.0 / max(result.dispatched, 1)
+        cpu_ms = per_rollout * (time.process_time() - cpu_started)
+        gateway_ms = per_rollout * (_children_cpu() - gateway_started)  # reaped when it stops
     outcomes = result.totals["outcomes"]
     produced = outcomes["measured"] + outcomes["masked"] + outcomes["unscored"]
     rate = result.rollouts_per_second
@@ -209,10 +226,11 @@ def main() -> int:
           f"{outcomes['failed']} failed) at concurrency {args.concurrency}")  # fmt: skip
     print(f"rollouts/s               : {rate:.1f}  ({result.seconds:.1f} s)")
     print(f"orchestration overhead   : {overhead_ms:.2f} ms per rollout (collection's own work)")
-    print(f"process CPU              : {cpu_ms:.2f} ms per rollout (gateway, agent, servers, all)")
+    print(f"CPU per rollout          : {cpu_ms:.2f} ms here (agent, servers, collection) "
+          f"+ {gateway_ms:.2f} ms in the gateway process")  # fmt: skip
     ceiling = client_rps / CALLS_PER_ROLLOUT
     print(f"model calls, raw client  : {raw_rps:.0f} requests/s  (first-turn request, "
-          f"{args.concurrency} capture files, same process)")  # fmt: skip
+          f"{args.concurrency} capture files)")  # fmt: skip
     print(f"model calls, agent client: {client_rps:.0f} requests/s  (the same request through "
           "the official openai client)")  # fmt: skip
     print(f"bound (raw / {CALLS_PER_ROLLOUT} calls)     : {bound:.1f} rollouts/s")

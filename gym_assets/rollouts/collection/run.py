@@ -36,10 +36,11 @@ from gym_assets.rollouts.collection.files import (
     read_jsonl,
     write_jsonl_atomic,
 )
+from gym_assets.rollouts.collection.gateway_process import GatewayProcess
 from gym_assets.rollouts.collection.inputs import RolloutInput, materialize_inputs
 from gym_assets.rollouts.collection.ledger import DEFAULT_MAX_ATTEMPTS, Ledger
 from gym_assets.rollouts.collection.metrics import aggregate, latest_rows, summarize
-from gym_assets.rollouts.collection.model_gateway import build_gateway, require_ready
+from gym_assets.rollouts.collection.model_gateway import require_ready
 from gym_assets.rollouts.collection.plan_gate import PlanGate
 from gym_assets.rollouts.collection.progress import Progress
 from gym_assets.rollouts.contracts import Step
@@ -177,7 +178,7 @@ def _dispatch(
     instances = instances_of(config)
     agents = {s: attributed_agent(instances[s].config) if s in instances else None for s in servers}
     model_name, model_server = _model_names(config, list(agents.values()))
-    gateway = build_gateway(
+    gateway = GatewayProcess(
         upstream,
         files.capture_dir,
         model_name=model_name,

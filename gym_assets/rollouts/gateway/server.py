@@ -204,10 +204,7 @@ class ModelGateway:
     # ------------------------------------------------------------------ GatewayHandle
 
     def url_for(self, rollout_id: str) -> str:
-        _check_rollout_id(rollout_id)
-        if not self.origin:
-            raise RuntimeError("start the gateway before asking for its URLs")
-        return f"{self.origin}{ROLLOUT_PREFIX}/{rollout_id}/v1"
+        return rollout_url(self.origin, rollout_id)
 
     def set_reference_script(self, rollout_id: str, steps: Sequence[Step]) -> None:
         _check_rollout_id(rollout_id)
@@ -374,6 +371,14 @@ def _parsed(reply: UpstreamReply) -> tuple[dict | None, str | None]:
     if isinstance(value, dict):
         return value, None
     return None, reply.content.decode("utf-8", "replace")
+
+
+def rollout_url(origin: str, rollout_id: str) -> str:
+    """The base URL whose calls a gateway serving at ``origin`` captures under ``rollout_id``."""
+    _check_rollout_id(rollout_id)
+    if not origin:
+        raise RuntimeError("start the gateway before asking for its URLs")
+    return f"{origin}{ROLLOUT_PREFIX}/{rollout_id}/v1"
 
 
 def _check_rollout_id(rollout_id: str) -> None:
