@@ -10,19 +10,18 @@ the completion back to Responses output items.
 
 from __future__ import annotations
 
-import ssl
 from collections.abc import AsyncIterator, Mapping, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from contextvars import ContextVar
-from functools import cache
 from typing import Any, Literal
 
 import httpx2
 import orjson
-from openai import APIResponseValidationError, AsyncOpenAI, DefaultAsyncHttpxClient
+from openai import APIResponseValidationError, AsyncOpenAI
 from pydantic import BaseModel, ConfigDict, Field
 
 from gym_assets.rollouts.contracts import GatewayHandle
+from gym_assets.rollouts.episodes.loopback_http import loopback_client
 from gym_assets.rollouts.episodes.responses import message_text
 
 LOCAL_API_KEY = "gym-assets-local"  # the gateway needs no key; real keys stay upstream
@@ -43,25 +42,16 @@ class ModelSettings(BaseModel):
 _shared_http: ContextVar[httpx2.AsyncClient | None] = ContextVar("shared_http", default=None)
 
 
-@cache
-def _ssl_context() -> ssl.SSLContext:
-    """The SDK's default SSL context, built once: building it loads the CA bundle (~25 ms)."""
-    return httpx2.create_ssl_context()
-
-
 @asynccontextmanager
 async def shared_connections() -> AsyncIterator[None]:
     """One HTTP connection pool for the clients opened in this scope (and the tasks it starts).
 
-    A client of its own costs an activation a new httpx client and new connections. Meant for
-    a task that runs activations one after another: a pool probes each of its idle connections
-    on every request, so one pool for many concurrent tasks costs more than one per task. The
-    pool is made and closed on the scope's event loop, and the context variable is not seen by
-    another loop's tasks, so it never crosses loops. Connections are not capped, as with a
-    client per activation.
+    A client of its own costs an activation a new pool and new connections. Meant for a task
+    that runs activations one after another (each collection worker). The pool is made and
+    closed on the scope's event loop, and the context variable is not seen by another loop's
+    tasks, so it never crosses loops.
     """
-    limits = httpx2.Limits(max_connections=None, max_keepalive_connections=None)
-    async with DefaultAsyncHttpxClient(verify=_ssl_context(), limits=limits) as http:
+    async with loopback_client() as http:
         token = _shared_http.set(http)
         try:
             yield
@@ -75,23 +65,19 @@ async def open_client(
 ) -> AsyncIterator[AsyncOpenAI]:
     """A client whose calls are captured under ``capture_key`` and carry ``x-session-id``.
 
-    It uses the scope's shared pool when there is one (left open on exit); otherwise it has
-    its own, closed on exit.
+    It speaks through ``loopback_http`` (the gateway is always local), on the scope's shared
+    pool when there is one, else on a pool of its own closed on exit.
     """
-    shared = _shared_http.get()
-    client = AsyncOpenAI(
-        base_url=gateway.url_for(capture_key),
-        api_key=LOCAL_API_KEY,
-        timeout=settings.request_timeout_seconds,
-        max_retries=settings.max_retries,
-        default_headers={"x-session-id": session_header},
-        http_client=shared,
-    )
-    if shared is not None:
-        yield client
-    else:
-        async with client:
-            yield client
+    async with AsyncExitStack() as stack:
+        http = _shared_http.get() or await stack.enter_async_context(loopback_client())
+        yield AsyncOpenAI(
+            base_url=gateway.url_for(capture_key),
+            api_key=LOCAL_API_KEY,
+            timeout=settings.request_timeout_seconds,
+            max_retries=settings.max_retries,
+            default_headers={"x-session-id": session_header},
+            http_client=http,
+        )
 
 
 async def create_turn(
