@@ -6,7 +6,8 @@
 The benchmark is the bundled ``arith`` benchmark with generated rows, answered by the scripted
 upstream with a two-call script (one ``calculate`` tool call, then a text answer). Prints:
 
-- rollouts/s of ``run_rollouts`` (gateway start to metrics written);
+- rollouts/s of ``run_rollouts`` (from starting the gateway process to the last rollout
+  written and the gateway stopped);
 - per-rollout orchestration overhead: the synchronous time collection itself spends on a
   rollout outside ``EnvironmentServer.run`` (plan gate, stamps, request, capture read,
   trajectory projection, record) — CPU time of the event-loop thread around the one await,
