@@ -6,6 +6,7 @@
 * ``sessions``     — seed/close bookkeeping with the idempotency rules of resources and agents.
 * ``agents``       — the in-process agent contract and the agents' shared session machine.
 * ``model_calls``  — model calls through the ``openai`` client and the gateway, either dialect.
+* ``loopback_http`` — the plain HTTP/1.1 transport under that client (the gateway is local).
 * ``observations`` — ``ng_agent_observations`` bundles built through the evidence models.
 * ``resources``    — the session-keeping base of the bundled resources servers.
 * ``responses``    — reading Responses objects and input items.
