@@ -128,7 +128,12 @@ class GatewayProcess:
             raise GatewayProcessError(
                 f"the model gateway process exited (code {code}); its error is above"
             )
-        answer = json.loads(line)
+        try:
+            answer = json.loads(line)
+        except ValueError:
+            raise GatewayProcessError(
+                f"the model gateway process wrote {line[:80]!r} on its control channel"
+            ) from None
         if "error" in answer:
             raise GatewayProcessError(answer["error"])
         return answer

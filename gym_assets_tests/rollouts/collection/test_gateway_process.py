@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
+import sys
 import urllib.request
 from pathlib import Path
 
@@ -90,3 +92,16 @@ def test_a_dead_child_is_a_clear_error(tmp_path: Path) -> None:
         gateway._process.wait()
         with pytest.raises(GatewayProcessError, match=r"exited \(code -9\)"):
             gateway.set_reference_script("r-1", [{"text": "x"}])
+
+
+def test_stray_output_on_the_control_channel_is_a_clear_error(tmp_path: Path) -> None:
+    gateway = _gateway(tmp_path, "reference")
+    script = "import sys; sys.stdin.readline(); print('hello', flush=True); sys.stdin.read()"
+    gateway._process = subprocess.Popen(
+        [sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        with pytest.raises(GatewayProcessError, match="wrote 'hello"):
+            gateway.set_reference_script("r-1", [{"text": "x"}])
+    finally:
+        gateway.stop()
