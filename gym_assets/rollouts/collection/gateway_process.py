@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import select
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -34,6 +35,7 @@ from gym_assets.rollouts.gateway.server import rollout_url
 from gym_assets.rollouts.harnesses import Upstream
 
 STOP_TIMEOUT_S = 30.0  # the gateway's own stop grace plus the capture writes still queued
+ANSWER_TIMEOUT_S = 60.0  # start-up (imports, then the gateway's own 15 s limit) or a command
 
 
 class GatewayProcessError(RuntimeError):
@@ -120,6 +122,13 @@ class GatewayProcess:
         assert process.stdin is not None and process.stdout is not None
         try:
             process.stdin.write(json.dumps(message) + "\n")
+            process.stdin.flush()
+            # One answer a command, so nothing is buffered ahead of it and select sees it.
+            if not select.select([process.stdout], [], [], ANSWER_TIMEOUT_S)[0]:
+                process.kill()
+                raise GatewayProcessError(
+                    f"the model gateway process did not answer within {ANSWER_TIMEOUT_S:g} s"
+                )
             line = process.stdout.readline()
         except OSError:
             line = ""

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from gym_assets.rollouts.collection import gateway_process
 from gym_assets.rollouts.collection.gateway_process import GatewayProcess, GatewayProcessError
 from gym_assets.rollouts.gateway.capture import capture_path
 from gym_assets.rollouts.harnesses import upstream_of
@@ -105,3 +106,17 @@ def test_stray_output_on_the_control_channel_is_a_clear_error(tmp_path: Path) ->
             gateway.set_reference_script("r-1", [{"text": "x"}])
     finally:
         gateway.stop()
+
+
+def test_a_silent_child_times_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(gateway_process, "ANSWER_TIMEOUT_S", 0.5)
+    gateway = _gateway(tmp_path, "reference")
+    gateway._process = subprocess.Popen(
+        [sys.executable, "-c", "import sys; sys.stdin.read()"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    with pytest.raises(GatewayProcessError, match=r"did not answer within 0\.5 s"):
+        gateway.set_reference_script("r-1", [{"text": "x"}])
+    gateway.stop()
