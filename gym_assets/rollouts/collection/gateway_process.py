@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 import select
 import subprocess
 import sys
@@ -187,4 +188,9 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    logging.shutdown()
+    sys.stderr.flush()
+    # The gateway has stopped and every capture file is closed: skip the interpreter's teardown
+    # of a few hundred modules (about 60 ms that a run waits for at its end).
+    os._exit(code)

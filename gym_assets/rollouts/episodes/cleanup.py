@@ -31,7 +31,8 @@ class CleanupEntry:
 
     async def close(self) -> None:
         """Run the entry now (an early close at a protocol boundary); raise if it fails."""
-        await asyncio.wait_for(self._run(), self._stack.timeout_seconds)
+        async with asyncio.timeout(self._stack.timeout_seconds):
+            await self._run()
 
     def retry_later(self) -> None:
         """Register this entry once more: one extra bounded attempt during the final unwind."""
@@ -71,7 +72,8 @@ class CleanupStack:
                 self._record(f"cleanup timed out before {entry.name}")
                 break
             try:
-                await asyncio.wait_for(entry._run(), remaining)
+                async with asyncio.timeout(remaining):  # inline: no task per entry
+                    await entry._run()
             except TimeoutError:
                 self._record(f"cleanup timed out during {entry.name}")
                 break
