@@ -19,6 +19,23 @@ import orjson
 
 from gym_assets.errors import UserError
 
+_LINE_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def json_line(value: Any) -> bytes:
+    """One compact JSONL line: key order kept, non-ASCII written as itself, newline-terminated.
+
+    orjson writes it; what orjson cannot (integers beyond 64 bits, lone surrogates) goes through
+    the stdlib encoder with the same settings. The two may spell a float differently (``1e-06``
+    vs ``1e-6``) but parse back to the same value, and the bytes depend only on the values, so
+    outputs stay deterministic.
+    """
+    try:
+        return orjson.dumps(value, option=orjson.OPT_APPEND_NEWLINE)
+    except orjson.JSONEncodeError:
+        return (_LINE_ENCODER.encode(value) + "\n").encode("utf-8")
+
+
 # Modes of published outputs: temp files and dirs are created owner-only (0600 / 0700).
 PUBLISHED_FILE_MODE = 0o644
 PUBLISHED_DIR_MODE = 0o755

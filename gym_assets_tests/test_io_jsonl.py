@@ -12,8 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gym_assets.errors import UserError
-from gym_assets.io import iter_jsonl, parse_json_bytes, parse_json_line
-from gym_assets.tasks.collate import encode_row
+from gym_assets.io import iter_jsonl, json_line, parse_json_bytes, parse_json_line
 
 json_values = st.recursive(
     st.none()
@@ -34,7 +33,7 @@ def stdlib_line(value: object) -> bytes:
 
 def round_trips(row: object) -> None:
     """The written line is one compact line that parses back to exactly ``row``."""
-    line = encode_row(row)
+    line = json_line(row)
     assert line.endswith(b"\n") and b"\n" not in line[:-1]
     back = json.loads(line)
     assert back == row and json.dumps(back) == json.dumps(row)  # same values, same types
@@ -51,7 +50,7 @@ def test_fast_parse_gives_the_stdlib_values_and_rows_round_trip(value: object) -
         parsed = parse_json_bytes(raw)
         assert parsed == parse_json_line(text)
         round_trips(parsed)
-        assert encode_row(parsed) == encode_row(parse_json_line(text))  # bytes follow values
+        assert json_line(parsed) == json_line(parse_json_line(text))  # bytes follow values
 
 
 def test_floats_of_every_magnitude_round_trip() -> None:
@@ -69,9 +68,9 @@ def test_strings_and_huge_integers_round_trip() -> None:
     specials = [chr(i) for i in range(0x80)] + ["\u2028", "\u2029", "\x85", "é", "\U0001f600"]
     row = {ch: f"a{ch}b" for ch in specials}
     round_trips(row)
-    assert "é".encode() in encode_row(row)  # non-ASCII written as itself
+    assert "é".encode() in json_line(row)  # non-ASCII written as itself
     big = {"n": [2**63, 2**64 - 1, 2**64, -(2**63) - 1, 10**40]}
-    assert encode_row(big) == stdlib_line(big)  # beyond orjson: Python's encoder writes it
+    assert json_line(big) == stdlib_line(big)  # beyond orjson: Python's encoder writes it
 
 
 def test_small_and_huge_numbers_are_exact() -> None:
@@ -83,7 +82,7 @@ def test_small_and_huge_numbers_are_exact() -> None:
     fast = parse_json_bytes(text.encode())
     assert fast == json.loads(text)
     assert all(type(a) is type(b) for a, b in zip(fast["i"], ints, strict=True))
-    assert encode_row(fast) == encode_row(json.loads(text))
+    assert json_line(fast) == json_line(json.loads(text))
 
 
 def test_duplicate_keys_keep_the_same_value_and_order() -> None:

@@ -22,12 +22,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-import orjson
-
 from gym_assets.config.model import ENVIRONMENTS, MODELS, DeclaredDataset, bound_resources_server
 from gym_assets.config.routing import resolve_dataset_agent, taskset_environment_server
 from gym_assets.errors import ConfigError, UserError
-from gym_assets.io import atomic_write_text, atomic_writer, iter_jsonl
+from gym_assets.io import atomic_write_text, atomic_writer, iter_jsonl, json_line
 from gym_assets.tasks.materialize import (
     IDENTITY_KEYS,
     MaterializeError,
@@ -63,20 +61,6 @@ KEPT_DUPLICATES = 100
 PREVIEW_ROWS = 3
 PROGRESS_EVERY = 100_000
 _MISSING = object()
-# Output rows: compact, key order as in the source, non-ASCII kept. orjson writes them; what it
-# cannot write (integers beyond 64 bits, lone surrogates) goes through Python's encoder with the
-# same settings. Floats may be spelled differently by the two (``1e-06`` vs ``1e-6``) but parse
-# back to the same value, which is all digests and readers depend on; the bytes of a row depend
-# only on its values, so collation stays deterministic.
-_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-
-
-def encode_row(row: Mapping[str, Any]) -> bytes:
-    """One output line (``\n``-terminated) of parsed JSON values."""
-    try:
-        return orjson.dumps(row, option=orjson.OPT_APPEND_NEWLINE)
-    except orjson.JSONEncodeError:
-        return (_ENCODER.encode(row) + "\n").encode("utf-8")
 
 
 @dataclass(frozen=True)
@@ -527,7 +511,7 @@ def _collate_dataset(
             if validate is not None:
                 validate(row["task_input"], line, task_input=True)
         try:
-            data = encode_row(row)
+            data = json_line(row)
         except UnicodeEncodeError:
             raise UserError(
                 "a string holds a lone surrogate escape (\\ud800-\\udfff), which cannot be "

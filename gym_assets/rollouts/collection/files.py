@@ -13,16 +13,13 @@ and ``repair_tail`` drops such a line before a resume appends after it.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import orjson
-
-from gym_assets.io import PUBLISHED_FILE_MODE, atomic_writer, parse_json_bytes
+from gym_assets.io import PUBLISHED_FILE_MODE, atomic_writer, json_line, parse_json_bytes
 
 DEFAULT_STEM = "rollouts"
 
@@ -58,17 +55,9 @@ class RunFiles:
         return (self.records, self.failures, self.materialized_inputs, self.aggregate_metrics)
 
 
-def dumps_line(row: dict[str, Any]) -> bytes:
-    """One JSONL line; orjson unless the row holds what it refuses (integers over 64 bits)."""
-    try:
-        return orjson.dumps(row) + b"\n"
-    except TypeError:
-        return json.dumps(row, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
-
-
 def write_jsonl_atomic(path: Path, rows: list[dict[str, Any]]) -> None:
     with atomic_writer(path, "wb") as handle:
-        handle.writelines(dumps_line(row) for row in rows)
+        handle.writelines(json_line(row) for row in rows)
 
 
 def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
@@ -126,7 +115,7 @@ class AppendLog:
         self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, PUBLISHED_FILE_MODE)
 
     def write(self, row: dict[str, Any]) -> None:
-        data = memoryview(dumps_line(row))
+        data = memoryview(json_line(row))
         while data:
             data = data[os.write(self._fd, data) :]
 
