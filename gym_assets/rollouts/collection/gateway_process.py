@@ -133,8 +133,10 @@ class GatewayProcess:
             line = process.stdout.readline()
         except OSError:
             line = ""
-        if not line:
-            code = process.poll()
+        if not line:  # the child is gone or going: give it a moment to report its status
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(1.0)
+            code = process.returncode
             raise GatewayProcessError(
                 f"the model gateway process exited (code {code}); its error is above"
             )

@@ -89,8 +89,7 @@ def test_a_start_failure_is_reported(tmp_path: Path, monkeypatch: pytest.MonkeyP
 def test_a_dead_child_is_a_clear_error(tmp_path: Path) -> None:
     with _gateway(tmp_path, "reference") as gateway:
         assert gateway._process is not None
-        os.kill(gateway._process.pid, signal.SIGKILL)
-        gateway._process.wait()
+        os.kill(gateway._process.pid, signal.SIGKILL)  # not reaped: the error waits for it
         with pytest.raises(GatewayProcessError, match=r"exited \(code -9\)"):
             gateway.set_reference_script("r-1", [{"text": "x"}])
 
