@@ -24,7 +24,8 @@ import warnings
 from pathlib import Path
 
 from gym_assets.config.model import iter_declared_datasets
-from gym_assets.tasks.collate import CollationInput, collate
+from gym_assets.tasks.collate import collate
+from gym_assets.tasks.collation_model import CollationInput
 
 WORDS = [
     "alpha",

@@ -15,10 +15,9 @@ import contextlib
 import gc
 import hashlib
 import json
-import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
@@ -26,6 +25,12 @@ from gym_assets.config.model import ENVIRONMENTS, MODELS, DeclaredDataset, bound
 from gym_assets.config.routing import resolve_dataset_agent, taskset_environment_server
 from gym_assets.errors import ConfigError, UserError
 from gym_assets.io import atomic_write_text, atomic_writer, iter_jsonl, json_line
+from gym_assets.tasks.collation_model import (
+    CollationInput,
+    CollationReport,
+    DatasetSummary,
+    OutputFile,
+)
 from gym_assets.tasks.materialize import (
     IDENTITY_KEYS,
     MaterializeError,
@@ -61,85 +66,6 @@ KEPT_DUPLICATES = 100
 PREVIEW_ROWS = 3
 PROGRESS_EVERY = 100_000
 _MISSING = object()
-
-
-@dataclass(frozen=True)
-class CollationInput:
-    """One dataset declaration and the files it resolves to."""
-
-    declared: DeclaredDataset
-    source_path: Path
-    prompt_config_path: Path | None = None
-    sidecar_dir: Path | None = None  # default: the source file's directory
-
-    @property
-    def label(self) -> str:
-        return f"{self.declared.instance.name}/{self.declared.dataset.name}"
-
-    @property
-    def sidecar_path(self) -> Path:
-        directory = self.sidecar_dir or self.source_path.parent
-        return directory / f"{self.source_path.stem}_metrics.json"
-
-
-@dataclass(frozen=True)
-class OutputFile:
-    path: str
-    sha256: str
-    rows: int | None  # None for JSON documents
-
-
-@dataclass
-class DatasetSummary:
-    """What collation did with one declaration."""
-
-    label: str
-    type: str
-    source: str
-    prepared: str
-    taskset: str | None
-    source_rows: int = 0
-    rows_written: int = 0
-    positional_ids: int = 0
-    agent_ref_stripped: int = 0
-    malformed_tasks: int = 0
-    validation: dict[str, Any] | None = None
-
-
-@dataclass
-class CollationReport:
-    """Everything a run produced and found, small enough to show as asset metadata."""
-
-    mode: str
-    validation_mode: str
-    outputs: list[OutputFile] = field(default_factory=list)
-    rows: int = 0  # rows written to the collated {type}.jsonl files, repeats included
-    tasks: int = 0  # distinct tasks: source rows of taskset datasets
-    tasksets: list[str] = field(default_factory=list)
-    datasets: list[DatasetSummary] = field(default_factory=list)
-    duplicate_task_ids: list[str] = field(default_factory=list)  # first KEPT_DUPLICATES
-    duplicate_task_id_count: int = 0
-    validation_reports: list[dict[str, Any]] = field(default_factory=list)
-    validation_summary: str = ""
-    metrics: dict[str, dict[str, Any]] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
-    preview: list[dict[str, Any]] = field(default_factory=list)
-
-    @property
-    def positional_ids(self) -> dict[str, int]:
-        return {d.label: d.positional_ids for d in self.datasets if d.positional_ids}
-
-    @property
-    def agent_ref_stripped(self) -> dict[str, int]:
-        return {d.label: d.agent_ref_stripped for d in self.datasets if d.agent_ref_stripped}
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    def warn(self, message: str, category: type[Warning] = UserWarning) -> None:
-        """Emit a warning and keep it, so that it also shows where warnings are not printed."""
-        warnings.warn(message, category, stacklevel=3)
-        self.warnings.append(message)
 
 
 class _Discarded(Exception):

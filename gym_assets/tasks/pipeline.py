@@ -18,7 +18,8 @@ from pathlib import Path
 
 from gym_assets.io import PUBLISHED_DIR_MODE, atomic_write_text
 from gym_assets.tasks.catalog import Benchmark, Catalog
-from gym_assets.tasks.collate import CollationInput, CollationReport, collate
+from gym_assets.tasks.collate import collate
+from gym_assets.tasks.collation_model import CollationInput, CollationReport
 
 REPORT_NAME = "collation_report.json"
 COLLATION_MODE = "train_preparation"

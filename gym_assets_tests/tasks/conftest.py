@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from gym_assets.config.model import iter_declared_datasets
-from gym_assets.tasks.collate import CollationInput, CollationReport, collate
+from gym_assets.tasks.collate import collate
+from gym_assets.tasks.collation_model import CollationInput, CollationReport
 
 _PACKAGE_IDS = itertools.count()
 
