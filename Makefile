@@ -40,7 +40,7 @@ bench: setup  ## quick benchmark runs; see bench/README.md for the full-size one
 	$(BIN)/python bench/collate.py --rows 200000
 	$(BIN)/python bench/plan.py --tasks 200000
 	$(BIN)/python bench/checks.py --records 2000
-	$(BIN)/python bench/rollouts.py --tasks 300
+	$(BIN)/python bench/rollouts.py
 
 clean:
 	rm -rf .gym_assets .dagster_home
