@@ -10,9 +10,10 @@ What it speaks: keep-alive connections reused from an idle pool (one reused conn
 server has closed meanwhile is noticed before sending, and dropped); request bodies sent with
 ``Content-Length``; responses framed by ``Content-Length``, ``chunked`` or the connection's
 end. Failures are the ``httpx2`` exceptions the client maps and retries: ``ConnectError``,
-``ConnectTimeout``, ``ReadTimeout``, ``WriteError``, ``ReadError``, ``RemoteProtocolError``.
-Only ``http://`` URLs are accepted. A response is read whole before the client sees it, a
-streamed one included: right for the agents, which do not stream, wrong for a chat UI.
+``ConnectTimeout``, ``WriteTimeout``, ``WriteError``, ``ReadTimeout``, ``ReadError``,
+``RemoteProtocolError``. Only ``http://`` URLs are accepted. A response is read whole before
+the client sees it, a streamed one included: right for the agents, which do not stream, wrong
+for a chat UI.
 """
 
 from __future__ import annotations
@@ -47,6 +48,8 @@ class LoopbackTransport(httpx2.AsyncBaseTransport):
             try:
                 async with asyncio.timeout(timeouts.get("write")):
                     await writer.drain()
+            except TimeoutError as exc:  # before OSError, of which it is a subclass
+                raise httpx2.WriteTimeout("timed out sending the request") from exc
             except OSError as exc:
                 raise httpx2.WriteError(str(exc) or type(exc).__name__) from exc
             try:

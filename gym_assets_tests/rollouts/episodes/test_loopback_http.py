@@ -167,3 +167,20 @@ def test_the_openai_client_through_the_gateway(start_gateway, tmp_path: Path) ->
 
     text, pieces = asyncio.run(main())
     assert text == "pong" and "".join(pieces) == "pong"
+
+
+def test_a_request_the_server_does_not_read_is_a_write_timeout() -> None:
+    async def main() -> None:
+        async def never_read(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await asyncio.sleep(5)
+            writer.close()
+
+        server = await asyncio.start_server(never_read, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        timeout = httpx2.Timeout(5.0, write=0.3)
+        url = f"http://127.0.0.1:{port}/"
+        async with server, httpx2.AsyncClient(transport=LoopbackTransport()) as client:
+            with pytest.raises(httpx2.WriteTimeout):  # 64 MB fills both socket buffers
+                await client.post(url, content=b"x" * 2**26, timeout=timeout)
+
+    asyncio.run(main())
