@@ -24,6 +24,7 @@ import json
 import logging
 import os
 import select
+import signal
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -158,6 +159,9 @@ def _reply(out: IO[str], answer: dict[str, Any]) -> None:
 
 def main() -> int:
     """The child: serve until stdin closes, applying scripts as they come."""
+    # Ctrl-C reaches the whole process group; the run answers it by closing our stdin, which
+    # stops the gateway cleanly, so the child itself ignores it (no second traceback).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     logging.basicConfig(level=logging.WARNING, format="model gateway: %(levelname)s %(message)s")
     control_in, control_out = sys.stdin, sys.stdout
     sys.stdout = sys.stderr  # nothing but replies may reach the control channel

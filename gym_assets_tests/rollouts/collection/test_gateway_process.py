@@ -119,3 +119,13 @@ def test_a_silent_child_times_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     with pytest.raises(GatewayProcessError, match=r"did not answer within 0\.5 s"):
         gateway.set_reference_script("r-1", [{"text": "x"}])
     gateway.stop()
+
+
+def test_ctrl_c_is_left_to_the_run(tmp_path: Path) -> None:
+    """The child ignores SIGINT (sent to the whole group by Ctrl-C); the run stops it."""
+    with _gateway(tmp_path, "scripted", script=[{"text": "pong"}]) as gateway:
+        process = gateway._process
+        assert process is not None
+        os.kill(process.pid, signal.SIGINT)
+        assert _chat(gateway.url_for("r-1"))["choices"][0]["message"]["content"] == "pong"
+    assert process.returncode == 0
