@@ -24,6 +24,8 @@ from collections.abc import AsyncIterator, Iterator
 
 import httpx2
 
+from gym_assets.rollouts.http1 import read_response
+
 Connection = tuple[asyncio.StreamReader, asyncio.StreamWriter]
 _FRAMING = (b"content-length", b"transfer-encoding", b"connection")
 
@@ -54,7 +56,7 @@ class LoopbackTransport(httpx2.AsyncBaseTransport):
                 raise httpx2.WriteError(str(exc) or type(exc).__name__) from exc
             try:
                 async with asyncio.timeout(timeouts.get("read")):
-                    status, headers, content, reusable = await _read_response(reader)
+                    status, headers, content, reusable = await read_response(reader)
             except TimeoutError as exc:
                 raise httpx2.ReadTimeout("timed out waiting for the gateway's answer") from exc
             except asyncio.IncompleteReadError as exc:
@@ -114,46 +116,6 @@ def _head(request: httpx2.Request, length: int) -> bytes:
 def _headers(request: httpx2.Request) -> Iterator[tuple[bytes, bytes]]:
     for name, value in request.headers.raw:
         yield name.lower(), value
-
-
-async def _read_response(
-    reader: asyncio.StreamReader,
-) -> tuple[int, list[tuple[bytes, bytes]], bytes, bool]:
-    """``(status, headers, body, reusable)`` of one response."""
-    head = await reader.readuntil(b"\r\n\r\n")
-    status_line, *header_lines = head[:-4].split(b"\r\n")
-    version, _, rest = status_line.partition(b" ")
-    status = rest[:3]
-    if not (version.startswith(b"HTTP/1.") and status.isdigit()):
-        raise ValueError(f"not an HTTP/1.x answer: {status_line[:40]!r}")
-    headers = []
-    for line in header_lines:
-        name, _, value = line.partition(b":")
-        headers.append((name.strip(), value.strip()))
-    found = {name.lower(): value.lower() for name, value in headers}
-    reusable = found.get(b"connection") != b"close" and version == b"HTTP/1.1"
-    if int(status) in (204, 304) or int(status) < 200:
-        body = b""
-    elif b"chunked" in found.get(b"transfer-encoding", b""):
-        body = await _read_chunked(reader)
-    elif b"content-length" in found:
-        body = await reader.readexactly(int(found[b"content-length"]))
-    else:
-        body, reusable = await reader.read(), False
-    headers = [(n, v) for n, v in headers if n.lower() != b"transfer-encoding"]
-    return int(status), headers, body, reusable
-
-
-async def _read_chunked(reader: asyncio.StreamReader) -> bytes:
-    parts = []
-    while True:
-        size = int((await reader.readuntil(b"\r\n")).split(b";", 1)[0], 16)
-        if size == 0:
-            while await reader.readuntil(b"\r\n") != b"\r\n":  # trailers, if any
-                pass
-            return b"".join(parts)
-        parts.append(await reader.readexactly(size))
-        await reader.readexactly(2)
 
 
 @contextlib.asynccontextmanager

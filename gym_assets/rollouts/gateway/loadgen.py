@@ -16,6 +16,8 @@ from urllib.parse import urlsplit
 
 import orjson
 
+from gym_assets.rollouts.http1 import read_response
+
 Route = Literal["chat/completions", "responses"]
 DEFAULT_BODY = {"model": "policy", "messages": [{"role": "user", "content": "ping"}]}
 
@@ -46,22 +48,6 @@ def _request(base_url: str, route: Route, body: dict) -> tuple[str, int, bytes]:
     return url.hostname, port, head.encode() + payload
 
 
-async def _read_response(reader: asyncio.StreamReader) -> int:
-    """Read one response (Content-Length framed, as the gateway's JSON answers are)."""
-    head = await reader.readuntil(b"\r\n\r\n")
-    lines = head.split(b"\r\n")
-    status = int(lines[0].split(b" ", 2)[1])
-    length = None
-    for line in lines[1:]:
-        name, _, value = line.partition(b":")
-        if name.strip().lower() == b"content-length":
-            length = int(value)
-    if length is None:
-        raise RuntimeError("the load generator reads Content-Length framed answers only")
-    await reader.readexactly(length)
-    return status
-
-
 async def run_load(
     base_url: str | Sequence[str],
     *,
@@ -90,7 +76,8 @@ async def run_load(
             while remaining > 0:
                 remaining -= 1
                 writer.write(wire)
-                if await _read_response(reader) != 200:
+                status, _, _, _ = await read_response(reader)
+                if status != 200:
                     errors += 1
         finally:
             writer.close()
