@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from gym_assets.errors import UserError
 from gym_assets.rollouts.collection.model_gateway import build_gateway
 from gym_assets.rollouts.contracts import Step
 from gym_assets.rollouts.gateway.server import rollout_url
@@ -40,8 +41,9 @@ STOP_TIMEOUT_S = 30.0  # the gateway's own stop grace plus the capture writes st
 ANSWER_TIMEOUT_S = 60.0  # start-up (imports, then the gateway's own 15 s limit) or a command
 
 
-class GatewayProcessError(RuntimeError):
-    """The gateway process refused a command, failed to start, or is gone."""
+class GatewayProcessError(UserError):
+    """The gateway process refused a command, failed to start, or is gone. A user error: the
+    run cannot go on, and the message says why (the command line prints it, exit 1)."""
 
 
 class GatewayProcess:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from gym_assets.errors import UserError
 from gym_assets.rollouts.collection import gateway_process
 from gym_assets.rollouts.collection.gateway_process import GatewayProcess, GatewayProcessError
 from gym_assets.rollouts.gateway.capture import capture_path
@@ -81,8 +82,9 @@ def test_a_start_failure_is_reported(tmp_path: Path, monkeypatch: pytest.MonkeyP
     gateway = GatewayProcess(
         upstream, tmp_path / "capture", model_name="policy", model_server_name="policy_model"
     )
-    with pytest.raises(GatewayProcessError, match=r"did not start.*GYM_TEST_MISSING_KEY"):
+    with pytest.raises(GatewayProcessError, match=r"did not start.*GYM_TEST_MISSING_KEY") as err:
         gateway.start()
+    assert isinstance(err.value, UserError)  # the command line prints it and exits 1
     assert gateway._process is None
 
 
