@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 export DAGSTER_HOME := $(CURDIR)/.dagster_home
 
-.PHONY: setup demo test ui lint format bench clean
+.PHONY: setup sandbox-tool demo test ui lint format bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -13,7 +13,13 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-setup: $(STAMP)
+setup: $(STAMP) sandbox-tool
+
+# Model-written code is verified inside bubblewrap (docs/security.md); root installs it here.
+sandbox-tool:
+	@command -v bwrap >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null \
+		&& apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap; } \
+		|| { echo "install bubblewrap (apt-get install bubblewrap), see docs/security.md" >&2; exit 1; }
 
 $(DAGSTER_HOME)/dagster.yaml: dagster.yaml
 	mkdir -p $(DAGSTER_HOME)
@@ -41,6 +47,7 @@ bench: setup  ## quick benchmark runs; see bench/README.md for the full-size one
 	$(BIN)/python bench/plan.py --tasks 200000
 	$(BIN)/python bench/checks.py --records 2000
 	$(BIN)/python bench/rollouts.py
+	$(BIN)/python bench/verification.py
 
 clean:
 	rm -rf .gym_assets .dagster_home

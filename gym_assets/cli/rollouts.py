@@ -18,6 +18,7 @@ from pathlib import Path
 from gym_assets import settings
 from gym_assets.cli import add_configs_flag, add_data_root_flag
 from gym_assets.errors import UserError
+from gym_assets.rollouts.collection.checks import DEFAULT_MAX_MASKED_SHARE, masked_share
 from gym_assets.rollouts.collection.model_gateway import load_script
 from gym_assets.rollouts.collection.products import ensure_products
 from gym_assets.rollouts.collection.run import (
@@ -119,6 +120,7 @@ def _rollouts(args: argparse.Namespace) -> int:
         timeout_s=args.timeout,
         max_attempts=args.max_attempts,
         script=None if args.script is None else load_script(args.script),
+        allow_unsandboxed=args.allow_unsandboxed,
     )
     result = run_rollouts(catalog, args.benchmark, harness, Path(args.out), upstream, options)
     for note in result.notes:
@@ -133,6 +135,12 @@ def _rollouts(args: argparse.Namespace) -> int:
         raise UserError(
             f"none of the {result.dispatched} dispatched rollouts produced a result; see "
             f"{result.files.failures}"
+        )
+    masked = masked_share(result.files, catalog.get(args.benchmark).taskset, args.max_masked_share)
+    if not masked.passed:
+        raise UserError(
+            f"{masked.description}: the reward mean leaves masked rollouts out, so it does not "
+            f"measure the benchmark; see failure_kind and failure_reason in {result.files.records}"
         )
     return 0
 
@@ -165,6 +173,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--resume", action="store_true", help="continue the run in --out")
     parser.add_argument(
         "--allow-plan-drift", action="store_true", help="dispatch tasks that differ from the plan"
+    )
+    parser.add_argument(
+        "--max-masked-share",
+        type=_fraction,
+        default=DEFAULT_MAX_MASKED_SHARE,
+        metavar="F",
+        help="fail (exit 1) when more than this share of rollouts is masked (default 0.05)",
+    )
+    parser.add_argument(
+        "--allow-unsandboxed",
+        action="store_true",
+        help="verify model-written code without isolation when no sandbox can be made "
+        "(records then say sandbox: none); see docs/security.md",
     )
     parser.add_argument("--corrupt-fraction", type=_fraction, default=0.0, metavar="F")
     parser.add_argument("--seed", type=int, default=0, metavar="S")

@@ -1,7 +1,11 @@
-"""Asset checks on ``rollouts``: coverage and input digests block; failure rate is advisory."""
+"""Asset checks on ``rollouts``: coverage and input digests block; a masked share above the
+budget fails (an error, not blocking); failure rate is advisory."""
+
+from collections.abc import Callable
 
 import dagster as dg
 
+from gym_assets.check_outcome import CheckOutcome
 from gym_assets.defs.metadata import check_result, partition_of
 from gym_assets.defs.resources import GymWorkspace
 from gym_assets.defs.rollouts.assets import dimensions, rollouts
@@ -36,15 +40,26 @@ def inputs_match_plan(
     return check_result(checks.inputs_match_plan(plan, files, taskset))
 
 
-@dg.asset_check(asset=rollouts, description=checks.failure_rate.__doc__)
-def failure_rate(
-    context: dg.AssetCheckExecutionContext,
-    workspace: GymWorkspace,
-    harness_runner: HarnessRunner,
-) -> dg.AssetCheckResult:
-    benchmark, files = _run(context, workspace)
-    taskset = workspace.catalog().get(benchmark).taskset
-    return check_result(checks.failure_rate(files, taskset, harness_runner.max_failure_rate))
+def _budget_check(
+    check: Callable[[RunFiles, str, float], CheckOutcome], budget: str
+) -> dg.AssetChecksDefinition:
+    """An asset check of the run's share of some outcome against ``HarnessRunner.<budget>``."""
+
+    @dg.asset_check(asset=rollouts, name=check.__name__, description=check.__doc__)
+    def _check(
+        context: dg.AssetCheckExecutionContext,
+        workspace: GymWorkspace,
+        harness_runner: HarnessRunner,
+    ) -> dg.AssetCheckResult:
+        benchmark, files = _run(context, workspace)
+        taskset = workspace.catalog().get(benchmark).taskset
+        return check_result(check(files, taskset, getattr(harness_runner, budget)))
+
+    return _check
+
+
+failure_rate = _budget_check(checks.failure_rate, "max_failure_rate")
+masked_share = _budget_check(checks.masked_share, "max_masked_share")
 
 
 @dg.asset_check(asset=rollouts, description=checks.evidence_present.__doc__)

@@ -5,7 +5,7 @@ from typing import Literal
 
 import dagster as dg
 
-from gym_assets.rollouts.collection.checks import DEFAULT_MAX_FAILURE_RATE
+from gym_assets.rollouts.collection.checks import DEFAULT_MAX_FAILURE_RATE, DEFAULT_MAX_MASKED_SHARE
 from gym_assets.rollouts.collection.ledger import DEFAULT_MAX_ATTEMPTS
 from gym_assets.rollouts.collection.model_gateway import load_script
 from gym_assets.rollouts.collection.run import DEFAULT_CONCURRENCY, RunOptions
@@ -41,7 +41,9 @@ class ModelEndpoint(dg.ConfigurableResource):
 
 
 class HarnessRunner(dg.ConfigurableResource):
-    """How rollouts are collected: parallelism, repeats, deadlines, resume, failure budget."""
+    """How rollouts are collected: parallelism, repeats, deadlines, resume, failure and masking
+    budgets. ``allow_unsandboxed`` lets model-written code be verified without isolation where
+    no sandbox can be made (records then say ``sandbox: none``); leave it off."""
 
     concurrency: int = DEFAULT_CONCURRENCY
     repeats: int | None = None
@@ -49,6 +51,8 @@ class HarnessRunner(dg.ConfigurableResource):
     resume: bool = False
     max_attempts: int = DEFAULT_MAX_ATTEMPTS
     max_failure_rate: float = DEFAULT_MAX_FAILURE_RATE
+    max_masked_share: float = DEFAULT_MAX_MASKED_SHARE
+    allow_unsandboxed: bool = False
 
     def options(self, script: list[Step] | None) -> RunOptions:
         return RunOptions(
@@ -58,4 +62,5 @@ class HarnessRunner(dg.ConfigurableResource):
             timeout_s=self.timeout_s,
             max_attempts=self.max_attempts,
             script=script,
+            allow_unsandboxed=self.allow_unsandboxed,
         )

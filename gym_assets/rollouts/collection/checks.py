@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 from gym_assets.check_outcome import CheckOutcome
 from gym_assets.plans.model import Plan
@@ -14,6 +14,7 @@ from gym_assets.rollouts.collection.plan_gate import PlanGate
 
 MAX_LISTED = 20
 DEFAULT_MAX_FAILURE_RATE = 0.2
+DEFAULT_MAX_MASKED_SHARE = 0.05
 
 
 def _inventory(files: RunFiles, flat_taskset: str) -> list[RolloutInput]:
@@ -80,6 +81,28 @@ def failure_rate(
         f"{failed} of {len(inputs)} rollouts failed ({rate:.1%}; threshold {threshold:.0%})",
         {"failed": failed, "rate": rate, "failure_kinds": totals["failure_kinds"]},
         warn_only=True,
+    )
+
+
+def masked_share(
+    files: RunFiles, flat_taskset: str, threshold: float = DEFAULT_MAX_MASKED_SHARE
+) -> CheckOutcome:
+    """At most ``threshold`` of the rollouts were masked. Masking is for failures of our own
+    machinery; a mean that leaves out more than a few rollouts does not measure the benchmark."""
+    inputs = _inventory(files, flat_taskset)
+    records = latest_rows(read_jsonl(files.records))
+    totals = summarize(inputs, records, latest_rows(read_jsonl(files.failures)))
+    masked = totals["outcomes"]["masked"]
+    share = masked / len(inputs) if inputs else 0.0
+    reasons = Counter(
+        str(row.get("failure_kind") or "unspecified")
+        for row in records.values()
+        if row.get("mask_sample") is True
+    )
+    return CheckOutcome(
+        share <= threshold,
+        f"{masked} of {len(inputs)} rollouts were masked ({share:.1%}; threshold {threshold:.0%})",
+        {"masked": masked, "share": share, "masked_kinds": dict(sorted(reasons.items()))},
     )
 
 

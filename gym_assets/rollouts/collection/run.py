@@ -46,6 +46,7 @@ from gym_assets.rollouts.collection.progress import Progress
 from gym_assets.rollouts.contracts import Step
 from gym_assets.rollouts.episodes.registry import build_environment, build_resources
 from gym_assets.rollouts.harnesses import Harness, Upstream, with_harness
+from gym_assets.sandbox import SandboxPolicy
 from gym_assets.tasks.catalog import Benchmark, Catalog
 from gym_assets.tasks.pipeline import collated_path
 from gym_assets.tasks.task_inputs import SingleAgentTurnTaskInput
@@ -64,6 +65,7 @@ class RunOptions:
     timeout_s: float | None = None
     max_attempts: int = DEFAULT_MAX_ATTEMPTS
     script: Sequence[Step] | None = None  # what the scripted upstream plays
+    allow_unsandboxed: bool = False  # verify model code without isolation if none can be made
 
 
 @dataclass
@@ -136,10 +138,11 @@ def _reference_scripts(
     servers: Sequence[str],
     inputs: Sequence[RolloutInput],
     upstream: Upstream,
+    sandbox: SandboxPolicy,
 ) -> ScriptFor:
     instances = instances_of(config)
     resources = {
-        server: build_resources(config, name)
+        server: build_resources(config, name, sandbox)
         for server in servers
         if (name := bound_resources_server(instances[server].config)) is not None
     }
@@ -185,12 +188,14 @@ def _dispatch(
         model_server_name=model_server,
         script=options.script,
     )
+    sandbox = SandboxPolicy(allow_unsandboxed=options.allow_unsandboxed)
+    servers_built = {s: build_environment(config, s, gateway, sandbox) for s in servers}
     progress = Progress(len(todo), progress_stream)
     records, failures = AppendLog(files.records), AppendLog(files.failures)
     try:
         with gateway:
             dispatcher = Dispatcher(
-                servers={s: build_environment(config, s, gateway) for s in servers},
+                servers=servers_built,
                 agents=agents,
                 gateway=gateway,
                 gate=gate,
@@ -199,7 +204,7 @@ def _dispatch(
                 failures=failures,
                 progress=progress,
                 script_for=(
-                    _reference_scripts(config, servers, inputs, upstream)
+                    _reference_scripts(config, servers, inputs, upstream, sandbox)
                     if upstream.mode == "reference"
                     else None
                 ),

@@ -3,11 +3,14 @@
 An instance ``<name>: {<kind>: {<impl>: {...}}}`` is built by the ``create`` factory of
 ``gym_assets.servers.<kind>.<impl>.app``. One build shares each named server between everyone
 who references it, so an agent's tool calls and the verifier see the same resources sessions.
+A resources server whose ``create`` takes a ``sandbox`` argument runs model-written code and gets
+the run's ``SandboxPolicy``; the others never see it.
 """
 
 from __future__ import annotations
 
 import importlib
+import inspect
 from collections.abc import Mapping
 from types import ModuleType
 from typing import Any
@@ -23,18 +26,25 @@ from gym_assets.config.model import (
 )
 from gym_assets.errors import ConfigError
 from gym_assets.rollouts.contracts import EnvironmentServer, GatewayHandle, ResourcesServer
+from gym_assets.sandbox import SandboxPolicy
 
 
 def build_environment(
-    config: Mapping[str, Any], name: str, gateway: GatewayHandle
+    config: Mapping[str, Any],
+    name: str,
+    gateway: GatewayHandle,
+    sandbox: SandboxPolicy | None = None,
 ) -> EnvironmentServer:
-    """The environment server ``name``, ready to run episodes against ``gateway``."""
-    return _Build(config, gateway).environment(name)
+    """The environment server ``name``, ready to run episodes against ``gateway``; model code
+    is verified under ``sandbox`` (default: a sandbox is required)."""
+    return _Build(config, gateway, sandbox or SandboxPolicy()).environment(name)
 
 
-def build_resources(config: Mapping[str, Any], name: str) -> ResourcesServer:
+def build_resources(
+    config: Mapping[str, Any], name: str, sandbox: SandboxPolicy | None = None
+) -> ResourcesServer:
     """The resources server ``name`` on its own (for reference scripts and verification)."""
-    return _Build(config, None).resources(name)
+    return _Build(config, None, sandbox or SandboxPolicy()).resources(name)
 
 
 def implementation_module(kind: str, implementation: str) -> ModuleType:
@@ -51,9 +61,12 @@ def implementation_module(kind: str, implementation: str) -> ModuleType:
 
 
 class _Build:
-    def __init__(self, config: Mapping[str, Any], gateway: GatewayHandle | None) -> None:
+    def __init__(
+        self, config: Mapping[str, Any], gateway: GatewayHandle | None, sandbox: SandboxPolicy
+    ) -> None:
         self.instances = server_instances(config)
         self.gateway = gateway
+        self.sandbox = sandbox
         self.built: dict[str, Any] = {}
 
     def environment(self, name: str) -> EnvironmentServer:
@@ -75,7 +88,7 @@ class _Build:
 
     def resources(self, name: str) -> ResourcesServer:
         instance = self._instance(name, RESOURCES)
-        return self._memo(name, lambda: self._create(instance))
+        return self._memo(name, lambda: self._create(instance, sandbox=self.sandbox))
 
     def _bound_resources(self, instance: ServerInstance) -> ResourcesServer | None:
         name = bound_resources_server(instance.config)
@@ -98,4 +111,10 @@ class _Build:
     @staticmethod
     def _create(instance: ServerInstance, **dependencies: Any) -> Any:
         module = implementation_module(instance.kind, instance.implementation)
+        if "sandbox" in dependencies and not _takes(module, "sandbox"):
+            del dependencies["sandbox"]
         return module.create(instance.name, instance.config, **dependencies)
+
+
+def _takes(module: ModuleType, parameter: str) -> bool:
+    return parameter in inspect.signature(module.create).parameters

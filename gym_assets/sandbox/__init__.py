@@ -1,0 +1,36 @@
+"""Running model-written code where it can neither escape nor forge a verdict.
+
+The candidate's code runs in a guest interpreter inside the sandbox; the trusted side calls its
+functions over a pipe with plain data only and computes every verdict itself.
+
+* ``isolation``  — bubblewrap's namespaces, binds and uid drop; the limits; finding the tool.
+* ``policy``     — per run: which isolation, or a refusal unless ``--allow-unsandboxed``.
+* ``session``    — the trusted side of one single-use guest: start, load, call, kill.
+* ``guest``      — the program inside the sandbox (stdlib only).
+* ``plain_data`` — the exact-type, bounded wire format both sides share (stdlib only).
+
+See docs/security.md for the threat model and what is (not) guaranteed.
+"""
+
+from gym_assets.sandbox.isolation import Isolation, Limits, SandboxUnavailable, find_isolation
+from gym_assets.sandbox.policy import SandboxPolicy
+from gym_assets.sandbox.session import (
+    TIMED_OUT,
+    CandidateRaised,
+    GuestFault,
+    GuestSession,
+    SandboxStartError,
+)
+
+__all__ = [
+    "TIMED_OUT",
+    "CandidateRaised",
+    "GuestFault",
+    "GuestSession",
+    "Isolation",
+    "Limits",
+    "SandboxPolicy",
+    "SandboxStartError",
+    "SandboxUnavailable",
+    "find_isolation",
+]

@@ -1,0 +1,147 @@
+"""How a guest interpreter is isolated: bubblewrap when it works here, nothing only when asked.
+
+Under bubblewrap the guest gets its own PID, network, IPC, UTS and mount namespaces (it sees
+and signals no process outside, reaches no network, and every descendant dies with the
+sandbox's PID 1), a read-only view of only the system libraries and the Python installation,
+one private size-capped tmpfs as its working directory, an empty environment, and a non-root
+user whose process count is capped by ``RLIMIT_NPROC``:
+
+* run as root, bubblewrap sets up the namespaces and ``setpriv`` then drops to a fresh
+  unprivileged uid for this sandbox alone (the kernel never applies ``RLIMIT_NPROC`` to uid 0);
+* run as another user, bubblewrap adds a user namespace, so the count is the sandbox's own.
+
+The guest caps its own CPU time, memory, file size and open files before reading any code.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Literal
+
+from gym_assets.errors import UserError
+
+GUEST_DIR = Path(__file__).parent
+GUEST_FILES = ("guest.py", "plain_data.py")
+GUEST_MOUNT = "/guest"
+SandboxKind = Literal["bwrap", "none"]
+_MiB = 1024 * 1024
+_SANDBOX_UIDS = (1_000_000_000, 1_100_000_000)  # far from any real account's uid
+_SYSTEM_DIRS = ("/usr", "/bin", "/lib", "/lib64", "/sbin")
+INSTALL_HINT = "install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap)"
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one guest may use. Memory and file size are per process; CPU is per process too,
+    while the caller's wall-clock deadline bounds the whole sandbox."""
+
+    cpu_seconds: int = 10
+    memory_bytes: int = 512 * _MiB
+    file_bytes: int = 16 * _MiB
+    processes: int = 4
+    open_files: int = 64
+    tmp_bytes: int = 16 * _MiB
+
+    def guest_argument(self) -> str:
+        fields = asdict(self)
+        fields.pop("tmp_bytes")  # enforced by the tmpfs, not by an rlimit
+        return json.dumps(fields, sort_keys=True)
+
+
+class SandboxUnavailable(UserError):
+    """No isolation can be made here and running without it was not allowed."""
+
+
+def guest_python() -> Path:
+    """The base interpreter (not the venv's wrapper): the guest needs only the stdlib."""
+    executable = Path(os.path.realpath(sys.executable))
+    if executable.is_relative_to(os.path.realpath(sys.base_prefix)):
+        return executable
+    return Path(sys.base_prefix) / "bin" / f"python{sys.version_info[0]}.{sys.version_info[1]}"
+
+
+@dataclass(frozen=True)
+class Isolation:
+    """A way to start the guest: ``command(limits)`` is its argv."""
+
+    kind: SandboxKind
+    bwrap: str | None = None
+    setpriv: str | None = None
+
+    def command(self, limits: Limits, info_fd: int | None = None) -> list[str]:
+        """The guest's argv; bubblewrap reports its PID 1 on ``info_fd``."""
+        python = guest_python()
+        if self.kind == "none":
+            return [str(python), "-I", "-S", str(GUEST_DIR / "guest.py"), limits.guest_argument()]
+        assert self.bwrap is not None
+        argv = [self.bwrap, *_namespaces(as_root=self.setpriv is not None)]
+        if info_fd is not None:
+            argv += ["--info-fd", str(info_fd)]
+        argv += _system_view(python)
+        argv += _parents(GUEST_MOUNT)
+        for name in GUEST_FILES:
+            argv += ["--ro-bind", str(GUEST_DIR / name), f"{GUEST_MOUNT}/{name}"]
+        argv += ["--perms", "1777", "--size", str(limits.tmp_bytes), "--tmpfs", "/tmp"]
+        argv += ["--chdir", "/tmp", "--"]
+        if self.setpriv is not None:
+            uid = str(secrets.randbelow(_SANDBOX_UIDS[1] - _SANDBOX_UIDS[0]) + _SANDBOX_UIDS[0])
+            argv += [self.setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups"]
+            argv += ["--inh-caps=-all", "--bounding-set=-all", "--no-new-privs"]
+        return [*argv, str(python), "-I", "-S", f"{GUEST_MOUNT}/guest.py", limits.guest_argument()]
+
+
+def _namespaces(*, as_root: bool) -> list[str]:
+    shared = ["--die-with-parent", "--new-session", "--clearenv"]
+    shared += ["--proc", "/proc", "--dev", "/dev"]
+    if as_root:  # no user namespace: setpriv must reach an unmapped, unprivileged uid
+        spaces = ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts"]
+        return [*spaces, "--unshare-cgroup-try", *shared]
+    return ["--unshare-all", *shared]
+
+
+def _system_view(python: Path) -> list[str]:
+    """Read-only binds of the system libraries and the interpreter's installation, no more."""
+    argv: list[str] = []
+    for directory in _SYSTEM_DIRS:
+        if os.path.islink(directory):
+            argv += ["--symlink", os.readlink(directory), directory]
+        elif os.path.isdir(directory):
+            argv += ["--ro-bind", directory, directory]
+    prefix = os.path.realpath(sys.base_prefix)
+    for tree in (prefix, str(python.parent)):
+        if not any(Path(tree).is_relative_to(d) for d in (*_SYSTEM_DIRS, prefix) if d != tree):
+            argv += [*_parents(os.path.dirname(tree)), "--ro-bind", tree, tree]
+    return argv
+
+
+def _parents(directory: str) -> list[str]:
+    """World-traversable directories down to ``directory`` (bwrap makes missing ones 0700)."""
+    argv: list[str] = []
+    path = Path(directory)
+    for ancestor in [*reversed(path.parents), path][1:]:
+        argv += ["--perms", "0755", "--dir", str(ancestor)]
+    return argv
+
+
+def find_isolation(*, allow_unsandboxed: bool) -> Isolation:
+    """Bubblewrap if installed (checked by the caller's first guest), else ``none`` if allowed."""
+    bwrap = shutil.which("bwrap")
+    if bwrap is not None:
+        if os.geteuid() != 0:
+            return Isolation("bwrap", bwrap)
+        setpriv = shutil.which("setpriv")
+        if setpriv is not None:
+            return Isolation("bwrap", bwrap, setpriv)
+    if allow_unsandboxed:
+        return Isolation("none")
+    missing = "bwrap" if bwrap is None else "setpriv (util-linux, needed when running as root)"
+    raise SandboxUnavailable(
+        f"cannot isolate model-written code: {missing} is not installed; {INSTALL_HINT}, or "
+        "pass --allow-unsandboxed to run it without isolation (records then say sandbox: none)"
+    )

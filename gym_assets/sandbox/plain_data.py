@@ -1,0 +1,93 @@
+"""Plain data across the sandbox boundary: exact builtin types, bounded, never pickle.
+
+Only ``None``, ``bool``, ``int``, ``float``, ``str`` and ``list``, ``tuple``, ``dict``, ``set``,
+``frozenset`` of those cross, and only with their exact types: a subclass, an object with its
+own ``__eq__`` or anything else is refused, so a value the trusted side compares is a value it
+built itself. The wire form is one JSON line; containers other than lists are tagged objects
+(``{"tuple": [...]}``, ``{"dict": [[k, v], ...]}``), so an untagged JSON object never occurs.
+
+This module is stdlib-only and imports nothing but ``json`` (the guest inside the sandbox
+imports it too, and pays for every import at each start). Decoding is the trusted side's job
+and is strict: bounded size, bounded integers (Python's own 4,300-digit limit on int parsing),
+bounded nesting, known tags only.
+"""
+
+from __future__ import annotations
+
+import json
+
+MAX_MESSAGE_BYTES = 8 * 1024 * 1024
+MAX_DEPTH = 100
+
+_SCALARS = (type(None), bool, int, float, str)
+_TAGGED = {"tuple": tuple, "set": set, "frozenset": frozenset}
+
+
+class NotPlainData(ValueError):
+    """A value (or a message) that is not plain data within the limits."""
+
+
+def encode(value: object) -> str:
+    """One JSON line (without the newline) for ``value``; ``NotPlainData`` if it is not plain."""
+    try:
+        text = json.dumps(_tagged(value, 0), ensure_ascii=False, separators=(",", ":"))
+    except ValueError as exc:  # an integer beyond the digit limit
+        raise NotPlainData(str(exc)) from None
+    if len(text) > MAX_MESSAGE_BYTES:
+        raise NotPlainData(f"value is larger than {MAX_MESSAGE_BYTES} bytes when encoded")
+    return text
+
+
+def _tagged(value: object, depth: int) -> object:
+    kind = type(value)
+    if kind in _SCALARS:
+        return value
+    if depth >= MAX_DEPTH:
+        raise NotPlainData(f"value is nested deeper than {MAX_DEPTH} levels")
+    if kind is list:
+        return [_tagged(item, depth + 1) for item in value]
+    if kind is dict:
+        return {"dict": [[_tagged(k, depth + 1), _tagged(v, depth + 1)] for k, v in value.items()]}
+    for tag, container in _TAGGED.items():
+        if kind is container:
+            return {tag: [_tagged(item, depth + 1) for item in value]}
+    raise NotPlainData(f"a {kind.__name__} is not plain data")
+
+
+def decode(text: str | bytes) -> object:
+    """The value of one wire line; ``NotPlainData`` for anything malformed or out of bounds."""
+    if len(text) > MAX_MESSAGE_BYTES:
+        raise NotPlainData(f"message is larger than {MAX_MESSAGE_BYTES} bytes")
+    try:
+        return _check_depth(json.loads(text, object_hook=_untag), 0)
+    except NotPlainData:
+        raise
+    except (ValueError, TypeError, RecursionError) as exc:
+        raise NotPlainData(f"malformed message: {str(exc)[:200] or type(exc).__name__}") from None
+
+
+def _untag(obj: dict[str, object]) -> object:
+    if len(obj) != 1:
+        raise NotPlainData("an object on the wire must be exactly one tag")
+    ((tag, items),) = obj.items()
+    if type(items) is not list:
+        raise NotPlainData(f"tag {tag!r} must hold a list")
+    if tag == "dict":
+        if not all(type(pair) is list and len(pair) == 2 for pair in items):
+            raise NotPlainData("a dict is a list of [key, value] pairs")
+        return {key: value for key, value in items}  # unhashable keys raise TypeError
+    if tag not in _TAGGED:
+        raise NotPlainData(f"unknown tag {tag!r}")
+    return _TAGGED[tag](items)
+
+
+def _check_depth(value: object, depth: int) -> object:
+    """Bound nesting after parsing: the trusted side compares these values recursively."""
+    if type(value) in _SCALARS:
+        return value
+    if depth >= MAX_DEPTH:
+        raise NotPlainData(f"value is nested deeper than {MAX_DEPTH} levels")
+    items = (*value.keys(), *value.values()) if type(value) is dict else value
+    for item in items:
+        _check_depth(item, depth + 1)
+    return value
