@@ -27,6 +27,7 @@ from gym_assets.sandbox.isolation import Isolation, Limits
 
 STARTUP_SECONDS = 30.0  # a loaded 2-core machine can take seconds to start an interpreter
 EXIT_GRACE_SECONDS = 0.5
+REAP_SECONDS = 30.0  # the kernel reaping a killed sandbox; only a wedged kernel takes long
 TIMED_OUT = "timed out"
 
 
@@ -105,8 +106,8 @@ class GuestSession:
         """End the guest: an intact one is asked to exit (end of input), then all is killed.
 
         Killing the sandbox's PID 1 makes the kernel kill and reap every process in its PID
-        namespace before PID 1 itself is reaped, and bubblewrap exits only after that: so once
-        ``close`` returns, nothing the candidate started is left.
+        namespace before PID 1 itself exits, and ``close`` waits for that exit (its pidfd turns
+        readable): so once ``close`` returns, nothing the candidate started is left.
         """
         if self.fault is None and self._process.poll() is None and self._process.stdin:
             with contextlib.suppress(OSError):
@@ -116,12 +117,15 @@ class GuestSession:
         if self._sandbox_init is not None:
             with contextlib.suppress(ProcessLookupError):
                 signal.pidfd_send_signal(self._sandbox_init, signal.SIGKILL)
+            # readable once PID 1 has exited, which is after the kernel reaped its namespace
+            exited = select.poll()
+            exited.register(self._sandbox_init, select.POLLIN)
+            exited.poll(REAP_SECONDS * 1000)
+            os.close(self._sandbox_init)
+            self._sandbox_init = None
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self._process.pid, signal.SIGKILL)
         self._process.wait()
-        if self._sandbox_init is not None:
-            os.close(self._sandbox_init)
-            self._sandbox_init = None
         for stream in (self._process.stdin, self._process.stdout):
             if stream is not None:
                 with contextlib.suppress(OSError):
