@@ -11,13 +11,14 @@ import json
 import math
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
 import orjson
 
 from gym_assets.errors import UserError
+from gym_assets.outputs.failures import os_failure
 
 _LINE_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
@@ -42,23 +43,40 @@ PUBLISHED_DIR_MODE = 0o755
 
 
 @contextlib.contextmanager
-def atomic_writer(path: str | Path, mode: str = "w") -> Iterator[IO[Any]]:
-    """Open a temp file beside ``path``; rename it over ``path`` only if the block succeeds."""
+def atomic_writer(
+    path: str | Path, mode: str = "w", *, before_replace: Callable[[], None] | None = None
+) -> Iterator[IO[Any]]:
+    """Open a temp file beside ``path``; rename it over ``path`` only if the block succeeds.
+
+    ``before_replace`` runs once the new bytes are on disk, just before the rename. A failure
+    of the filesystem (disk full, permission, read-only, a parent that is a file) is an
+    ``OutputError`` naming ``path``; the old file is then untouched. An ``OSError`` about some
+    other file (one the block was reading) passes through as it is.
+    """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    tmp = None
+    in_block = False
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
         os.chmod(tmp, PUBLISHED_FILE_MODE)  # mkstemp is owner-only; outputs are readable
         encoding = None if "b" in mode else "utf-8"
         newline = None if "b" in mode else "\n"
         with os.fdopen(fd, mode, encoding=encoding, newline=newline) as handle:
+            in_block = True
             yield handle
+            in_block = False
             handle.flush()
             os.fsync(handle.fileno())
+        if before_replace is not None:
+            before_replace()
         os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
+    except BaseException as exc:
+        if tmp is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+        if isinstance(exc, OSError) and not (in_block and exc.filename not in (None, tmp)):
+            raise os_failure(path, exc) from None
         raise
 
 

@@ -1,0 +1,59 @@
+"""One writer per output: an exclusive lock held for the whole write, never waited for.
+
+The lock is ``flock`` on ``.<name>.lock`` beside the output (outside a directory that gets
+swapped), through ``filelock``. The kernel drops it when its holder dies, so a killed run never
+leaves a stale lock. The holder writes its pid into the file so that a refused writer can say
+who holds it, and removes the file before releasing it: ``filelock`` retries a lock taken on an
+unlinked file, so nothing is left beside the output after a run (a killed run may leave the
+file, which the next run simply takes).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+from filelock import FileLock, Timeout
+
+from gym_assets.outputs.failures import OutputError, os_failure
+from gym_assets.outputs.targets import Target
+
+
+def lock_path(path: Path) -> Path:
+    return path.with_name(f".{path.name}.lock")
+
+
+def _record_pid(fd: int) -> None:
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+
+
+def _holder(path: Path) -> str:
+    try:
+        return f"pid {int(path.read_text(encoding='ascii').strip())}"
+    except (OSError, ValueError):  # gone meanwhile, or the holder is still writing its pid
+        return "another process"
+
+
+@contextlib.contextmanager
+def held(target: Target) -> Iterator[None]:
+    """Hold the output's lock, or refuse at once when another writer holds it."""
+    path = lock_path(target.path)
+    lock = FileLock(path, timeout=0, on_acquired=_record_pid)
+    try:
+        lock.acquire()
+    except Timeout:  # checked first: filelock's Timeout is an OSError too
+        raise OutputError(
+            f"is in use by {_holder(path)} (another gym-assets run); {target.busy_hint()}",
+            path=target.path,
+        ) from None
+    except OSError as exc:
+        raise os_failure(target.path, exc) from None
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            path.unlink()
+        lock.release()

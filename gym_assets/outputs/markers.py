@@ -1,0 +1,128 @@
+"""Product kinds and the markers that say a path was written by gym-assets.
+
+A product directory holds ``.gym-assets-product.json``::
+
+    {"format": 1, "product": "taskset", "written_by": "gym-assets"}
+
+A single-file product whose bytes belong to another format (an eval plan must stay exactly
+NeMo Gym's plan file) gets the marker beside it, ``.<name>.gym-assets.json``, which also lists
+the sha256 of the bytes written: a file someone replaced after us is then no longer ours. A
+marker that cannot be read (not a small regular JSON file of this shape) counts as absent.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gym_assets.io import atomic_write_text
+
+MARKER_NAME = ".gym-assets-product.json"
+WRITTEN_BY = "gym-assets"
+MARKER_FORMAT = 1
+_MAX_MARKER_BYTES = 64 * 1024
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A kind of product: ``id`` is stored in markers, ``label`` reads well after "holds"."""
+
+    id: str
+    label: str
+
+
+TASKSET = Kind("taskset", "a taskset")
+PREPARED = Kind("prepared", "prepared rows")
+PLAN_DIR = Kind("plan", "a benchmark's plans")
+PLAN_FILE = Kind("plan-file", "a plan file")
+METRICS = Kind("metrics", "dataset metrics")
+ROLLOUTS_RUN = Kind("rollouts-run", "a rollouts run")
+CAPTURES = Kind("captures", "model-call captures")
+CONFORMANCE_REPORTS = Kind("conformance-reports", "conformance reports")
+CONFORMANCE_MATRIX = Kind("conformance-matrix", "a conformance matrix")
+CATALOGUE = Kind("catalogue", "the conformance check catalogue")
+
+KINDS = {
+    kind.id: kind
+    for kind in (
+        TASKSET,
+        PREPARED,
+        PLAN_DIR,
+        PLAN_FILE,
+        METRICS,
+        ROLLOUTS_RUN,
+        CAPTURES,
+        CONFORMANCE_REPORTS,
+        CONFORMANCE_MATRIX,
+        CATALOGUE,
+    )
+}
+
+
+def label_of(kind_id: str) -> str:
+    kind = KINDS.get(kind_id)
+    return kind.label if kind else f"a gym-assets product of kind {kind_id!r}"
+
+
+def _document(kind: Kind, **extra: Any) -> str:
+    fields = {"format": MARKER_FORMAT, "product": kind.id, "written_by": WRITTEN_BY, **extra}
+    return json.dumps(fields, sort_keys=True) + "\n"
+
+
+def _read(path: Path) -> dict[str, Any] | None:
+    """The marker's fields, or None when there is no readable marker of ours at ``path``."""
+    try:
+        info = os.lstat(path)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > _MAX_MARKER_BYTES:
+            return None
+        value = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return None
+    if (
+        not isinstance(value, dict)
+        or value.get("written_by") != WRITTEN_BY
+        or value.get("format") != MARKER_FORMAT
+        or not isinstance(value.get("product"), str)
+    ):
+        return None
+    return value
+
+
+def dir_marker(directory: Path) -> str | None:
+    """The product kind id the directory's marker names, or None."""
+    fields = _read(directory / MARKER_NAME)
+    return None if fields is None else fields["product"]
+
+
+def write_dir_marker(directory: Path, kind: Kind) -> None:
+    atomic_write_text(directory / MARKER_NAME, _document(kind))
+
+
+def file_marker_path(path: Path) -> Path:
+    return path.with_name(f".{path.name}.gym-assets.json")
+
+
+@dataclass(frozen=True)
+class FileMarker:
+    kind_id: str
+    sha256: frozenset[str]  # digests the file may have: the last one written (and, while a
+    # replacement is being renamed into place, the one before)
+
+
+def file_marker(path: Path) -> FileMarker | None:
+    fields = _read(file_marker_path(path))
+    if fields is None:
+        return None
+    digests = fields.get("sha256")
+    if not isinstance(digests, list) or not all(isinstance(d, str) for d in digests):
+        return None
+    return FileMarker(fields["product"], frozenset(digests))
+
+
+def write_file_marker(path: Path, kind: Kind, digests: Iterable[str]) -> None:
+    atomic_write_text(file_marker_path(path), _document(kind, sha256=sorted(set(digests))))

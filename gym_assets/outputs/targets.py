@@ -1,0 +1,60 @@
+"""What an output is: a path, the kind of product it holds, and the roots it must respect."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from gym_assets.outputs.markers import Kind
+
+
+@dataclass(frozen=True)
+class Roots:
+    """The configs tree (read, never a product) and the data root (where products live)."""
+
+    configs: Path
+    data: Path
+
+
+def is_within(path: Path, root: Path) -> bool:
+    """``path`` is ``root`` or below it, comparing absolute paths without following links."""
+    path, root = Path(os.path.abspath(path)), Path(os.path.abspath(root))
+    return path == root or root in path.parents
+
+
+@dataclass(frozen=True)
+class Target:
+    """One output path.
+
+    ``flag`` is the option that named it (for the hint in a refusal); ``data_root`` is set for
+    a product under the data root, below which no path component may be a symbolic link.
+    """
+
+    path: Path
+    kind: Kind
+    configs_root: Path
+    flag: str | None = "--out"
+    data_root: Path | None = None
+
+    @classmethod
+    def of(cls, path: str | Path, kind: Kind, roots: Roots, flag: str = "--out") -> Target:
+        """A product under the data root when ``path`` lies there, else an explicit output."""
+        path = Path(path)
+        if is_within(path, roots.data) and not is_within(roots.data, path):
+            return cls(path, kind, roots.configs, flag=None, data_root=roots.data)
+        return cls(path, kind, roots.configs, flag=flag)
+
+    def elsewhere_hint(self) -> str:
+        """How to get past a refusal: another path, or cleaning up by hand."""
+        if self.flag is None:
+            return (
+                "remove it yourself or use another data root (outputs written before gym-assets "
+                "marked its products are refused too)"
+            )
+        return f"choose another {self.flag} or remove it yourself"
+
+    def busy_hint(self) -> str:
+        if self.flag is None:
+            return "wait for it to finish"
+        return f"wait for it or choose another {self.flag}"
