@@ -5,6 +5,10 @@ its Dagster partition key. The catalogue resolves the paths a benchmark needs: r
 in a config resolve against the directory of the YAML file that declares them, except the
 ``jsonl_fpath`` of a dataset with a ``prepare_script``, which is a product and so lives under
 the data root (``prepared/<benchmark>/``).
+
+A dataset's metrics sidecar goes beside it when the dataset lies in the configs tree or is
+prepared rows; a dataset anywhere else gets its sidecar under the data root
+(``metrics/<benchmark>/``), so nothing is written outside the configs and data roots.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from gym_assets.config.model import (
 )
 from gym_assets.config.routing import environment_server_for_agent, resolve_dataset_agent
 from gym_assets.errors import ConfigError, UserError
+from gym_assets.outputs.targets import Roots, is_within
 from gym_assets.tasks.layout import Layout
 
 
@@ -41,6 +46,7 @@ class Benchmark:
     agents: tuple[str, ...]
     config_paths: tuple[Path, ...]
     sidecar_dir: Path
+    roots: Roots
 
     @property
     def name(self) -> str:
@@ -58,6 +64,16 @@ class Benchmark:
     def taskset(self) -> str:
         """The declared taskset, or the benchmark name when none is declared."""
         return self.dataset.taskset or self.name
+
+    @property
+    def layout(self) -> Layout:
+        """Where this benchmark's products live."""
+        return Layout(self.roots.data)
+
+    @property
+    def prepared_dir(self) -> Path | None:
+        """The product directory its prepare script writes into; None without a script."""
+        return None if self.prepare_script is None else self.layout.prepared_dir(self.name)
 
     @property
     def domain(self) -> str:
@@ -136,6 +152,9 @@ class Catalog:
             agents = (instance,)
         involved = [instance, *([server] if server else []), *agents]
         files = sorted({self.loaded.file_of(name) for name in involved if name in servers})
+        beside = is_within(rows.resolve(), self.loaded.root.resolve()) or (
+            script is not None and is_within(rows, self.layout.prepared_dir(dataset.name))
+        )
         return Benchmark(
             declared=decl,
             rows_path=rows,
@@ -144,8 +163,13 @@ class Catalog:
             environment_server=server,
             agents=agents,
             config_paths=tuple(files),
-            sidecar_dir=rows.parent,
+            sidecar_dir=rows.parent if beside else self.layout.metrics_dir(dataset.name),
+            roots=self.roots,
         )
+
+    @property
+    def roots(self) -> Roots:
+        return Roots(configs=self.loaded.root, data=self.layout.root)
 
     def __iter__(self) -> Iterator[Benchmark]:
         return iter(self._benchmarks.values())

@@ -5,6 +5,10 @@ One function per product so the CLI, the Dagster assets and the docs agree on pa
     <data_root>/prepared/<benchmark>/        rows written by a benchmark's prepare script
     <data_root>/tasksets/<benchmark>/        collated taskset, metrics, validation report
     <data_root>/plans/<benchmark>/plan.json  eval plan (plan.previous.json: the one before)
+    <data_root>/metrics/<benchmark>/         metrics sidecar of a dataset outside both roots
+    <data_root>/rollouts/<benchmark>/<harness>/  the rollouts asset's run
+
+Each of these directories is a product marked as gym-assets' own (``gym_assets.outputs``).
 """
 
 from __future__ import annotations
@@ -23,9 +27,16 @@ class Layout:
     def taskset_dir(self, benchmark: str) -> Path:
         return self.root / "tasksets" / benchmark
 
+    def plan_dir(self, benchmark: str) -> Path:
+        return self.root / "plans" / benchmark
+
     def plan_path(self, benchmark: str) -> Path:
-        return self.root / "plans" / benchmark / "plan.json"
+        return self.plan_dir(benchmark) / "plan.json"
 
     def previous_plan_path(self, benchmark: str) -> Path:
         """The plan this benchmark had before its latest plan (for drift reports)."""
-        return self.root / "plans" / benchmark / "plan.previous.json"
+        return self.plan_dir(benchmark) / "plan.previous.json"
+
+    def metrics_dir(self, benchmark: str) -> Path:
+        """Where the metrics sidecar of a dataset outside the configs and data roots goes."""
+        return self.root / "metrics" / benchmark

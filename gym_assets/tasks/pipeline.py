@@ -3,20 +3,22 @@
 
 The taskset is built in a staging directory beside the destination and swapped in only when
 collation succeeded, so a failed run leaves the previous taskset untouched and a successful one
-leaves no stale files from earlier runs.
+leaves no stale files from earlier runs. The destination must be missing, empty or a taskset
+gym-assets wrote (``gym_assets.outputs``): nothing else is ever replaced.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import shutil
-import tempfile
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from gym_assets.io import PUBLISHED_DIR_MODE, atomic_write_text
+from gym_assets.io import atomic_write_text
+from gym_assets.outputs.claims import claimed_dir, rebuilt_dir
+from gym_assets.outputs.markers import METRICS, PREPARED, TASKSET
+from gym_assets.outputs.targets import Target, is_within
 from gym_assets.tasks.catalog import Benchmark, Catalog
 from gym_assets.tasks.collate import collate
 from gym_assets.tasks.collation_model import CollationInput, CollationReport
@@ -52,13 +54,19 @@ def _relocate(report: CollationReport, staging: Path, final: Path) -> CollationR
     return replace(report, outputs=outputs)
 
 
-def _swap_in(staging: Path, final: Path) -> None:
-    retired = final.with_name(f".{final.name}.retired")
-    shutil.rmtree(retired, ignore_errors=True)
-    if final.exists():
-        final.rename(retired)
-    staging.rename(final)
-    shutil.rmtree(retired, ignore_errors=True)
+def sidecar_product(catalog: Catalog, benchmark: Benchmark) -> Target | None:
+    """The product that receives the dataset's metrics sidecar, if the sidecar is a product.
+
+    A sidecar beside a dataset in the configs tree stays there (where the reference keeps it);
+    one beside prepared rows lives in their prepared product; any other goes under the data
+    root's ``metrics/<benchmark>/`` (see ``Catalog``), never beside a file outside both roots.
+    """
+    roots, prepared = catalog.roots, benchmark.prepared_dir
+    if prepared is not None and is_within(benchmark.sidecar_dir, prepared):
+        return Target.of(prepared, PREPARED, roots)
+    if is_within(benchmark.sidecar_dir, roots.data):
+        return Target.of(benchmark.sidecar_dir, METRICS, roots)
+    return None
 
 
 def collate_benchmark(
@@ -74,10 +82,11 @@ def collate_benchmark(
     benchmark = catalog.get(name)
     item = collation_input(benchmark)
     output_dir = Path(output_dir)
-    output_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{output_dir.name}.", dir=output_dir.parent))
-    staging.chmod(PUBLISHED_DIR_MODE)  # mkdtemp is owner-only; the taskset is published as is
-    try:
+    sidecars = sidecar_product(catalog, benchmark)
+    with (
+        rebuilt_dir(Target.of(output_dir, TASKSET, catalog.roots)) as staging,
+        claimed_dir(sidecars) if sidecars else contextlib.nullcontext(),
+    ):
         report = collate(
             catalog.loaded.data,
             [item],
@@ -90,8 +99,4 @@ def collate_benchmark(
         report = _relocate(report, staging, output_dir)
         document = json.dumps(report.to_dict(), indent=2, sort_keys=True, ensure_ascii=False)
         atomic_write_text(staging / REPORT_NAME, document + "\n")
-        _swap_in(staging, output_dir)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            shutil.rmtree(staging)
     return report

@@ -3,7 +3,8 @@
 A prepare script is a Python file with ``prepare(output_fpath: Path, **kwargs) -> Path``. It
 writes flat JSONL rows to ``output_fpath`` and returns that path. We hand it a temporary path
 beside the final one and publish the result only after every line parsed as a JSON object, so a
-failed or interrupted prepare never leaves a half-written dataset behind.
+failed or interrupted prepare never leaves a half-written dataset behind. The rows live in the
+benchmark's prepared product directory under the data root (``gym_assets.outputs``).
 """
 
 from __future__ import annotations
@@ -22,6 +23,10 @@ from typing import Any
 
 from gym_assets.errors import UserError
 from gym_assets.io import PUBLISHED_FILE_MODE, iter_jsonl
+from gym_assets.outputs.claims import claimed_dir
+from gym_assets.outputs.failures import reported
+from gym_assets.outputs.markers import PREPARED
+from gym_assets.outputs.targets import Target, is_within
 from gym_assets.tasks.catalog import Benchmark
 
 
@@ -92,12 +97,34 @@ def prepare_benchmark(
         return PreparedRows(benchmark.name, target, rows, sha, ran_prepare=False)
 
     prepare = _load_script(benchmark)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    os.close(fd)
+    product = benchmark.prepared_dir
+    assert product is not None
+    if not is_within(target, product) or target == product:
+        raise UserError(
+            f"benchmark '{benchmark.name}': the rows of a prepare script are a product under "
+            f"the data root, but jsonl_fpath points at {target}; make it a relative path",
+            path=benchmark.config_paths[0] if benchmark.config_paths else None,
+        )
+    with claimed_dir(Target.of(product, PREPARED, benchmark.roots)):
+        rows, sha = _run_script(benchmark, prepare, target, script_args)
+    return PreparedRows(benchmark.name, target, rows, sha, ran_prepare=True)
+
+
+def _run_script(
+    benchmark: Benchmark,
+    prepare: Callable[..., Any],
+    target: Path,
+    script_args: Mapping[str, Any] | None,
+) -> tuple[int, str]:
+    """Run the script into a temp file beside ``target``; rename it over ``target`` if valid."""
+    with reported(target):
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+        os.close(fd)
     tmp = Path(tmp_name)
-    tmp.chmod(PUBLISHED_FILE_MODE)  # mkstemp is owner-only; prepared rows are readable
     try:
+        with reported(target):
+            tmp.chmod(PUBLISHED_FILE_MODE)  # mkstemp is owner-only; prepared rows are readable
         try:
             returned = prepare(output_fpath=tmp, **dict(script_args or {}))
         except Exception as exc:
@@ -122,8 +149,9 @@ def prepare_benchmark(
                 f"{target}:{exc.line}: {exc.message}; nothing was published (fix the script)",
                 path=benchmark.prepare_script,
             ) from None
-        os.replace(tmp, target)
+        with reported(target):
+            os.replace(tmp, target)
     finally:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
-    return PreparedRows(benchmark.name, target, rows, sha, ran_prepare=True)
+    return rows, sha

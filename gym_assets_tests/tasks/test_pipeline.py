@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from gym_assets.errors import UserError
+from gym_assets.outputs.markers import MARKER_NAME
 from gym_assets.tasks.catalog import Catalog, load_catalog
 from gym_assets.tasks.pipeline import REPORT_NAME, collate_benchmark, collated_path
 from gym_assets.tasks.prepare import prepare_benchmark
@@ -98,7 +99,7 @@ def test_report_points_at_the_final_directory(catalog: Catalog, tmp_path: Path, 
     assert ".out." not in text  # the staging directory's name appears nowhere
     inside = [o for o in report["outputs"] if Path(o["path"]).parent == out]
     assert sorted(Path(o["path"]).name for o in inside) == sorted(
-        p.name for p in out.iterdir() if p.name != REPORT_NAME
+        p.name for p in out.iterdir() if p.name not in (REPORT_NAME, MARKER_NAME)
     )
     for output in report["outputs"]:
         path = Path(output["path"])
@@ -237,5 +238,12 @@ def test_the_published_taskset_is_readable_by_others(catalog: Catalog, tmp_path:
     collate_benchmark(catalog, "units", out)
     assert out.stat().st_mode & 0o777 == 0o755  # not mkdtemp's owner-only 0700
     assert {p.name: p.stat().st_mode & 0o777 for p in out.iterdir()} == dict.fromkeys(
-        ["benchmark.jsonl", "benchmark_metrics.json", "units_prepare.jsonl", REPORT_NAME], 0o644
+        [
+            "benchmark.jsonl",
+            "benchmark_metrics.json",
+            "units_prepare.jsonl",
+            REPORT_NAME,
+            MARKER_NAME,
+        ],
+        0o644,
     )
