@@ -15,10 +15,12 @@ import sys
 from gym_assets import settings
 from gym_assets.cli import add_configs_flag, add_data_root_flag
 from gym_assets.errors import UserError
+from gym_assets.outputs.markers import PLAN_FILE
+from gym_assets.outputs.targets import Roots, Target
 from gym_assets.plans.build import file_tasks, refuse_prompt_template, require_one_benchmark
 from gym_assets.plans.model import TaskKey, load_plan, plan_json_schema
 from gym_assets.plans.pipeline import collated_tasks, plan_benchmark
-from gym_assets.plans.render import render_json, write_plan
+from gym_assets.plans.render import render_json, write_plan_file
 from gym_assets.plans.verify import PlanDiff, verify_plan
 from gym_assets.tasks.catalog import Benchmark, load_catalog
 
@@ -59,7 +61,8 @@ def _plan(args: argparse.Namespace) -> int:
             "the plan lists no tasks",
             file=sys.stderr,
         )
-    write_plan(args.out, plan)
+    roots = Roots(settings.configs_root(args.configs), settings.data_root(args.data_root))
+    write_plan_file(Target.of(args.out, PLAN_FILE, roots), plan)
     print(
         f"planned {len(plan.tasks)} tasks of '{benchmark.name}' (taskset '{benchmark.taskset}')",
         file=sys.stderr,

@@ -1,4 +1,9 @@
-"""Write a benchmark's plan into the data root, keeping the one it replaces for drift reports."""
+"""Write a benchmark's plan into the data root, keeping the one it replaces for drift reports.
+
+``<data_root>/plans/<benchmark>/`` is a product directory (``gym_assets.outputs``): it is
+created and marked by the first plan, and a directory there that gym-assets did not write is
+refused rather than written into.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +12,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gym_assets.io import atomic_write_bytes
+from gym_assets.outputs.claims import claimed_dir
+from gym_assets.outputs.markers import PLAN_DIR
+from gym_assets.outputs.targets import Target
 from gym_assets.plans.model import Plan, load_plan
 from gym_assets.plans.render import plan_text
+from gym_assets.tasks.catalog import Benchmark
 
 
 @dataclass(frozen=True)
@@ -18,13 +27,19 @@ class PublishedPlan:
     replaced_previous: bool
 
 
-def publish_plan(plan: Plan, path: Path, previous_path: Path) -> PublishedPlan:
-    """Move the current plan (if any) to ``previous_path`` and write ``plan`` at ``path``."""
+def publish_plan(plan: Plan, benchmark: Benchmark) -> PublishedPlan:
+    """Keep the benchmark's current plan (if any) as the previous one and write ``plan``."""
+    layout = benchmark.layout
+    path, previous_path = (
+        layout.plan_path(benchmark.name),
+        layout.previous_plan_path(benchmark.name),
+    )
     data = plan_text(plan).encode("utf-8")
-    replaced = path.is_file()
-    if replaced:
-        atomic_write_bytes(previous_path, path.read_bytes())
-    atomic_write_bytes(path, data)
+    with claimed_dir(Target.of(layout.plan_dir(benchmark.name), PLAN_DIR, benchmark.roots)):
+        replaced = path.is_file()
+        if replaced:
+            atomic_write_bytes(previous_path, path.read_bytes())
+        atomic_write_bytes(path, data)
     return PublishedPlan(path, hashlib.sha256(data).hexdigest(), replaced)
 
 

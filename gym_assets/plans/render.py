@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from gym_assets.io import atomic_writer
+from gym_assets.outputs.claims import write_file
+from gym_assets.outputs.targets import Target
 from gym_assets.plans.model import Plan
 
 _PRETTY = json.JSONEncoder(sort_keys=True, indent=2, ensure_ascii=False)
@@ -66,3 +68,12 @@ def write_plan(path: str | Path, plan: Plan) -> None:
     with atomic_writer(path) as handle:
         for piece in iter_plan_text(plan):
             handle.write(piece)
+
+
+def write_plan_file(target: Target, plan: Plan) -> str:
+    """Write the plan as a single-file product (``plan --out FILE``); returns its sha256.
+
+    Its bytes stay exactly the plan format; the marker that says gym-assets wrote it lives
+    beside it (``gym_assets.outputs``), so an existing file of someone else's is refused.
+    """
+    return write_file(target, (piece.encode("utf-8") for piece in iter_plan_text(plan)))

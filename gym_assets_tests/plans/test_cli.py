@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from gym_assets.cli import main
+from gym_assets.outputs.markers import file_marker_path
 from gym_assets.plans.model import SCHEMA_LABEL, load_plan
 from gym_assets.tasks.materialize import materialize_task
 from gym_assets_tests.plans.helpers import row, write_jsonl
@@ -176,7 +177,8 @@ def test_refusals_write_nothing_and_keep_the_old_plan(project, capsys, rows, fra
     write_jsonl(rows_file(project), rows)
     assert fragment in refused(capsys, plan_args(out))
     assert out.read_bytes() == before
-    assert [p.name for p in project.iterdir() if p.name.startswith(".plan")] == []
+    hidden = [p.name for p in project.iterdir() if p.name.startswith(".plan")]
+    assert hidden == [file_marker_path(out).name]  # its product marker; no temp file
 
 
 def test_unknown_task_ids_refused(project, capsys) -> None:

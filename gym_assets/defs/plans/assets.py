@@ -28,12 +28,12 @@ PREVIEW_TASKS = 10
 )
 def eval_plan(context: dg.AssetExecutionContext, workspace: GymWorkspace) -> dg.MaterializeResult:
     name = context.partition_key
-    layout = workspace.layout
     try:
-        plan = plan_benchmark(workspace.catalog().get(name))
+        benchmark = workspace.catalog().get(name)
+        plan = plan_benchmark(benchmark)
+        published = publish_plan(plan, benchmark)
     except UserError as exc:
         raise as_failure(exc) from None
-    published = publish_plan(plan, layout.plan_path(name), layout.previous_plan_path(name))
     preview = markdown_table(
         ["task_id", "taskset", "digest"],
         [[t.task_id, t.taskset, t.digest[:23] + "…"] for t in plan.tasks[:PREVIEW_TASKS]],

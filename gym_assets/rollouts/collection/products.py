@@ -24,5 +24,4 @@ def ensure_products(catalog: Catalog, name: str, say: Callable[[str], None]) -> 
         collate_benchmark(catalog, name, taskset_dir)
     if not layout.plan_path(name).is_file():
         say(f"planning {name} into {layout.plan_path(name)} ...")
-        plan = plan_benchmark(benchmark)
-        publish_plan(plan, layout.plan_path(name), layout.previous_plan_path(name))
+        publish_plan(plan_benchmark(benchmark), benchmark)

@@ -37,9 +37,9 @@ class Products:
     def plan(self, name: str) -> Plan:
         if name not in self._plans:
             self.taskset(name)
-            layout = self.catalog.layout
-            plan = plan_benchmark(self.catalog.get(name))
-            publish_plan(plan, layout.plan_path(name), layout.previous_plan_path(name))
+            benchmark = self.catalog.get(name)
+            plan = plan_benchmark(benchmark)
+            publish_plan(plan, benchmark)
             self._plans[name] = plan
         return self._plans[name]
 
