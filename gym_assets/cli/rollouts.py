@@ -2,8 +2,8 @@
 
     gym-assets rollouts --benchmark B --harness H --out DIR
         [--upstream reference|scripted|openai] [--base-url URL --api-key-env VAR] [--model NAME]
-        [--script FILE] [--repeats N] [--concurrency C] [--limit N] [--timeout S] [--resume]
-        [--allow-plan-drift] [--corrupt-fraction F --seed S]
+        [--script FILE] [--repeats N] [--concurrency C] [--limit N] [--timeout S]
+        [--resume [--quarantine-corrupt]] [--allow-plan-drift] [--corrupt-fraction F --seed S]
 
 Missing products (prepared rows, collated taskset, plan) are made first. Exit 0 when the run
 finished, 1 on a refusal (or when no dispatched rollout produced a result), 2 on usage errors.
@@ -106,6 +106,8 @@ def _rollouts(args: argparse.Namespace) -> int:
         )
     except UserError as exc:
         parser.error(exc.message)
+    if args.quarantine_corrupt and not args.resume:
+        parser.error("--quarantine-corrupt goes with --resume (a fresh run reads no old files)")
     if (args.upstream == "scripted") != (args.script is not None):
         parser.error("--script FILE goes with --upstream scripted (and is required by it)")
     catalog = load_catalog(settings.configs_root(args.configs), settings.data_root(args.data_root))
@@ -121,6 +123,7 @@ def _rollouts(args: argparse.Namespace) -> int:
         max_attempts=args.max_attempts,
         script=None if args.script is None else load_script(args.script),
         allow_unsandboxed=args.allow_unsandboxed,
+        quarantine_corrupt=args.quarantine_corrupt,
     )
     result = run_rollouts(catalog, args.benchmark, harness, Path(args.out), upstream, options)
     for note in result.notes:
@@ -171,6 +174,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--timeout", type=_positive_float, metavar="S", help="per rollout")
     parser.add_argument("--max-attempts", type=_positive_int, default=3, metavar="N")
     parser.add_argument("--resume", action="store_true", help="continue the run in --out")
+    parser.add_argument(
+        "--quarantine-corrupt",
+        action="store_true",
+        help="with --resume: move a run file with a damaged line aside as <name>.corrupt-<n> "
+        "(its rollouts run again) instead of refusing",
+    )
     parser.add_argument(
         "--allow-plan-drift", action="store_true", help="dispatch tasks that differ from the plan"
     )

@@ -43,12 +43,14 @@ class ModelEndpoint(dg.ConfigurableResource):
 class HarnessRunner(dg.ConfigurableResource):
     """How rollouts are collected: parallelism, repeats, deadlines, resume, failure and masking
     budgets. ``allow_unsandboxed`` lets model-written code be verified without isolation where
-    no sandbox can be made (records then say ``sandbox: none``); leave it off."""
+    no sandbox can be made (records then say ``sandbox: none``); leave it off.
+    ``quarantine_corrupt`` lets a resume move a damaged run file aside instead of failing."""
 
     concurrency: int = DEFAULT_CONCURRENCY
     repeats: int | None = None
     timeout_s: float | None = None
     resume: bool = False
+    quarantine_corrupt: bool = False
     max_attempts: int = DEFAULT_MAX_ATTEMPTS
     max_failure_rate: float = DEFAULT_MAX_FAILURE_RATE
     max_masked_share: float = DEFAULT_MAX_MASKED_SHARE
@@ -59,6 +61,7 @@ class HarnessRunner(dg.ConfigurableResource):
             repeats=self.repeats,
             concurrency=self.concurrency,
             resume=self.resume,
+            quarantine_corrupt=self.quarantine_corrupt,
             timeout_s=self.timeout_s,
             max_attempts=self.max_attempts,
             script=script,

@@ -8,18 +8,30 @@
 
 Records and failures are appended one complete line per ``write`` and flushed per rollout, so a
 process killed midway loses only rollouts still in flight; at worst the last line is cut short,
-and ``repair_tail`` drops such a line before a resume appends after it.
+and ``repair_tail`` drops such a line before a resume appends after it. Any other line that is
+not a JSON object means the file was damaged: reading it is refused (``CorruptRunFile``), or
+the file is moved aside as ``<name>.corrupt-<n>`` when the caller asks.
+
+The run directory and ``captures/`` are products (``gym_assets.outputs``). A fresh run deletes
+only what a run writes here, and refuses when the directory holds anything else.
 """
 
 from __future__ import annotations
 
 import os
+import re
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gym_assets.errors import UserError
 from gym_assets.io import PUBLISHED_FILE_MODE, atomic_writer, json_line, parse_json_bytes
+from gym_assets.outputs.failures import reported
+from gym_assets.outputs.lock import lock_path
+from gym_assets.outputs.markers import CAPTURES, MARKER_NAME, dir_marker
+from gym_assets.rollouts.gateway.capture import CAPTURE_SUFFIX, INCOMPLETE_SUFFIX
 
 DEFAULT_STEM = "rollouts"
 
@@ -54,26 +66,99 @@ class RunFiles:
     def outputs(self) -> tuple[Path, ...]:
         return (self.records, self.failures, self.materialized_inputs, self.aggregate_metrics)
 
+    def logs(self) -> tuple[Path, ...]:
+        """The files a resume reads back: the inventory and the two append-only logs."""
+        return (self.materialized_inputs, self.records, self.failures)
+
+    def _is_ours(self, name: str) -> bool:
+        """A name a run writes here: its files, their temp and quarantined copies, the
+        captures dir's lock, the marker (``captures/`` is checked on its own)."""
+        if name in (MARKER_NAME, lock_path(self.capture_dir).name):
+            return True
+        return any(
+            name == path.name
+            or re.fullmatch(rf"\.{re.escape(path.name)}\..+\.tmp", name)
+            or re.fullmatch(rf"{re.escape(path.name)}\.corrupt-\d+", name)
+            for path in self.outputs()
+        )
+
+    def foreign(self) -> Path | None:
+        """The first entry a run did not write, in the run dir or in ``captures/``; None if
+        everything there is the run's own."""
+        with reported(self.out_dir):
+            names = sorted(os.listdir(self.out_dir))
+            for name in names:
+                if name != self.capture_dir.name and not self._is_ours(name):
+                    return self.out_dir / name
+            if self.capture_dir.name not in names:
+                return None
+            if not stat.S_ISDIR(os.lstat(self.capture_dir).st_mode):
+                return self.capture_dir
+            entries = sorted(os.listdir(self.capture_dir))
+        if entries and dir_marker(self.capture_dir) != CAPTURES.id:
+            return self.capture_dir
+        for name in entries:
+            if name != MARKER_NAME and not name.endswith((CAPTURE_SUFFIX, INCOMPLETE_SUFFIX)):
+                return self.capture_dir / name
+        return None
+
+    def clear(self) -> None:
+        """Delete what an earlier run wrote (quarantined copies stay); ``foreign`` must be None."""
+        with reported(self.out_dir):
+            for path in self.outputs():
+                path.unlink(missing_ok=True)
+            if self.capture_dir.is_dir():
+                for entry in os.scandir(self.capture_dir):
+                    if entry.name != MARKER_NAME:
+                        os.unlink(entry.path)
+
+    def quarantine(self, path: Path) -> Path:
+        """Move a damaged file aside as ``<name>.corrupt-<n>`` (the first free n)."""
+        number = 1
+        while (moved := path.with_name(f"{path.name}.corrupt-{number}")).exists():
+            number += 1
+        with reported(path):
+            os.rename(path, moved)
+        return moved
+
 
 def write_jsonl_atomic(path: Path, rows: list[dict[str, Any]]) -> None:
     with atomic_writer(path, "wb") as handle:
         handle.writelines(json_line(row) for row in rows)
 
 
+class CorruptRunFile(UserError):
+    """A run file has a line that is not a JSON object (other than a cut-short last line)."""
+
+
 def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
-    """Every complete, parseable object line; a cut-short last line is skipped, not fatal."""
+    """Every object line of a run file, strictly.
+
+    The one defect tolerated is a last line without its newline, which a killed writer left
+    (or a writer is appending right now): it is skipped. Any other line that is not a JSON
+    object raises ``CorruptRunFile`` naming the file and line.
+    """
     if not path.is_file():
         return
     with path.open("rb") as handle:
-        for raw in handle:
-            if not raw.endswith(b"\n") or raw.isspace():
+        for number, raw in enumerate(handle, start=1):
+            if not raw.endswith(b"\n"):
+                return
+            if raw.isspace():
                 continue
             try:
                 value = parse_json_bytes(raw)
             except ValueError:
-                continue
-            if isinstance(value, dict):
-                yield value
+                value = None
+            if not isinstance(value, dict):
+                raise CorruptRunFile(
+                    "damaged line (not a JSON object); resume with --quarantine-corrupt (in "
+                    "Dagster: harness_runner quarantine_corrupt) to move the file aside (its "
+                    "rollouts run again), or start a fresh run",
+                    path=path,
+                    line=number,
+                )
+            yield value
 
 
 def repair_tail(path: Path) -> bool:
@@ -111,13 +196,16 @@ class AppendLog:
     """
 
     def __init__(self, path: Path):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, PUBLISHED_FILE_MODE)
+        self._path = path
+        with reported(path):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, PUBLISHED_FILE_MODE)
 
     def write(self, row: dict[str, Any]) -> None:
         data = memoryview(json_line(row))
-        while data:
-            data = data[os.write(self._fd, data) :]
+        with reported(self._path):
+            while data:
+                data = data[os.write(self._fd, data) :]
 
     def close(self) -> None:
         os.fsync(self._fd)

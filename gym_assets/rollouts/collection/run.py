@@ -7,6 +7,11 @@ A fresh run deletes the previous outputs of the directory and writes the invento
 materialized input per rollout) before dispatching anything. A resume reads that inventory
 back (so repeats, limits and rollout ids stay those of the first run), skips what is done,
 and appends. Either way the aggregate metrics are recomputed over everything on disk.
+
+The directory is a product (``gym_assets.outputs``), locked for the whole run: it must be
+missing, empty or a run gym-assets wrote, and a fresh run refuses to delete anything a run
+does not write there. A resume refuses a damaged line in the run's files, or moves the file
+aside with ``quarantine_corrupt``.
 """
 
 from __future__ import annotations
@@ -14,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import shutil
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -27,11 +31,16 @@ from gym_assets.config.model import MODELS, attributed_agent, bound_resources_se
 from gym_assets.config.model import server_instances as instances_of
 from gym_assets.errors import UserError
 from gym_assets.io import atomic_write_text
+from gym_assets.outputs.claims import claim_dir, claimed_dir
+from gym_assets.outputs.failures import OutputError
+from gym_assets.outputs.markers import CAPTURES, ROLLOUTS_RUN
+from gym_assets.outputs.targets import Target
 from gym_assets.plans.model import load_plan
 from gym_assets.rollouts.collection.corruption import corrupt, corrupted_keys
 from gym_assets.rollouts.collection.dispatch import Dispatcher, ScriptFor
 from gym_assets.rollouts.collection.files import (
     AppendLog,
+    CorruptRunFile,
     RunFiles,
     read_jsonl,
     write_jsonl_atomic,
@@ -66,6 +75,7 @@ class RunOptions:
     max_attempts: int = DEFAULT_MAX_ATTEMPTS
     script: Sequence[Step] | None = None  # what the scripted upstream plays
     allow_unsandboxed: bool = False  # verify model code without isolation if none can be made
+    quarantine_corrupt: bool = False  # resume: move a damaged run file aside instead of refusing
 
 
 @dataclass
@@ -86,8 +96,37 @@ class RunResult:
         return self.dispatched / self.seconds if self.seconds > 0 else 0.0
 
 
+def _check_logs(files: RunFiles, quarantine: bool, notes: list[str]) -> None:
+    """Read every file a resume relies on; a damaged one is refused, or moved aside."""
+    for path in files.logs():
+        try:
+            for _ in read_jsonl(path):
+                pass
+        except CorruptRunFile as exc:
+            if not quarantine:
+                raise
+            moved = files.quarantine(path)
+            notes.append(f"{exc.render()}: moved the file to {moved.name}; its rollouts run again")
+
+
+def _start_fresh(files: RunFiles, target: Target) -> None:
+    foreign = files.foreign()
+    if foreign is not None:
+        raise OutputError(
+            f"holds {foreign}, which a rollouts run does not write, and a fresh run replaces "
+            f"the run's files; {target.elsewhere_hint()}",
+            path=files.out_dir,
+        )
+    files.clear()
+
+
 def _inventory(
-    files: RunFiles, benchmark: Benchmark, catalog: Catalog, options: RunOptions, notes: list[str]
+    files: RunFiles,
+    target: Target,
+    benchmark: Benchmark,
+    catalog: Catalog,
+    options: RunOptions,
+    notes: list[str],
 ) -> list[RolloutInput]:
     if options.resume and files.materialized_inputs.is_file():
         return [
@@ -101,12 +140,10 @@ def _inventory(
             f"benchmark '{benchmark.name}' has no collated taskset at {taskset}; run "
             f"`gym-assets collate --benchmark {benchmark.name}` (or materialize collated_taskset)"
         )
+    _start_fresh(files, target)
     inputs = materialize_inputs(
         taskset, benchmark, catalog.loaded.data, repeats=options.repeats, limit=options.limit
     )
-    for path in files.outputs():
-        path.unlink(missing_ok=True)
-    shutil.rmtree(files.capture_dir, ignore_errors=True)
     write_jsonl_atomic(files.materialized_inputs, [item.row for item in inputs])
     return inputs
 
@@ -242,33 +279,38 @@ def run_rollouts(
     benchmark = catalog.get(benchmark_name)
     plan = load_plan(catalog.layout.plan_path(benchmark.name))
     files = RunFiles(Path(out_dir))
+    target = Target.of(files.out_dir, ROLLOUTS_RUN, catalog.roots)
     notes: list[str] = []
-    inputs = _inventory(files, benchmark, catalog, options, notes)
-    ledger = Ledger.read(files, options.max_attempts)
-    todo = ledger.pending(inputs)
-    gate = PlanGate(plan, allow_drift=options.allow_plan_drift)
-    started = time.monotonic()
-    if todo:
-        _dispatch(
-            catalog,
-            harness,
-            upstream,
-            options,
-            files,
-            inputs,
-            todo,
-            ledger,
-            gate,
-            progress_stream,
-            notes,
+    with claimed_dir(target):
+        if options.resume:
+            _check_logs(files, options.quarantine_corrupt, notes)
+        inputs = _inventory(files, target, benchmark, catalog, options, notes)
+        claim_dir(Target.of(files.capture_dir, CAPTURES, catalog.roots))
+        ledger = Ledger.read(files, options.max_attempts)
+        todo = ledger.pending(inputs)
+        gate = PlanGate(plan, allow_drift=options.allow_plan_drift)
+        started = time.monotonic()
+        if todo:
+            _dispatch(
+                catalog,
+                harness,
+                upstream,
+                options,
+                files,
+                inputs,
+                todo,
+                ledger,
+                gate,
+                progress_stream,
+                notes,
+            )
+        seconds = time.monotonic() - started
+        done = latest_rows(read_jsonl(files.records))
+        failed = latest_rows(read_jsonl(files.failures))
+        metrics = aggregate(inputs, done, failed)
+        atomic_write_text(
+            files.aggregate_metrics, json.dumps(metrics, indent=2, ensure_ascii=False) + "\n"
         )
-    seconds = time.monotonic() - started
-    done = latest_rows(read_jsonl(files.records))
-    failed = latest_rows(read_jsonl(files.failures))
-    metrics = aggregate(inputs, done, failed)
-    atomic_write_text(
-        files.aggregate_metrics, json.dumps(metrics, indent=2, ensure_ascii=False) + "\n"
-    )
     return RunResult(
         files=files,
         rollouts=len(inputs),
