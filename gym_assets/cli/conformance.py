@@ -1,9 +1,9 @@
 """``gym-assets conformance``: inspect a rollout bundle, build a harness matrix, regenerate docs.
 
 Inspection exit codes are a contract for CI: 0 the P0 gate is met, 1 it is not, 2 the input
-could not be judged (unknown profile, bad bundle, inputs changed, conflicting report) — in
-which case nothing was published. Input errors are therefore handled here, not left to the
-dispatcher, which would map them to 1.
+could not be judged (unknown profile, bad bundle, inputs changed, conflicting report, an
+``--output`` that is refused or cannot be written) — in which case nothing was published.
+Input errors are therefore handled here, not left to the dispatcher, which would map them to 1.
 """
 
 from __future__ import annotations
@@ -12,16 +12,20 @@ import argparse
 import sys
 from pathlib import Path
 
+from gym_assets import settings
 from gym_assets.conformance.bundle import InspectionInputError
 from gym_assets.conformance.catalogue_doc import DOC_PATH, write_catalogue
 from gym_assets.conformance.inspect import InspectionOptions, inspect_bundle
 from gym_assets.conformance.matrix import build_matrix, parse_harness
 from gym_assets.conformance.result import PROFILE_ID
 from gym_assets.conformance.scope import EvidenceScope
+from gym_assets.outputs.failures import OutputError
 
 INPUT_ERROR_EXIT = 2
 # What the reference runner treats as "could not inspect": input, I/O and decoding failures.
-CHECKER_ERRORS = (InspectionInputError, OSError, ValueError, RecursionError)
+# An --output that is refused or cannot be written (an OutputError) is one of them: nothing
+# was judged or published, and exit 1 would read as "gate not met".
+CHECKER_ERRORS = (InspectionInputError, OutputError, OSError, ValueError, RecursionError)
 
 
 def _add_profile_flags(parser: argparse.ArgumentParser) -> None:
@@ -80,7 +84,7 @@ def _options(args: argparse.Namespace, capture_dir: Path | None = None) -> Inspe
 
 
 def _checker_error(exc: BaseException) -> int:
-    detail = f": {exc}" if isinstance(exc, InspectionInputError) else ""
+    detail = f": {exc}" if isinstance(exc, InspectionInputError | OutputError) else ""
     print(f"checker_error ({type(exc).__name__}){detail}; no report published", file=sys.stderr)
     return INPUT_ERROR_EXIT
 
@@ -107,6 +111,6 @@ def run_matrix(args: argparse.Namespace) -> int:
 
 
 def run_catalogue(args: argparse.Namespace) -> int:
-    path = write_catalogue(args.out or DOC_PATH)
+    path = write_catalogue(args.out or DOC_PATH, settings.configs_root())
     print(f"wrote {path}")
     return 0

@@ -5,7 +5,9 @@ hashes, checker source hash, profile, declared scope), so inspecting the same by
 names the same directory and must produce byte-identical files — a replay is idempotent, and a
 conflicting existing report is an error, never overwritten. The report is built in a temporary
 directory and renamed into place only after the inputs were re-hashed unchanged, so an error
-publishes nothing and never disturbs an earlier report.
+publishes nothing and never disturbs an earlier report. The output directory holding the
+reports is a product of its own (``gym_assets.outputs``): missing, empty, or reports written
+here before; anything else is refused.
 
 Records are checked one at a time and each result is streamed to ``evidence_results.jsonl``;
 only counters are kept in memory, so memory does not grow with the bundle.
@@ -21,7 +23,7 @@ import os
 import shutil
 import tempfile
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from functools import cache
 from pathlib import Path
@@ -44,6 +46,11 @@ from gym_assets.conformance.result import (
     TeStatus,
 )
 from gym_assets.conformance.scope import EvidenceScope
+from gym_assets.outputs.claims import claimed_dir
+from gym_assets.outputs.failures import os_failure, reported
+from gym_assets.outputs.markers import CONFORMANCE_REPORTS, Kind
+from gym_assets.outputs.targets import Target
+from gym_assets.settings import configs_root
 
 SUMMARY_SCHEMA = "harness-evidence/v1"
 DECODER_VERSION = "gym-p0-evidence/v2"
@@ -71,11 +78,16 @@ class ReportConflictError(InspectionInputError):
 
 @dataclass(frozen=True)
 class InspectionOptions:
-    """What the caller declares: the profile, the evidence scope, optional capture sidecars."""
+    """What the caller declares: the profile, the evidence scope, optional capture sidecars,
+    and the configs tree that reports may never be written over."""
 
     profile: str = PROFILE_ID
     scope: EvidenceScope = field(default_factory=EvidenceScope)
     capture_dir: Path | None = None
+    configs_root: Path = field(default_factory=configs_root)
+
+    def output(self, path: Path, kind: Kind) -> Target:
+        return Target(path, kind, self.configs_root, flag="--output")
 
 
 @dataclass(frozen=True)
@@ -238,7 +250,7 @@ def _md_cell(text: str) -> str:
 
 
 def write_text_durably(path: Path, text: str) -> None:
-    with path.open("w", encoding="utf-8", newline="\n") as handle:
+    with reported(path), path.open("w", encoding="utf-8", newline="\n") as handle:
         handle.write(text)
         handle.flush()
         os.fsync(handle.fileno())
@@ -246,9 +258,23 @@ def write_text_durably(path: Path, text: str) -> None:
 
 def staging_directory(output: Path, content_hash: str) -> Path:
     """A private temp dir beside the final one (same filesystem, so publishing is a rename)."""
-    staged = Path(tempfile.mkdtemp(prefix=f".{content_hash[:16]}-", dir=output))
-    staged.chmod(0o755)  # mkdtemp is owner-only; a published report is readable like any output
+    with reported(output):
+        staged = Path(tempfile.mkdtemp(prefix=f".{content_hash[:16]}-", dir=output))
+        staged.chmod(0o755)  # mkdtemp is owner-only; a published report is readable
     return staged
+
+
+@contextlib.contextmanager
+def published(output: Path, content_hash: str, names: tuple[str, ...]) -> Iterator[Path]:
+    """Yield a staging dir for ``names``; publish it as ``output/content_hash`` if the block
+    succeeds, discard it otherwise."""
+    staged = staging_directory(output, content_hash)
+    try:
+        yield staged
+    except BaseException:
+        shutil.rmtree(staged, ignore_errors=True)
+        raise
+    publish_directory(staged, output / content_hash, names)
 
 
 def publish_directory(staged: Path, final: Path, names: tuple[str, ...]) -> None:
@@ -262,9 +288,9 @@ def publish_directory(staged: Path, final: Path, names: tuple[str, ...]) -> None
             try:
                 os.rename(staged, final)
                 return
-            except OSError:
+            except OSError as exc:
                 if not final.is_dir():  # not a concurrent publisher: a real failure
-                    raise
+                    raise os_failure(final, exc) from None
         same = all(
             (final / name).is_file() and filecmp.cmp(staged / name, final / name, shallow=False)
             for name in names
@@ -296,12 +322,14 @@ def inspect_bundle(
     manifest = report_manifest(provenance, options)
     report_id = content_id(manifest)
     output = Path(output)
-    created = not output.exists()
-    output.mkdir(parents=True, exist_ok=True)
-    staged = staging_directory(output, report_id)
-    try:
+    with (
+        claimed_dir(options.output(output, CONFORMANCE_REPORTS)),
+        published(output, report_id, REPORT_FILES) as staged,
+    ):
         tally = _Tally()
-        with (staged / RESULTS_FILE).open("w", encoding="utf-8", newline="\n") as results:
+        with reported(output):
+            results = (staged / RESULTS_FILE).open("w", encoding="utf-8", newline="\n")
+        with results:
             rows = iter_bundle_rows(bundle_file, expected_sha256=provenance.bundle.sha256)
             for line, record in rows:
                 result = check_record(
@@ -319,12 +347,4 @@ def inspect_bundle(
             staged / SUMMARY_FILE, json.dumps(summary, indent=2, ensure_ascii=False) + "\n"
         )
         write_text_durably(staged / REPORT_FILE, render_report(summary))
-    except BaseException:
-        shutil.rmtree(staged, ignore_errors=True)
-        if created:  # leave no trace of a failed first inspection
-            with contextlib.suppress(OSError):
-                output.rmdir()
-        raise
-    final = output / report_id
-    publish_directory(staged, final, REPORT_FILES)
-    return Inspection(report_id, final, summary)
+    return Inspection(report_id, output / report_id, summary)

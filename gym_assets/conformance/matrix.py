@@ -4,7 +4,8 @@ Each harness bundle is inspected into ``<output>/<name>/<report_id>/`` exactly a
 standalone inspector would; the matrix is then published, content-addressed and atomically,
 as ``<output>/<matrix_id>/`` with the same facts three ways: JSON for machines, Markdown for
 review threads, and a self-contained HTML page (inline CSS, no scripts, no external assets)
-for people. A failed inspection publishes no matrix.
+for people. A failed inspection publishes no matrix. ``<output>`` is a product directory
+(``gym_assets.outputs``) holding a conformance matrix, its harnesses' reports inside it.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from __future__ import annotations
 import html
 import json
 import re
-import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -24,11 +24,12 @@ from gym_assets.conformance.inspect import (
     Inspection,
     InspectionOptions,
     inspect_bundle,
-    publish_directory,
-    staging_directory,
+    published,
     write_text_durably,
 )
 from gym_assets.conformance.result import TE_NAMES, TeStatus
+from gym_assets.outputs.claims import claimed_dir
+from gym_assets.outputs.markers import CONFORMANCE_MATRIX
 
 MATRIX_SCHEMA = "harness-evidence-matrix/v1"
 MATRIX_JSON = "harness_evidence.json"
@@ -252,18 +253,13 @@ def build_matrix(
         if not HARNESS_NAME.match(name):
             raise InspectionInputError(f"harness name {name!r} must match [A-Za-z0-9_-]+")
     output = Path(output)
-    inspections = {name: inspect_bundle(path, output / name, options) for name, path in harnesses}
-    document = matrix_document(inspections, options)
-    matrix_id = content_id(document)
-    staged = staging_directory(output, matrix_id)
-    try:
-        text = json.dumps({"matrix_id": matrix_id, **document}, indent=2, ensure_ascii=False)
-        write_text_durably(staged / MATRIX_JSON, text + "\n")
-        write_text_durably(staged / MATRIX_MD, render_markdown(document))
-        write_text_durably(staged / MATRIX_HTML, render_html(document))
-    except BaseException:
-        shutil.rmtree(staged, ignore_errors=True)
-        raise
-    final = output / matrix_id
-    publish_directory(staged, final, MATRIX_FILES)
-    return Matrix(matrix_id, final, document, inspections)
+    with claimed_dir(options.output(output, CONFORMANCE_MATRIX)):
+        inspections = {n: inspect_bundle(path, output / n, options) for n, path in harnesses}
+        document = matrix_document(inspections, options)
+        matrix_id = content_id(document)
+        with published(output, matrix_id, MATRIX_FILES) as staged:
+            text = json.dumps({"matrix_id": matrix_id, **document}, indent=2, ensure_ascii=False)
+            write_text_durably(staged / MATRIX_JSON, text + "\n")
+            write_text_durably(staged / MATRIX_MD, render_markdown(document))
+            write_text_durably(staged / MATRIX_HTML, render_html(document))
+    return Matrix(matrix_id, output / matrix_id, document, inspections)

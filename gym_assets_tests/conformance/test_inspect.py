@@ -20,6 +20,7 @@ from gym_assets.conformance.inspect import (
 )
 from gym_assets.conformance.result import PROFILE_ID
 from gym_assets.conformance.scope import EvidenceScope
+from gym_assets.outputs.markers import MARKER_NAME
 from gym_assets_tests.conformance import fixtures as fx
 
 
@@ -136,7 +137,7 @@ def test_replay_is_idempotent_and_deterministic_across_output_dirs(tmp_path):
     assert again.report_dir == first.report_dir and snapshot(again.report_dir) == before
     elsewhere = inspect_bundle(bundle, tmp_path / "other")
     assert snapshot(elsewhere.report_dir) == before
-    assert [p.name for p in (tmp_path / "out").iterdir()] == [first.report_id]
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [MARKER_NAME, first.report_id]
 
 
 def test_conflicting_existing_report_is_left_untouched(tmp_path, capsys):
@@ -149,7 +150,7 @@ def test_conflicting_existing_report_is_left_untouched(tmp_path, capsys):
     assert tampered.read_text() == "edited by hand\n"
     assert cli("inspect", "--bundle", str(bundle), "--output", str(tmp_path / "out")) == 2
     assert "no report published" in capsys.readouterr().err
-    assert [p.name for p in (tmp_path / "out").iterdir()] == [first.report_id]
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [MARKER_NAME, first.report_id]
 
 
 def test_cli_replay_then_missing_payload_then_malformed_bundle(tmp_path, capsys):
@@ -172,7 +173,7 @@ def test_cli_replay_then_missing_payload_then_malformed_bundle(tmp_path, capsys)
     assert "checker_error (InspectionInputError)" in err and "rollouts.jsonl:1" in err
     assert "no report published" in err
     assert reports(out) == published and {p: snapshot(p) for p in published} == kept
-    assert not [p for p in out.iterdir() if p.name.startswith(".")]
+    assert [p.name for p in out.iterdir() if p.name.startswith(".")] == [MARKER_NAME]
 
 
 @pytest.mark.parametrize(

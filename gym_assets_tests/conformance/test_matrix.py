@@ -12,6 +12,7 @@ import pytest
 from gym_assets.cli import main
 from gym_assets.conformance.bundle import InspectionInputError
 from gym_assets.conformance.matrix import MATRIX_FILES, build_matrix, parse_harness
+from gym_assets.outputs.markers import MARKER_NAME
 from gym_assets_tests.conformance import fixtures as fx
 
 TE_COLUMNS = [f"TE-{n}" for n in range(1, 10)]
@@ -78,7 +79,7 @@ def test_cli_matrix_complete_versus_missing_payload(tmp_path, harnesses):
     assert matrix_dir(output) == directory
     assert {p.name: p.read_bytes() for p in directory.iterdir()} == before
     assert sorted(p.name for p in output.iterdir()) == sorted(
-        ["complete", "missing-payload", directory.name]
+        [MARKER_NAME, "complete", "missing-payload", directory.name]
     )
 
 
@@ -143,4 +144,4 @@ def test_a_failed_inspection_publishes_no_matrix(tmp_path, harnesses):
     args = ["--harness", f"good={harnesses[0][1]}", "--harness", f"bad={bad}"]
     assert main(["conformance", "matrix", *args, "--output", str(output)]) == 2
     assert not [p for p in output.iterdir() if (p / "harness_evidence.json").exists()]
-    assert not [p for p in output.iterdir() if p.name.startswith(".")]
+    assert [p.name for p in output.iterdir() if p.name.startswith(".")] == [MARKER_NAME]
