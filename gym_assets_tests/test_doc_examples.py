@@ -33,7 +33,7 @@ def test_unfronted_agent_gets_a_relay_and_one_warning(tmp_path):
 
     root = _copy("unfronted_agent", tmp_path)
     before = (root / "config.yaml").read_text()
-    assert add_environment_servers([root], check=False) == 0
+    assert add_environment_servers([root], check=False, configs_root=root) == 0
     after = (root / "config.yaml").read_text()
     assert after.startswith(before) and "mcqa_environment_server:" in after[len(before) :]
     with warnings.catch_warnings(record=True) as caught:

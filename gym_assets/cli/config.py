@@ -38,7 +38,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "add-environment-servers",
         help="append a legacy_agent relay for every agent without an environment server",
         description="Append one legacy_agent environment server per agent that no environment "
-        "server fronts, to the file that defines the agent. Existing text is never changed. "
+        "server fronts, to the file that defines the agent. Existing text is never changed, and "
+        "only files inside the configs root (--configs) are. "
         "Exit 0 when done, 1 with --check when servers would be added, 2 when a file cannot be "
         "read or parsed (nothing is written then).",
     )
@@ -48,11 +49,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     migrate.add_argument(
         "--check", action="store_true", help="report what would be added; change nothing"
     )
+    add_configs_flag(migrate)
     migrate.set_defaults(handler=_migrate)
 
 
 def _migrate(args: argparse.Namespace) -> int:
-    return add_environment_servers(list(args.paths), args.check)
+    return add_environment_servers(list(args.paths), args.check, configs_root(args.configs))
 
 
 def _show(args: argparse.Namespace) -> int:

@@ -6,7 +6,9 @@ no deprecation warning. It only appends: the original bytes, comments included, 
 of the result. Agents fronted anywhere in the run (by any agent field, multi-agent servers
 included) get nothing, since a second server would make routing by agent ambiguous; renames
 (``_inherit_from``) of an agent that is or will be fronted are left to resolution, which
-points the reference at the new name.
+points the reference at the new name. Only files inside the configs root are changed (a link is
+followed to its file, which must be there too); any other path is refused before anything is
+written.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from gym_assets.config.relays import (
 from gym_assets.config.yaml_source import expand_yaml_paths, parse_yaml_text
 from gym_assets.errors import ConfigError
 from gym_assets.io import atomic_write_bytes
+from gym_assets.outputs.targets import is_within
 
 HEADER = "# Environment servers added by `gym-assets config add-environment-servers`."
 
@@ -42,17 +45,17 @@ class _Document:
     data: Mapping[str, Any]
 
 
-def add_environment_servers(paths: list[Path], check: bool) -> int:
+def add_environment_servers(paths: list[Path], check: bool, configs_root: Path) -> int:
     """Append relays for unfronted agents; exit code 0 done, 1 changes pending (check), 2 failed.
 
-    Nothing is written unless every file parses, because a file that cannot be read may be
-    the one that fronts an agent.
+    Nothing is written unless every file parses and lies in ``configs_root``, because a file
+    that cannot be read may be the one that fronts an agent.
     """
     documents: list[_Document] = []
     failed = False
     for path in expand_yaml_paths(paths):
         try:
-            documents.append(_read(path))
+            documents.append(_read(path, configs_root))
         except ConfigError as exc:
             print(f"could not update {path}: {exc.render()}", file=sys.stderr)
             failed = True
@@ -69,7 +72,13 @@ def add_environment_servers(paths: list[Path], check: bool) -> int:
     return 1 if check and pending else 0
 
 
-def _read(path: Path) -> _Document:
+def _read(path: Path, configs_root: Path) -> _Document:
+    if not is_within(path.resolve(), configs_root.resolve()):
+        raise ConfigError(
+            f"not inside the configs root {configs_root}; only config files are changed (pass "
+            "--configs DIR to name the tree it belongs to)",
+            path=path,
+        )
     try:
         content = path.read_bytes()
         text = content.decode("utf-8")
@@ -159,6 +168,7 @@ def _append(document: _Document, relays: Mapping[str, str]) -> None:
     lead = "" if not text or text.endswith(("\n", "\r")) else "\n"
     blocks = "\n".join(relay_yaml(server, agent) for server, agent in relays.items())
     addition = f"{lead}\n{HEADER}\n{blocks}".replace("\n", newline)
-    mode = os.stat(document.path).st_mode & 0o7777
-    atomic_write_bytes(document.path, document.content + addition.encode("utf-8"))
-    os.chmod(document.path, mode)
+    path = document.path.resolve()  # a link in the tree stays a link
+    mode = os.stat(path).st_mode & 0o7777
+    atomic_write_bytes(path, document.content + addition.encode("utf-8"))
+    os.chmod(path, mode)

@@ -82,10 +82,28 @@ def test_show_reports_a_bad_config_as_one_error_line(tmp_path, capsys):
 def test_add_environment_servers_command_exit_codes(tmp_path, capsys):
     root = write_root(tmp_path)
     path = root / "a.yaml"
-    assert main(["config", "add-environment-servers", str(root), "--check"]) == 1
+    command = ["config", "add-environment-servers", "--configs", str(root)]
+    assert main([*command, str(root), "--check"]) == 1
     assert capsys.readouterr().out == f"would add 1 to {path}\n"
-    assert main(["config", "add-environment-servers", str(path)]) == 0
-    assert main(["config", "add-environment-servers", str(root), "--check"]) == 0
+    assert main([*command, str(path)]) == 0
+    assert main([*command, str(root), "--check"]) == 0
     (root / "bad.yaml").write_text("a: [\n", encoding="utf-8")
-    assert main(["config", "add-environment-servers", str(root)]) == 2
+    assert main([*command, str(root)]) == 2
     assert "could not update" in capsys.readouterr().err
+
+
+def test_add_environment_servers_changes_only_files_in_the_configs_root(tmp_path, capsys):
+    root = write_root(tmp_path)
+    outside = tmp_path / "elsewhere" / "a.yaml"
+    outside.parent.mkdir()
+    outside.write_bytes((root / "a.yaml").read_bytes())
+    (root / "linked.yaml").symlink_to(outside)
+    before = outside.read_bytes()
+    command = ["config", "add-environment-servers", "--configs", str(root)]
+    assert main([*command, str(outside)]) == 2
+    assert main([*command, str(root)]) == 2  # the link in the tree points outside it
+    err = capsys.readouterr().err
+    assert f"could not update {outside}: {outside}: not inside the configs root" in err
+    assert f"could not update {root / 'linked.yaml'}" in err
+    assert outside.read_bytes() == before
+    assert (root / "linked.yaml").is_symlink()

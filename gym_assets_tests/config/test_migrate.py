@@ -73,7 +73,7 @@ def load_quietly(root: Path):
 def test_appends_a_relay_and_keeps_the_original_as_a_prefix(tmp_path, capsys):
     path = write(tmp_path, "user.yaml", USER)
     before = path.read_bytes()
-    assert add_environment_servers([path], check=False) == 0
+    assert add_environment_servers([path], check=False, configs_root=tmp_path) == 0
     after = path.read_bytes()
     assert after.startswith(before)
     assert b"\nmy_environment_server:\n" in after[len(before) :]
@@ -90,16 +90,16 @@ def test_appends_a_relay_and_keeps_the_original_as_a_prefix(tmp_path, capsys):
 def test_check_reports_and_changes_nothing(tmp_path, capsys):
     path = write(tmp_path, "user.yaml", USER)
     before = path.read_bytes()
-    assert add_environment_servers([path], check=True) == 1
+    assert add_environment_servers([path], check=True, configs_root=tmp_path) == 1
     assert path.read_bytes() == before
     assert capsys.readouterr().out == f"would add 1 to {path}\n"
 
 
 def test_second_run_has_nothing_to_do(tmp_path, capsys):
     path = write(tmp_path, "user.yaml", USER)
-    add_environment_servers([path], check=False)
+    add_environment_servers([path], check=False, configs_root=tmp_path)
     capsys.readouterr()
-    assert add_environment_servers([path], check=True) == 0
+    assert add_environment_servers([path], check=True, configs_root=tmp_path) == 0
     assert capsys.readouterr().out == ""
 
 
@@ -107,8 +107,8 @@ def test_agents_fronted_by_a_multi_agent_server_in_another_file_get_nothing(tmp_
     agents = write(tmp_path, "agents.yaml", DIALOGUE)
     server = write(tmp_path, "servers/multi.yaml", MULTI_SERVER)
     before = agents.read_bytes()
-    assert add_environment_servers([tmp_path], check=True) == 0
-    assert add_environment_servers([agents, server], check=False) == 0
+    assert add_environment_servers([tmp_path], check=True, configs_root=tmp_path) == 0
+    assert add_environment_servers([agents, server], check=False, configs_root=tmp_path) == 0
     assert agents.read_bytes() == before
 
 
@@ -127,7 +127,7 @@ def test_renames_of_both_participants_map_to_the_same_server(tmp_path):
         """,
     )
     before = user.read_bytes()
-    assert add_environment_servers([tmp_path], check=False) == 0
+    assert add_environment_servers([tmp_path], check=False, configs_root=tmp_path) == 0
     assert user.read_bytes() == before
     assert servers_by_agent(load_quietly(tmp_path).data) == {
         "new_a": ["multi_agent_environment"],
@@ -139,7 +139,7 @@ def test_rename_of_an_unfronted_agent_is_served_through_its_source(tmp_path):
     repo = write(tmp_path, "repo.yaml", USER)
     user = write(tmp_path, "user.yaml", "renamed:\n  _inherit_from: my_agent\n")
     before = user.read_bytes()
-    assert add_environment_servers([tmp_path], check=False) == 0
+    assert add_environment_servers([tmp_path], check=False, configs_root=tmp_path) == 0
     assert user.read_bytes() == before
     assert b"my_environment_server:" in repo.read_bytes()
     assert servers_by_agent(load_quietly(tmp_path).data) == {"renamed": ["my_environment_server"]}
@@ -156,7 +156,7 @@ def test_source_with_two_movers_gets_no_relay_and_each_mover_gets_one(tmp_path):
         "  responses_api_agents: {simple_agent: {max_steps: 2}}\n",
     )
     before = repo.read_bytes()
-    assert add_environment_servers([tmp_path], check=False) == 0
+    assert add_environment_servers([tmp_path], check=False, configs_root=tmp_path) == 0
     assert repo.read_bytes() == before
     assert servers_by_agent(load_quietly(tmp_path).data) == {
         "one_agent": ["one_environment_server"],
@@ -185,7 +185,7 @@ def test_frozen_output_of_the_rename_era_still_resolves_to_one_server(tmp_path):
               agent_server: {name: renamed}
         """,
     )
-    assert add_environment_servers([tmp_path], check=True) == 0
+    assert add_environment_servers([tmp_path], check=True, configs_root=tmp_path) == 0
     loaded = load_quietly(tmp_path)
     assert servers_by_agent(loaded.data) == {"renamed": ["renamed_environment_server"]}
 
@@ -206,7 +206,7 @@ def test_agents_sharing_a_stem_in_one_document_fall_back_to_their_names(tmp_path
         """
     )
     write(tmp_path, "user.yaml", text)
-    assert add_environment_servers([tmp_path], check=False) == 0
+    assert add_environment_servers([tmp_path], check=False, configs_root=tmp_path) == 0
     assert servers_by_agent(load_quietly(tmp_path).data) == {
         "my_agent": ["my_agent_environment_server"],
         "my_hermes_agent": ["my_hermes_agent_environment_server"],
@@ -217,7 +217,7 @@ def test_agents_sharing_a_stem_in_one_document_fall_back_to_their_names(tmp_path
 def test_taken_name_falls_back(tmp_path):
     write(tmp_path, "user.yaml", USER)
     write(tmp_path, "other.yaml", "my_environment_server: {note: taken}\n")
-    assert add_environment_servers([tmp_path], check=False) == 0
+    assert add_environment_servers([tmp_path], check=False, configs_root=tmp_path) == 0
     assert "my_agent_environment_server" in load_quietly(tmp_path).data
 
 
@@ -239,14 +239,14 @@ def test_templates_and_unstarted_agents_get_nothing(tmp_path):
             simple_agent: {resources_server: {name: x}}
         """,
     )
-    assert add_environment_servers([path], check=True) == 0
+    assert add_environment_servers([path], check=True, configs_root=tmp_path) == 0
 
 
 def test_missing_newline_and_crlf_are_handled(tmp_path):
     path = tmp_path / "user.yaml"
     original = USER.replace("\n", "\r\n").rstrip("\r\n").encode()
     path.write_bytes(original)
-    assert add_environment_servers([path], check=False) == 0
+    assert add_environment_servers([path], check=False, configs_root=tmp_path) == 0
     after = path.read_bytes()
     assert after.startswith(original)
     assert b"\n" not in after.replace(b"\r\n", b"")
@@ -256,7 +256,7 @@ def test_missing_newline_and_crlf_are_handled(tmp_path):
 def test_file_permissions_are_kept(tmp_path):
     path = write(tmp_path, "user.yaml", USER)
     path.chmod(0o640)
-    add_environment_servers([path], check=False)
+    add_environment_servers([path], check=False, configs_root=tmp_path)
     assert os.stat(path).st_mode & 0o777 == 0o640
 
 
@@ -264,7 +264,7 @@ def test_directories_expand_to_yaml_files_and_skip_hidden_ones(tmp_path, capsys)
     nested = write(tmp_path, "a/b/user.yml", USER)
     write(tmp_path, ".cache/user.yaml", USER.replace("my_", "cached_"))
     write(tmp_path, "notes.txt", USER.replace("my_", "text_"))
-    assert add_environment_servers([tmp_path], check=True) == 1
+    assert add_environment_servers([tmp_path], check=True, configs_root=tmp_path) == 1
     assert capsys.readouterr().out == f"would add 1 to {nested}\n"
 
 
@@ -276,13 +276,13 @@ def test_unreadable_files_exit_2_and_nothing_is_written(tmp_path, capsys, bad):
     broken = tmp_path / "broken.yaml"
     broken.write_bytes(bad if isinstance(bad, bytes) else bad.encode())
     before = good.read_bytes()
-    assert add_environment_servers([tmp_path], check=False) == 2
+    assert add_environment_servers([tmp_path], check=False, configs_root=tmp_path) == 2
     assert good.read_bytes() == before
     assert capsys.readouterr().err.startswith(f"could not update {broken}: ")
 
 
 def test_missing_path_exits_2(tmp_path, capsys):
-    assert add_environment_servers([tmp_path / "nope.yaml"], check=True) == 2
+    assert add_environment_servers([tmp_path / "nope.yaml"], check=True, configs_root=tmp_path) == 2
     assert "could not update" in capsys.readouterr().err
 
 
@@ -298,6 +298,6 @@ def test_movers_of_a_fronted_agent_are_left_to_the_ambiguity_error(tmp_path):
         "one:\n  _inherit_from: my_agent\n  responses_api_agents: {simple_agent: {}}\n"
         "two:\n  _inherit_from: my_agent\n  responses_api_agents: {simple_agent: {}}\n",
     )
-    assert add_environment_servers([tmp_path], check=True) == 0
+    assert add_environment_servers([tmp_path], check=True, configs_root=tmp_path) == 0
     with pytest.raises(AmbiguousAgentRenameError, match="'one', 'two'"):
         load_configs(tmp_path)
