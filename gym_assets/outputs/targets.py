@@ -46,11 +46,16 @@ class Target:
         return cls(path, kind, roots.configs, flag=flag)
 
     def elsewhere_hint(self) -> str:
-        """How to get past a refusal: another path, or cleaning up by hand."""
+        """How to get past a refusal of the path itself: another path (never "remove it":
+        the path may be the configs, a device or a link)."""
+        return "choose another data root" if self.flag is None else f"choose another {self.flag}"
+
+    def cleanup_hint(self) -> str:
+        """How to get past a refusal of what the path holds: another path, or removing it."""
         if self.flag is None:
             return (
-                "remove it yourself or use another data root (outputs written before gym-assets "
-                "marked its products are refused too)"
+                "remove it yourself or choose another data root (outputs written before "
+                "gym-assets marked its products are refused too)"
             )
         return f"choose another {self.flag} or remove it yourself"
 
