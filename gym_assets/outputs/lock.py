@@ -26,8 +26,11 @@ def lock_path(path: Path) -> Path:
 
 
 def _record_pid(fd: int) -> None:
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    """Say who holds the lock; only informative, so a full disk does not stop the writer
+    here (its own writes then fail with a message naming the output)."""
+    with contextlib.suppress(OSError):
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
 
 
 def _holder(path: Path) -> str:
