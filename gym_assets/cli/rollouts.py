@@ -25,6 +25,7 @@ from gym_assets.rollouts.collection.run import (
     DEFAULT_CONCURRENCY,
     RunOptions,
     RunResult,
+    check_run_dir,
     run_rollouts,
 )
 from gym_assets.rollouts.harnesses import UPSTREAM_MODES, get_harness, load_harnesses, upstream_of
@@ -112,6 +113,7 @@ def _rollouts(args: argparse.Namespace) -> int:
         parser.error("--script FILE goes with --upstream scripted (and is required by it)")
     catalog = load_catalog(settings.configs_root(args.configs), settings.data_root(args.data_root))
     harness = get_harness(load_harnesses(catalog.loaded.data), args.harness)
+    check_run_dir(catalog, Path(args.out), args.resume)
     ensure_products(catalog, catalog.get(args.benchmark).name, _say)
     options = RunOptions(
         repeats=args.repeats,

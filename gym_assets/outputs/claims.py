@@ -46,7 +46,7 @@ def _not_ours(target: Target, found: str | None) -> OutputError:
         what = f"holds {label_of(found)}, not {target.kind.label}"
     else:
         what = "exists and was not written by gym-assets (no product marker)"
-    return OutputError(f"{what}; {target.elsewhere_hint()}", path=target.path)
+    return OutputError(f"{what}; {target.cleanup_hint()}", path=target.path)
 
 
 def dir_state(target: Target) -> State:
@@ -63,6 +63,11 @@ def dir_state(target: Target) -> State:
     if found != target.kind.id:
         raise _not_ours(target, found)
     return State.OURS
+
+
+def preflight_dir(target: Target) -> State:
+    """Refuse a directory output before any work is done for it; the claim checks again."""
+    return dir_state(target) if check_location(target, directory=True) else State.MISSING
 
 
 @contextlib.contextmanager
@@ -201,7 +206,7 @@ def _file_digests(target: Target, inline_marker: bytes | None) -> set[str]:
         current = _sha256(path)
     if current not in marker.sha256:
         raise OutputError(
-            f"was changed after gym-assets wrote it; {target.elsewhere_hint()}", path=path
+            f"was changed after gym-assets wrote it; {target.cleanup_hint()}", path=path
         )
     return {current}
 

@@ -31,7 +31,7 @@ from gym_assets.config.model import MODELS, attributed_agent, bound_resources_se
 from gym_assets.config.model import server_instances as instances_of
 from gym_assets.errors import UserError
 from gym_assets.io import atomic_write_text
-from gym_assets.outputs.claims import claim_dir, claimed_dir
+from gym_assets.outputs.claims import State, claim_dir, claimed_dir, preflight_dir
 from gym_assets.outputs.failures import OutputError
 from gym_assets.outputs.markers import CAPTURES, ROLLOUTS_RUN
 from gym_assets.outputs.targets import Target
@@ -106,18 +106,29 @@ def _check_logs(files: RunFiles, quarantine: bool, notes: list[str]) -> None:
             if not quarantine:
                 raise
             moved = files.quarantine(path)
-            notes.append(f"{exc.render()}: moved the file to {moved.name}; its rollouts run again")
+            notes.append(
+                f"{exc.path}:{exc.line}: damaged line; moved the file to {moved.name} (its "
+                "rollouts run again)"
+            )
 
 
-def _start_fresh(files: RunFiles, target: Target) -> None:
+def _refuse_foreign(files: RunFiles, target: Target) -> None:
     foreign = files.foreign()
     if foreign is not None:
         raise OutputError(
             f"holds {foreign}, which a rollouts run does not write, and a fresh run replaces "
-            f"the run's files; {target.elsewhere_hint()}",
+            f"the run's files; {target.cleanup_hint()}",
             path=files.out_dir,
         )
-    files.clear()
+
+
+def check_run_dir(catalog: Catalog, out_dir: Path, resume: bool) -> None:
+    """Refuse an output directory a run may not use, before any product is made for it
+    (``run_rollouts`` checks again, under the directory's lock)."""
+    files = RunFiles(Path(out_dir))
+    target = Target.of(files.out_dir, ROLLOUTS_RUN, catalog.roots)
+    if preflight_dir(target) is State.OURS and not resume:
+        _refuse_foreign(files, target)
 
 
 def _inventory(
@@ -140,7 +151,8 @@ def _inventory(
             f"benchmark '{benchmark.name}' has no collated taskset at {taskset}; run "
             f"`gym-assets collate --benchmark {benchmark.name}` (or materialize collated_taskset)"
         )
-    _start_fresh(files, target)
+    _refuse_foreign(files, target)
+    files.clear()
     inputs = materialize_inputs(
         taskset, benchmark, catalog.loaded.data, repeats=options.repeats, limit=options.limit
     )
