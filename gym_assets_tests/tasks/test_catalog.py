@@ -231,7 +231,10 @@ def test_prepare_script_resolves_beside_the_yaml_and_rows_under_the_data_root(
     assert tiny.sidecar_dir == tiny.rows_path.parent
 
 
-def test_absolute_paths_are_kept(tmp_path: Path) -> None:
+@pytest.mark.parametrize("script", ["", "prepare_script: make.py"])
+def test_absolute_paths_are_kept_and_their_sidecar_goes_under_the_data_root(
+    tmp_path: Path, script: str
+) -> None:
     rows = tmp_path / "abs" / "rows.jsonl"
     write_config(
         tmp_path / "configs" / "tiny.yaml",
@@ -239,12 +242,14 @@ def test_absolute_paths_are_kept(tmp_path: Path) -> None:
         - name: tiny
           type: benchmark
           jsonl_fpath: {rows}
-          prepare_script: make.py
+          {script}
           taskset: tiny_ts
         """,
     )
     tiny = load_catalog(tmp_path / "configs", tmp_path / "data").get("tiny")
     assert tiny.rows_path == rows
+    # Outside both roots: nothing is written beside it, its metrics go to the data root.
+    assert tiny.sidecar_dir == tmp_path / "data" / "metrics" / "tiny"
 
 
 def test_only_benchmark_datasets_are_listed(tmp_path: Path) -> None:

@@ -247,3 +247,24 @@ def test_the_published_taskset_is_readable_by_others(catalog: Catalog, tmp_path:
         ],
         0o644,
     )
+
+
+def test_a_sidecar_of_a_dataset_outside_both_roots_goes_under_the_data_root(
+    tree: Path, tmp_path: Path
+) -> None:
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    source = tree / "benchmarks" / "units" / "units.jsonl"
+    shutil.copy(source, outside / "units.jsonl")
+    config = tree / "benchmarks" / "units" / "config.yaml"
+    text = config.read_text("utf-8")
+    assert "jsonl_fpath: units.jsonl" in text
+    config.write_text(
+        text.replace("jsonl_fpath: units.jsonl", f"jsonl_fpath: {outside}/units.jsonl")
+    )
+    data = tmp_path / "data"
+    report = collate_benchmark(load_catalog(tree, data), "units", tmp_path / "out")
+    sidecar = data / "metrics" / "units" / "units_metrics.json"
+    assert str(sidecar) in [o.path for o in report.outputs]
+    assert sorted(p.name for p in sidecar.parent.iterdir()) == [MARKER_NAME, sidecar.name]
+    assert [p.name for p in outside.iterdir()] == ["units.jsonl"]  # nothing written beside it

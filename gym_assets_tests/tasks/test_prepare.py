@@ -287,3 +287,27 @@ def test_missing_bundled_data_names_the_config(tree: Path, tmp_path: Path) -> No
 def test_prepared_rows_are_readable_by_others(humaneval) -> None:
     _, benchmark = humaneval
     assert benchmark.rows_path.stat().st_mode & 0o777 == 0o644  # not mkstemp's 0600
+
+
+@pytest.mark.parametrize("rows", ["{outside}", "../../../elsewhere.jsonl"])
+def test_prepared_rows_are_never_written_outside_their_product(
+    tree: Path, tmp_path: Path, rows: str
+) -> None:
+    config = tree / "benchmarks" / "humaneval" / "config.yaml"
+    text = config.read_text("utf-8")
+    rows = rows.format(outside=tmp_path / "elsewhere.jsonl")
+    config.write_text(text.replace("jsonl_fpath: humaneval.jsonl", f"jsonl_fpath: {rows}"))
+    benchmark = humaneval_with_script(tree, tmp_path / "data", GOOD_SCRIPT)
+    with pytest.raises(UserError, match="the rows of a prepare script are a product under"):
+        prepare_benchmark(benchmark)
+    assert not (tmp_path / "elsewhere.jsonl").exists() and not (tmp_path / "data").exists()
+
+
+def test_a_prepared_directory_gym_assets_did_not_write_is_refused(tree: Path, tmp_path: Path):
+    benchmark = humaneval_with_script(tree, tmp_path / "data", GOOD_SCRIPT)
+    product = benchmark.rows_path.parent
+    product.mkdir(parents=True)
+    (product / "humaneval.jsonl").write_text('{"from": "before markers"}\n')
+    with pytest.raises(UserError, match="remove it yourself or choose another data root"):
+        prepare_benchmark(benchmark)
+    assert (product / "humaneval.jsonl").read_text() == '{"from": "before markers"}\n'
