@@ -28,7 +28,9 @@ class Target:
     """One output path.
 
     ``flag`` is the option that named it (for the hint in a refusal); ``data_root`` is set for
-    a product under the data root, below which no path component may be a symbolic link.
+    a product under the data root, below which no path component may be a symbolic link. The
+    path is made absolute, so that ``.`` or ``x/..`` has a name and a parent to lock and stage
+    beside.
     """
 
     path: Path
@@ -36,6 +38,9 @@ class Target:
     configs_root: Path
     flag: str | None = "--out"
     data_root: Path | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "path", Path(os.path.abspath(self.path)))
 
     @classmethod
     def of(cls, path: str | Path, kind: Kind, roots: Roots, flag: str = "--out") -> Target:

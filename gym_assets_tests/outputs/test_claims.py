@@ -248,3 +248,14 @@ def test_an_inline_marker_makes_the_file_its_own_marker(roots, tmp_path):
         write_file(target, [b"x"], inline_marker=b"<!-- generated -->")
     assert page.read_text() == "# Notes written by hand\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["checks.md", "configs"]
+
+
+def test_the_current_directory_as_output_is_staged_and_locked_beside_it(
+    roots, tmp_path, monkeypatch
+):
+    out = tmp_path / "out"
+    out.mkdir()
+    monkeypatch.chdir(out)
+    rebuild(taskset(Path("."), roots), {"a.jsonl": "1\n"})
+    assert sorted(p.name for p in out.iterdir()) == [MARKER_NAME, "a.jsonl"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["configs", "out"]
