@@ -167,8 +167,8 @@ def rebuilt_dir(target: Target) -> Iterator[Path]:
     """
     with _locked(target, directory=True):
         dir_state(target)
-        _sweep_leftovers(target)
         with reported(target.path):
+            _sweep_leftovers(target)
             prefix = _leftover_prefix(target, "staging")
             staging = Path(tempfile.mkdtemp(prefix=prefix, dir=target.path.parent))
         try:
