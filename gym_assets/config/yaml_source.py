@@ -3,6 +3,12 @@
 PyYAML silently keeps the last of two equal keys, which hides typos that override a setting;
 here a duplicate key is an error naming both lines. Every mapping entry and list item gets a
 line number so later validation can say exactly where a bad value was written.
+
+PyYAML shares the node an alias names instead of copying it, so an "alias bomb" (aliases of
+aliases of aliases) loads in microseconds and explodes later, when inheritance copies or a
+walk visits the data. The loader therefore measures every node as it is composed, with its
+aliases expanded, and refuses a file whose aliases repeat more than ``MAX_YAML_ALIAS_NODES``
+nodes or that nests deeper than ``MAX_NESTING`` levels, before anything walks it.
 """
 
 from __future__ import annotations
@@ -13,9 +19,12 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from yaml.events import AliasEvent, CollectionStartEvent
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+from yaml.reader import ReaderError
 
 from gym_assets.errors import ConfigError
+from gym_assets.limits import MAX_NESTING, MAX_YAML_ALIAS_NODES
 
 KeyPath = tuple[Any, ...]
 YAML_SUFFIXES = (".yaml", ".yml")
@@ -35,8 +44,67 @@ class _DuplicateKeyError(yaml.MarkedYAMLError):
     pass
 
 
+class _LimitError(yaml.MarkedYAMLError):
+    """The file asks for more than the loader's bounds (aliases, nesting)."""
+
+
 class _StrictLoader(yaml.SafeLoader):
-    """A safe loader that refuses a key written twice in one mapping."""
+    """A safe loader that refuses duplicate keys, alias bombs and runaway nesting."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        # id(node) -> (nodes, nesting levels) of the node with its aliases expanded.
+        self._extent: dict[int, tuple[int, int]] = {}
+        self._alias_nodes = 0
+        self._depth = 0  # mappings and lists open around the node being composed
+
+    def compose_node(self, parent: Node | None, index: Any) -> Node:
+        event = self.peek_event()
+        if isinstance(event, AliasEvent):
+            return self._alias(super().compose_node(parent, index), event)
+        opens = isinstance(event, CollectionStartEvent)
+        self._depth += opens
+        self._check_depth(self._depth, event)
+        node = super().compose_node(parent, index)
+        self._depth -= opens
+        if isinstance(node, MappingNode):
+            children = [child for pair in node.value for child in pair]
+        else:
+            children = node.value if isinstance(node, SequenceNode) else []
+        extents = [self._extent[id(child)] for child in children]
+        self._extent[id(node)] = (
+            1 + sum(nodes for nodes, _ in extents),
+            opens + max((levels for _, levels in extents), default=0),
+        )
+        return node
+
+    def _alias(self, node: Node, event: AliasEvent) -> Node:
+        """Count what an alias repeats; an alias inside its own anchor would be endless."""
+        extent = self._extent.get(id(node))
+        if extent is None:
+            raise _LimitError(
+                problem=f"the alias *{event.anchor} is used inside the value it names, which "
+                "makes that value endless; write the value out instead",
+                problem_mark=event.start_mark,
+            )
+        nodes, levels = extent
+        self._alias_nodes += nodes
+        if self._alias_nodes > MAX_YAML_ALIAS_NODES:
+            raise _LimitError(
+                problem=f"the aliases of this file repeat more than {MAX_YAML_ALIAS_NODES:,} "
+                "YAML nodes in all (an alias bomb?); write the values out or repeat less",
+                problem_mark=event.start_mark,
+            )
+        self._check_depth(self._depth + levels, event)
+        return node
+
+    @staticmethod
+    def _check_depth(depth: int, event: Any) -> None:
+        if depth > MAX_NESTING:
+            raise _LimitError(
+                problem=f"nested deeper than {MAX_NESTING} levels; flatten the config",
+                problem_mark=event.start_mark,
+            )
 
     def construct_mapping(self, node: MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: dict[Any, int] = {}
@@ -56,23 +124,34 @@ class _StrictLoader(yaml.SafeLoader):
 
 
 def parse_yaml_text(text: str, path: Path) -> ParsedYaml:
-    """Parse one YAML document; a syntax error or duplicate key becomes a ``ConfigError``."""
-    loader = _StrictLoader(text)
+    """Parse one YAML document; a syntax error, duplicate key or exceeded bound becomes a
+    ``ConfigError`` naming the line."""
+    loader = None
     try:
+        loader = _StrictLoader(text)  # the reader refuses control characters right here
         node = loader.get_single_node()
         data = None if node is None else loader.construct_document(node)
         lines: dict[KeyPath, int] = {}
         if node is not None:
-            _record_lines(loader, node, (), lines, set())
+            _record_lines(loader, node, (), lines)
+    except _LimitError as exc:
+        line = None if exc.problem_mark is None else exc.problem_mark.line + 1
+        raise ConfigError(str(exc.problem), path=path, line=line) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         reason = exc.problem or exc.context or "unreadable YAML"
         line = None if mark is None else mark.line + 1
         raise ConfigError(f"not valid YAML: {reason}", path=path, line=line) from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"not valid YAML: {exc}", path=path) from None
+    except ReaderError as exc:
+        raise ConfigError(
+            f"not valid YAML: the control character #x{exc.character:02x} cannot appear in "
+            "YAML text; is this a binary file?",
+            path=path,
+            line=text.count("\n", 0, exc.position) + 1,
+        ) from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
     return ParsedYaml(path=path, data=data, lines=lines)
 
 
@@ -86,23 +165,20 @@ def parse_yaml_file(path: Path) -> ParsedYaml:
 
 
 def _record_lines(
-    loader: _StrictLoader, node: Node, path: KeyPath, lines: dict[KeyPath, int], active: set[int]
+    loader: _StrictLoader, node: Node, path: KeyPath, lines: dict[KeyPath, int]
 ) -> None:
-    if id(node) in active:  # a recursive anchor; its lines are already recorded
-        return
-    active.add(id(node))
+    """Walk the document (aliases expanded: the loader bounded them) recording each line."""
     if isinstance(node, MappingNode):
         for key_node, value_node in node.value:
             if not isinstance(key_node, ScalarNode) or key_node.tag == _MERGE_TAG:
                 continue
             child = (*path, loader.construct_object(key_node))
             lines[child] = key_node.start_mark.line + 1
-            _record_lines(loader, value_node, child, lines, active)
+            _record_lines(loader, value_node, child, lines)
     elif isinstance(node, SequenceNode):
         for index, item in enumerate(node.value):
             lines[(*path, index)] = item.start_mark.line + 1
-            _record_lines(loader, item, (*path, index), lines, active)
-    active.discard(id(node))
+            _record_lines(loader, item, (*path, index), lines)
 
 
 def _is_skipped_dir(directory: Path) -> bool:

@@ -14,8 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from gym_assets.config.yaml_source import parse_yaml_file
 from gym_assets.errors import UserError
 
 
@@ -97,13 +96,7 @@ def load_prompt_config(path: str | Path) -> PromptConfig:
     path = Path(path)
     if not path.is_file():
         raise UserError("prompt config not found; check the dataset's prompt_config", path=path)
-    try:
-        document = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise UserError(
-            "not valid YAML", path=path, line=mark.line + 1 if mark is not None else None
-        ) from None
+    document = parse_yaml_file(path).data  # the config loader's bounds apply here too
     if not isinstance(document, Mapping):
         raise UserError("a prompt config must be a mapping with `user` (and `system`)", path=path)
     unknown = sorted(set(document) - {"user", "system"})

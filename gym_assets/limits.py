@@ -1,0 +1,29 @@
+"""Bounds on what input may ask of us, in one place (docs/config-reference.md lists them).
+
+Each bound is far above what a real config or dataset needs and far below what would let a
+small hostile file exhaust time, memory or the interpreter's recursion limit: a YAML alias
+bomb, a JSON row nested ten thousand levels deep, or a repeat count that multiplies a taskset
+into billions of rows.
+"""
+
+from __future__ import annotations
+
+# Nesting of a YAML config or a JSON document, counting the outermost mapping or list as 1.
+# Our own recursive steps (config merging, canonical digests, validation, deep copies) use a
+# few interpreter frames per level, so 128 levels stay well inside Python's recursion limit.
+MAX_NESTING = 128
+
+# Files this project writes wrap a row in a few levels of its own (a collated task's envelope,
+# a rollout record), so they are read back with a little more room.
+MAX_PRODUCT_NESTING = MAX_NESTING + 8
+
+# YAML nodes that aliases (``*name``) may repeat in one file, summed over every alias and
+# counting everything inside what each one repeats (its own aliases expanded).
+MAX_YAML_ALIAS_NODES = 10_000
+
+# Rollouts (or collated copies) of one task: ``num_repeats`` and ``rollouts --repeats``.
+MAX_REPEATS = 10_000
+
+# Rollouts in flight at once (``rollouts --concurrency``) and attempts at one rollout.
+MAX_CONCURRENCY = 1_024
+MAX_ATTEMPTS = 100
