@@ -64,7 +64,7 @@ def _load_script(benchmark: Benchmark) -> Callable[..., Any]:
     module: ModuleType = importlib.util.module_from_spec(spec)
     try:
         spec.loader.exec_module(module)
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # a script written as a command may call sys.exit
         raise UserError(
             f"could not import the prepare script of '{benchmark.name}': "
             f"{type(exc).__name__}: {exc}",
@@ -127,14 +127,14 @@ def _run_script(
             tmp.chmod(PUBLISHED_FILE_MODE)  # mkstemp is owner-only; prepared rows are readable
         try:
             returned = prepare(output_fpath=tmp, **dict(script_args or {}))
-        except Exception as exc:
+        except (Exception, SystemExit) as exc:
             last = traceback.extract_tb(exc.__traceback__)[-1]
             raise UserError(
                 f"the prepare script of '{benchmark.name}' failed: {type(exc).__name__}: "
                 f"{exc} (at {last.filename}:{last.lineno})",
                 path=benchmark.prepare_script,
             ) from None
-        if returned is None or Path(returned).resolve() != tmp.resolve():
+        if not isinstance(returned, str | os.PathLike) or Path(returned).resolve() != tmp.resolve():
             raise UserError(
                 f"the prepare script of '{benchmark.name}' returned {returned!r}; expected the "
                 "output_fpath it was given (write the rows there and return it)",
