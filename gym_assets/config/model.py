@@ -13,6 +13,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from gym_assets.limits import MAX_REPEATS
+
 RESOURCES = "resources_servers"
 AGENTS = "responses_api_agents"
 MODELS = "responses_api_models"
@@ -42,7 +44,7 @@ class DatasetConfig(BaseModel):
     type: DatasetType
     jsonl_fpath: str = Field(min_length=1)
     taskset: str | None = None
-    num_repeats: int = Field(default=1, ge=1)
+    num_repeats: int = Field(default=1, ge=1, le=MAX_REPEATS, strict=True)
     license: str | None = None
     prepare_script: str | None = None
     prompt_config: str | None = None

@@ -93,9 +93,9 @@ class Upstream(BaseModel):
     base_url: str | None = None
     api_key_env: str | None = None
     model: str | None = None
-    corrupt_fraction: float = Field(default=0.0, ge=0.0, le=1.0)
-    seed: int = 0
-    latency_s: float = Field(default=0.0, ge=0.0, allow_inf_nan=False)
+    corrupt_fraction: float = Field(default=0.0, ge=0.0, le=1.0, strict=True)
+    seed: int = Field(default=0, strict=True)
+    latency_s: float = Field(default=0.0, ge=0.0, allow_inf_nan=False, strict=True)
 
     @model_validator(mode="after")
     def _consistent(self) -> Upstream:

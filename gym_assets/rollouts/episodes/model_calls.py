@@ -35,8 +35,8 @@ class ModelSettings(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     api: Literal["responses", "chat"] = "responses"
-    request_timeout_seconds: float = Field(default=120.0, gt=0, allow_inf_nan=False)
-    max_retries: int = Field(default=2, ge=0)
+    request_timeout_seconds: float = Field(default=120.0, gt=0, allow_inf_nan=False, strict=True)
+    max_retries: int = Field(default=2, ge=0, strict=True)
 
 
 _shared_http: ContextVar[httpx2.AsyncClient | None] = ContextVar("shared_http", default=None)

@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from types import ModuleType
 from typing import Any
 
+from pydantic import ValidationError
+
 from gym_assets.config.model import (
     AGENTS,
     ENVIRONMENTS,
@@ -113,7 +115,15 @@ class _Build:
         module = implementation_module(instance.kind, instance.implementation)
         if "sandbox" in dependencies and not _takes(module, "sandbox"):
             del dependencies["sandbox"]
-        return module.create(instance.name, instance.config, **dependencies)
+        try:
+            return module.create(instance.name, instance.config, **dependencies)
+        except ValidationError as exc:  # the implementation's settings model refused them
+            error = exc.errors()[0]
+            setting = ".".join(str(part) for part in error["loc"]) or "(settings)"
+            raise ConfigError(
+                f"'{instance.name}' ({instance.kind}.{instance.implementation}): setting "
+                f"'{setting}': {error['msg']}; fix it in the instance's config"
+            ) from None
 
 
 def _takes(module: ModuleType, parameter: str) -> bool:

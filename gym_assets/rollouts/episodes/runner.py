@@ -31,10 +31,14 @@ class EnvironmentSettings(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
-    default_episode_timeout_seconds: float | None = Field(default=600.0, gt=0, allow_inf_nan=False)
-    cleanup_timeout_seconds: float = Field(default=30.0, gt=0, allow_inf_nan=False)
-    max_concurrent_episodes: int | None = Field(default=None, ge=1)
-    queue_timeout_seconds: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    default_episode_timeout_seconds: float | None = Field(
+        default=600.0, gt=0, allow_inf_nan=False, strict=True
+    )
+    cleanup_timeout_seconds: float = Field(default=30.0, gt=0, allow_inf_nan=False, strict=True)
+    max_concurrent_episodes: int | None = Field(default=None, ge=1, strict=True)
+    queue_timeout_seconds: float | None = Field(
+        default=None, gt=0, allow_inf_nan=False, strict=True
+    )
 
     @model_validator(mode="after")
     def _queue_needs_limit(self) -> EnvironmentSettings:

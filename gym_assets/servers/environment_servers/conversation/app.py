@@ -36,7 +36,7 @@ ASSISTANT_INSTRUCTIONS = (
 
 
 class Settings(EnvironmentSettings):
-    max_turns: int = Field(default=6, ge=1)
+    max_turns: int = Field(default=6, ge=1, strict=True)
 
 
 class Conversation(RunnerServer):

@@ -33,7 +33,7 @@ _FENCE = re.compile(r"```([A-Za-z0-9_+-]*)[ \t]*\n(.*?)```", re.DOTALL)
 class Settings(BaseModel):
     model_config = ConfigDict(extra="allow")
 
-    timeout_seconds: float = Field(default=10.0, gt=0, le=3600, allow_inf_nan=False)
+    timeout_seconds: float = Field(default=10.0, gt=0, le=3600, allow_inf_nan=False, strict=True)
     memory_limit_mb: int = Field(default=512, ge=64, le=65536, strict=True)
 
     def limits(self) -> Limits:

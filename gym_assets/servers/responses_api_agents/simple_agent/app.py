@@ -34,7 +34,7 @@ LEGACY_TASKSET = "legacy"
 
 
 class Settings(ModelSettings):
-    max_steps: int | None = Field(default=None, ge=1)
+    max_steps: int | None = Field(default=None, ge=1, strict=True)
 
 
 class ToolAccessError(RuntimeError):
