@@ -10,14 +10,17 @@ import contextlib
 import json
 import math
 import os
+import re
 import tempfile
 from collections.abc import Callable, Iterator
+from itertools import accumulate
 from pathlib import Path
 from typing import IO, Any
 
 import orjson
 
 from gym_assets.errors import UserError
+from gym_assets.limits import MAX_NESTING
 from gym_assets.outputs.failures import os_failure
 
 _LINE_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
@@ -90,6 +93,45 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
         handle.write(data)
 
 
+class JsonTooDeep(ValueError):
+    """A JSON document nested deeper than the readers' bound (``gym_assets.limits``)."""
+
+    def __init__(self, limit: int):
+        super().__init__(
+            f"JSON nested deeper than {limit} levels; flatten the data (see "
+            "docs/file-formats.md, Limits)"
+        )
+
+
+# A JSON string (escapes included) and every byte that is not a bracket: stripping both leaves
+# the brackets that nest.
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_NOT_BRACKETS = bytes(byte for byte in range(256) if byte not in b"[]{}")
+_NESTING_STEP = [0] * 256
+_NESTING_STEP[ord("[")] = _NESTING_STEP[ord("{")] = 1
+_NESTING_STEP[ord("]")] = _NESTING_STEP[ord("}")] = -1
+
+
+def check_json_depth(data: bytes, limit: int = MAX_NESTING) -> None:
+    """Refuse (``JsonTooDeep``) a document that opens more than ``limit`` levels at once.
+
+    Runs before any parser: the stdlib's recursion fails with ``RecursionError``, and orjson
+    stops only at 1024 levels, which our own recursive steps cannot follow. A document with no
+    more opening brackets than the limit cannot be too deep, so the common case costs C-level
+    counts only.
+    """
+    if data.count(b"[") + data.count(b"{") > limit:
+        _measure_depth(data, limit)
+
+
+def _measure_depth(data: bytes, limit: int) -> None:
+    """The slow path: strip strings, then follow the brackets (an unbalanced one counts as
+    opened, which is what a parser would recurse into)."""
+    brackets = _JSON_STRING.sub(b"", data).translate(None, _NOT_BRACKETS)
+    if max(accumulate(map(_NESTING_STEP.__getitem__, brackets)), default=0) > limit:
+        raise JsonTooDeep(limit)
+
+
 def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
@@ -101,40 +143,85 @@ def _parse_float(text: str) -> float:
     return value
 
 
-def parse_json_line(text: str) -> Any:
-    """Parse one JSON document strictly: NaN and Infinity are refused, as JSON requires."""
+def _parse_strictly(text: str) -> Any:
     return json.loads(text, parse_constant=_refuse_constant, parse_float=_parse_float)
 
 
-# Every digit maps to b"0", everything else to b" ": a run of 19 digits becomes a plain
-# substring search (a regex scan is several times slower on long lines).
-_DIGITS_ONLY = bytes(0x30 if 0x30 <= byte <= 0x39 else 0x20 for byte in range(256))
+def parse_json_line(text: str, max_depth: int = MAX_NESTING) -> Any:
+    """Parse one JSON document strictly: NaN and Infinity are refused, as JSON requires, and
+    so is nesting deeper than ``max_depth`` (``JsonTooDeep``)."""
+    if text.count("[") + text.count("{") > max_depth:
+        check_json_depth(text.encode("utf-8", "surrogatepass"), max_depth)
+    return _parse_strictly(text)
+
+
+# One translation answers both cheap questions about a line: every digit maps to b"0", every
+# opening bracket to b"[", everything else to b" ". A run of 19 digits becomes a plain
+# substring search (a regex scan is several times slower on long lines), and the brackets one
+# count.
+_SHAPE = bytes(
+    0x30 if 0x30 <= byte <= 0x39 else 0x5B if byte in b"[{" else 0x20 for byte in range(256)
+)
 _LONG_DIGIT_RUN = b"0" * 19  # 2**63 has 19 digits: shorter integers fit orjson's 64 bits
 
 
-def parse_json_bytes(raw: bytes) -> Any:
+def parse_json_bytes(raw: bytes, max_depth: int = MAX_NESTING) -> Any:
     """Parse one JSON document with exactly the stdlib's values, on orjson when that is safe.
 
     orjson parses about three times faster but turns integers beyond 64 bits into floats, so a
     line with a run of 19 or more digits, and anything orjson refuses, goes through the strict
     stdlib parser, which then decides the value or the error. Raises ``ValueError`` (including
-    ``UnicodeDecodeError``) for invalid input; NaN and Infinity are refused by both parsers.
+    ``UnicodeDecodeError``) for invalid input; NaN and Infinity are refused by both parsers,
+    and nesting deeper than ``max_depth`` is refused before either runs (``JsonTooDeep``).
     """
-    if _LONG_DIGIT_RUN not in raw.translate(_DIGITS_ONLY):
+    shape = raw.translate(_SHAPE)
+    if shape.count(b"[") > max_depth:
+        _measure_depth(raw, max_depth)
+    if _LONG_DIGIT_RUN not in shape:
         try:
             return orjson.loads(raw)
         except orjson.JSONDecodeError:
             pass
-    return parse_json_line(raw.decode("utf-8"))
+    return _parse_strictly(raw.decode("utf-8"))
 
 
-def iter_jsonl(path: str | Path, *, objects_only: bool = True) -> Iterator[tuple[int, Any]]:
+def read_json_file(path: str | Path, what: str, max_depth: int = MAX_NESTING) -> Any:
+    """The one JSON document in a file (a plan, a script), or a ``UserError`` naming the file
+    (and the line, when the parser knows it) that says what is wrong with it."""
+    path = Path(path)
+    if path.is_dir():
+        raise UserError(f"this is a directory; pass the {what} file itself", path=path)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise UserError(f"{what} file not found", path=path) from None
+    except OSError as exc:
+        raise UserError(f"cannot read the {what} file ({exc.strerror})", path=path) from None
+    try:
+        return parse_json_bytes(raw, max_depth)
+    except UnicodeDecodeError:
+        raise UserError(f"not a JSON {what} file: not valid UTF-8 text", path=path) from None
+    except JsonTooDeep as exc:
+        raise UserError(f"not a JSON {what} file: {exc}", path=path) from None
+    except json.JSONDecodeError as exc:
+        raise UserError(f"not a JSON {what} file ({exc.msg})", path=path, line=exc.lineno) from None
+    except ValueError as exc:
+        reason = str(exc).split(":")[0]
+        raise UserError(f"not a JSON {what} file ({reason})", path=path) from None
+
+
+def iter_jsonl(
+    path: str | Path, *, objects_only: bool = True, max_depth: int = MAX_NESTING
+) -> Iterator[tuple[int, Any]]:
     """Yield ``(line_number, value)`` for each non-blank line of a JSONL file, streaming.
 
     Line numbers are 1-based, as editors show them. A malformed line raises a ``UserError``
     that names the file and line and never echoes the line's content (it may hold a payload).
+    Files this project wrote (rows wrapped in envelopes) are read with a larger ``max_depth``.
     """
     path = Path(path)
+    if path.is_dir():
+        raise UserError("this is a directory; expected a JSONL file", path=path)
     if not path.is_file():
         raise UserError("file not found; check the path in the config", path=path)
     with path.open("rb") as handle:
@@ -142,9 +229,11 @@ def iter_jsonl(path: str | Path, *, objects_only: bool = True) -> Iterator[tuple
             if raw.isspace():
                 continue
             try:
-                value = parse_json_bytes(raw)
+                value = parse_json_bytes(raw, max_depth)
             except UnicodeDecodeError:
                 raise UserError("not valid UTF-8 text", path=path, line=number) from None
+            except JsonTooDeep as exc:
+                raise UserError(str(exc), path=path, line=number) from None
             except ValueError as exc:
                 reason = str(exc).split(":")[0]
                 raise UserError(

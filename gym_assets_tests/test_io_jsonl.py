@@ -12,7 +12,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gym_assets.errors import UserError
-from gym_assets.io import iter_jsonl, json_line, parse_json_bytes, parse_json_line
+from gym_assets.io import (
+    JsonTooDeep,
+    check_json_depth,
+    iter_jsonl,
+    json_line,
+    parse_json_bytes,
+    parse_json_line,
+    read_json_file,
+)
+from gym_assets.limits import MAX_NESTING, MAX_PRODUCT_NESTING
 
 json_values = st.recursive(
     st.none()
@@ -115,3 +124,65 @@ def test_blank_lines_are_skipped_and_numbers_are_file_lines(tmp_path: Path) -> N
     path = tmp_path / "d.jsonl"
     path.write_bytes(b'\n{"a": 1}\r\n  \n{"a": 2}')
     assert list(iter_jsonl(path)) == [(2, {"a": 1}), (4, {"a": 2})]
+
+
+def _nested(levels: int) -> object:
+    value: object = 0
+    for level in range(levels):
+        value = {"k": value} if level % 2 else [value]
+    return value
+
+
+@pytest.mark.parametrize("parse", [parse_json_bytes, lambda raw: parse_json_line(raw.decode())])
+def test_nesting_up_to_the_limit_parses_and_one_level_more_is_refused(parse) -> None:
+    deepest = json.dumps(_nested(MAX_NESTING)).encode()
+    assert parse(deepest) == _nested(MAX_NESTING)
+    with pytest.raises(JsonTooDeep, match=f"JSON nested deeper than {MAX_NESTING} levels"):
+        parse(json.dumps(_nested(MAX_NESTING + 1)).encode())
+
+
+def test_brackets_inside_strings_do_not_nest() -> None:
+    text = "[{" * 300 + '\\"'  # an escaped quote must not end the string early
+    value = {"text": text, "list": [[1, 2], {"a": "]]}"}]}
+    assert parse_json_bytes(json.dumps(value).encode()) == value
+
+
+@pytest.mark.parametrize("raw", [b"[1," * 200, b"[" * 100 + b"]" * 50 + b"{" * 100])
+def test_unbalanced_brackets_count_as_opened(raw: bytes) -> None:
+    # A parser recurses into every open bracket before it finds the missing close.
+    with pytest.raises(JsonTooDeep):
+        check_json_depth(raw)
+
+
+def test_too_deep_rows_name_file_and_line_and_products_have_headroom(tmp_path: Path) -> None:
+    path = tmp_path / "d.jsonl"
+    row = {"task_id": {"taskset": "t", "task_id": "1"}, "task_input": _nested(MAX_NESTING)}
+    path.write_bytes(b'{"a": 1}\n' + json.dumps(row).encode() + b"\n")
+    with pytest.raises(UserError) as caught:
+        list(iter_jsonl(path))
+    assert caught.value.render() == (
+        f"{path}:2: JSON nested deeper than {MAX_NESTING} levels; flatten the data (see "
+        "docs/file-formats.md, Limits)"
+    )
+    assert [n for n, _ in iter_jsonl(path, max_depth=MAX_PRODUCT_NESTING)] == [1, 2]
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (None, "plan file not found"),
+        ("dir", "this is a directory; pass the plan file itself"),
+        ('{\n  "a": 1,\n  "b": oops\n}', r":3: not a JSON plan file \(Expecting value\)"),
+        ('{"a": NaN}', r"not a JSON plan file \(NaN is not valid JSON\)"),
+        ("[" * 500 + "]" * 500, f"not a JSON plan file: JSON nested deeper than {MAX_NESTING}"),
+        (b"\xff\xfe", "not a JSON plan file: not valid UTF-8 text"),
+    ],
+)
+def test_json_documents_are_read_strictly_with_clear_errors(tmp_path, content, message) -> None:
+    path = tmp_path / "plan.json"
+    if content == "dir":
+        path.mkdir()
+    elif content is not None:
+        path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    with pytest.raises(UserError, match=message):
+        read_json_file(path, "plan")

@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from gym_assets.errors import UserError
+from gym_assets.io import check_json_depth
+from gym_assets.limits import MAX_PRODUCT_NESTING
 
 BUNDLE_CANDIDATES = (
     "rollouts.jsonl",
@@ -50,12 +52,11 @@ def parse_row(data: bytes) -> Any:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise ValueError("not UTF-8 text") from None
+    check_json_depth(data, MAX_PRODUCT_NESTING)  # JsonTooDeep is a payload-free ValueError
     try:
         return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
     except json.JSONDecodeError as exc:
         raise ValueError(f"not valid JSON ({exc.msg})") from None
-    except RecursionError:
-        raise ValueError("JSON nested too deeply") from None
 
 
 def resolve_bundle(path: str | Path) -> Path:

@@ -10,7 +10,6 @@ more than a gigabyte; plans are therefore built, rendered and compared as a lean
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import Any, Literal, NamedTuple, overload
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gym_assets.errors import UserError
+from gym_assets.io import read_json_file
 
 SCHEMA_LABEL = "nemo-gym.eval-plan.v1"
 DIGEST_PATTERN = r"^sha256:[0-9a-f]{64}$"
@@ -253,12 +253,7 @@ def load_plan(path: str | Path) -> Plan:
     validated one at a time so only the lean plan stays in memory.
     """
     path = Path(path)
-    try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UserError("plan file not found", path=path) from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise UserError(f"not a JSON plan file ({exc})", path=path) from None
+    document = read_json_file(path, "plan")
     if not isinstance(document, dict):
         raise UserError("not an eval plan: expected a JSON object", path=path)
     label = document.get("schema")

@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from gym_assets.errors import UserError
 from gym_assets.io import iter_jsonl
+from gym_assets.limits import MAX_PRODUCT_NESTING
 from gym_assets.plans.canonical import digest
 from gym_assets.plans.model import (
     Plan,
@@ -107,7 +108,7 @@ def taskset_tasks(
     Flat rows (a dataset without a taskset) are filed under ``flat_taskset`` (the plan's
     taskset for such a benchmark is its name); without one, each yields ``None``.
     """
-    for line, row in iter_jsonl(path):
+    for line, row in iter_jsonl(path, max_depth=MAX_PRODUCT_NESTING):
         has_envelope = isinstance(row.get("task_id"), Mapping), "task_input" in row
         if not any(has_envelope):
             yield _flat_task(row, flat_taskset)

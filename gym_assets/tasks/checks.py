@@ -21,6 +21,7 @@ from gym_assets.config.routing import (
 )
 from gym_assets.errors import ConfigError
 from gym_assets.io import iter_jsonl
+from gym_assets.limits import MAX_PRODUCT_NESTING
 from gym_assets.tasks.catalog import Benchmark, Catalog
 from gym_assets.tasks.materialize import ID_FIELDS, is_materialized, source_task_id
 
@@ -82,7 +83,7 @@ def task_ids_unique(collated: Path, report: Mapping[str, Any]) -> CheckOutcome:
     digests: dict[tuple[str, str], str] = {}
     clashes: set[tuple[str, str]] = set()
     rows = 0
-    for _, row in iter_jsonl(collated):
+    for _, row in iter_jsonl(collated, max_depth=MAX_PRODUCT_NESTING):
         rows += 1
         identity = _identity(row)
         if identity is None:
@@ -128,7 +129,7 @@ def stable_task_ids(collated: Path) -> CheckOutcome:
     """Tasks whose IDs are positions in the collation (they shift when datasets change)."""
     positional = total = 0
     examples: list[str] = []
-    for _, row in iter_jsonl(collated):
+    for _, row in iter_jsonl(collated, max_depth=MAX_PRODUCT_NESTING):
         if not is_materialized(row):
             continue
         total += 1

@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import gc
 import hashlib
-import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -24,7 +23,13 @@ from typing import IO, Any
 from gym_assets.config.model import ENVIRONMENTS, MODELS, DeclaredDataset, bound_resources_server
 from gym_assets.config.routing import resolve_dataset_agent, taskset_environment_server
 from gym_assets.errors import ConfigError, UserError
-from gym_assets.io import atomic_write_text, atomic_writer, iter_jsonl, json_line
+from gym_assets.io import (
+    atomic_write_text,
+    atomic_writer,
+    iter_jsonl,
+    json_line,
+    parse_json_bytes,
+)
 from gym_assets.tasks.collation_model import (
     CollationInput,
     CollationReport,
@@ -591,7 +596,7 @@ def _settle_document(
     text = dump_metrics(document)
     if path.is_file():
         try:
-            stored = json.loads(path.read_text(encoding="utf-8"))
+            stored = parse_json_bytes(path.read_bytes())
         except ValueError:
             stored = {"(unreadable)": True}
         differences = metrics_differences(stored, document)

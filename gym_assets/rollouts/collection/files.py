@@ -28,6 +28,7 @@ from typing import Any
 
 from gym_assets.errors import UserError
 from gym_assets.io import PUBLISHED_FILE_MODE, atomic_writer, json_line, parse_json_bytes
+from gym_assets.limits import MAX_PRODUCT_NESTING
 from gym_assets.outputs.failures import reported
 from gym_assets.outputs.lock import lock_path
 from gym_assets.outputs.markers import CAPTURES, MARKER_NAME, dir_marker
@@ -147,7 +148,7 @@ def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
             if raw.isspace():
                 continue
             try:
-                value = parse_json_bytes(raw)
+                value = parse_json_bytes(raw, MAX_PRODUCT_NESTING)
             except ValueError:
                 value = None
             if not isinstance(value, dict):

@@ -20,6 +20,7 @@ from gym_assets.config.routing import environment_server_for_row
 from gym_assets.conformance.evidence import make_rollout_id
 from gym_assets.errors import UserError
 from gym_assets.io import iter_jsonl
+from gym_assets.limits import MAX_PRODUCT_NESTING, MAX_REPEATS
 from gym_assets.plans.canonical import canonical_json
 from gym_assets.tasks.catalog import Benchmark
 from gym_assets.tasks.materialize import is_materialized, source_task_id, task_input_of
@@ -110,14 +111,14 @@ def materialize_inputs(
     limit: int | None = None,
 ) -> list[RolloutInput]:
     """One stamped input per rollout of the collated taskset at ``taskset_path``."""
-    if repeats is not None and repeats < 1:
-        raise UserError(f"repeats must be at least 1, got {repeats}")
+    if repeats is not None and not 1 <= repeats <= MAX_REPEATS:
+        raise UserError(f"repeats must be from 1 to {MAX_REPEATS:,}, got {repeats}")
     if limit is not None and limit < 0:
         raise UserError(f"limit must not be negative, got {limit}")
     tasks: dict[int, list[dict[str, Any]]] = {}
     index_of_line: dict[str, int] = {}
     next_index = 0
-    for line, row in iter_jsonl(taskset_path):
+    for line, row in iter_jsonl(taskset_path, max_depth=MAX_PRODUCT_NESTING):
         own = row.get(TASK_INDEX)
         if own is not None:
             if isinstance(own, bool) or not isinstance(own, int) or own < 0:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Sequence
 from pathlib import Path
 
 from gym_assets.errors import UserError
+from gym_assets.io import read_json_file
 from gym_assets.rollouts.contracts import Step
 from gym_assets.rollouts.gateway import (
     ModelGateway,
@@ -91,10 +91,7 @@ def build_gateway(
 
 def load_script(path: Path) -> list[Step]:
     """A scripted upstream's steps from a JSON file (a list of step objects)."""
-    try:
-        steps = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise UserError(f"cannot read the script ({exc})", path=path) from None
+    steps = read_json_file(path, "script")
     if not isinstance(steps, list) or not all(isinstance(step, dict) for step in steps):
         raise UserError("a script is a JSON list of step objects", path=path)
     return steps
