@@ -7,7 +7,9 @@ from pathlib import Path
 import pytest
 
 from gym_assets.config.loader import load_configs
+from gym_assets.config.yaml_source import parse_yaml_text
 from gym_assets.errors import ConfigError
+from gym_assets.limits import MAX_NESTING, MAX_YAML_ALIAS_NODES
 
 RESOURCES = """\
 rs:
@@ -85,6 +87,44 @@ def test_yaml_merge_keys_may_override_without_being_duplicates(load):
         "entrypoint": "app.py",
         "domain": "coding",
     }
+
+
+def _uses(aliases: int) -> str:
+    """A 100-node anchored list, then ``aliases`` aliases of it (line 3 onwards)."""
+    items = ", ".join(["x"] * (MAX_YAML_ALIAS_NODES // 100 - 1))
+    return f"base: &a [{items}]\nuses:\n" + "  - *a\n" * aliases
+
+
+def test_aliases_may_repeat_up_to_the_budget_and_no_further():
+    budget = MAX_YAML_ALIAS_NODES // 100  # aliases of a 100-node list
+    loaded = parse_yaml_text(_uses(budget), Path("ok.yaml"))
+    assert len(loaded.data["uses"]) == budget and loaded.data["uses"][0] is loaded.data["base"]
+    with pytest.raises(ConfigError) as caught:
+        parse_yaml_text(_uses(budget + 1), Path("bomb.yaml"))
+    assert (caught.value.path, caught.value.line) == ("bomb.yaml", budget + 3)
+    assert f"repeat more than {MAX_YAML_ALIAS_NODES:,} YAML nodes" in caught.value.message
+
+
+def test_nesting_is_bounded_counting_the_top_level_mapping():
+    deepest = "k: " + "[" * (MAX_NESTING - 1) + "]" * (MAX_NESTING - 1) + "\n"
+    expected: list = []
+    for _ in range(MAX_NESTING - 2):
+        expected = [expected]
+    assert parse_yaml_text(deepest, Path("ok.yaml")).data["k"] == expected
+    with pytest.raises(ConfigError, match=f"nested deeper than {MAX_NESTING} levels"):
+        parse_yaml_text("k: " + "[" * MAX_NESTING + "]" * MAX_NESTING + "\n", Path("deep.yaml"))
+
+
+def test_an_alias_adds_the_nesting_of_what_it_repeats_where_it_is_used():
+    anchored = "a: &a " + "[" * 100 + "]" * 100 + "\n"  # levels 2 to 101
+
+    def used_under(levels: int) -> str:
+        return anchored + "b: " + "[" * levels + "*a" + "]" * levels + "\n"
+
+    assert parse_yaml_text(used_under(MAX_NESTING - 101), Path("ok.yaml")).data["b"]
+    with pytest.raises(ConfigError) as caught:
+        parse_yaml_text(used_under(MAX_NESTING - 100), Path("deep.yaml"))
+    assert caught.value.line == 2 and "nested deeper" in caught.value.message
 
 
 def test_same_top_level_key_in_two_files_names_both(write_configs):
