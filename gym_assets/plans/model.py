@@ -272,11 +272,33 @@ def load_plan(path: str | Path) -> Plan:
         raise UserError(
             f"not a valid eval plan: {describe_validation_error(exc)}", path=path
         ) from None
-    tasks = []
+    tasks: list[PlannedTask] = []
     for index, raw in enumerate(raw_tasks):
         try:
-            tasks.append(_lean_task(PlanTask.model_validate(raw, extra="ignore")))
+            task = _lean_task(PlanTask.model_validate(raw, extra="ignore"))
         except ValidationError as exc:
             detail = describe_validation_error(exc, f"tasks.{index}")
             raise UserError(f"not a valid eval plan: {detail}", path=path) from None
+        if tasks:
+            _require_after(tasks[-1], task, index, path)
+        tasks.append(task)
     return _lean(model, tasks)
+
+
+def _require_after(previous: PlannedTask, task: PlannedTask, index: int, path: Path) -> None:
+    """The format's own invariant: each task once, sorted by task id (then taskset). A plan
+    that breaks it was edited by hand or written by something else, and would be misread."""
+    before, here = (previous.task_id, previous.taskset), (task.task_id, task.taskset)
+    if before < here:
+        return
+    what = (
+        "is listed twice"
+        if before == here
+        else f"is out of order (it follows '{previous.task_id}', taskset '{previous.taskset}')"
+    )
+    raise UserError(
+        f"not a valid eval plan: tasks.{index} (task '{task.task_id}', taskset "
+        f"'{task.taskset}') {what}; a plan lists each task once, sorted by task id. Write it "
+        "again with `gym-assets plan`",
+        path=path,
+    )

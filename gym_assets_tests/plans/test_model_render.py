@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from jsonschema import Draft202012Validator
@@ -176,12 +177,28 @@ def test_load_plan_round_trip_and_ignores_unknown_keys(tmp_path) -> None:
     doc["gym"]["build"] = "x"
     doc["tasks"][0]["weight"] = 2
     doc["tasks"][0]["task_id"]["env"] = "e"
-    doc["tasks"].reverse()
     path = tmp_path / "plan.json"
     path.write_text(json.dumps(doc), "utf-8")
     loaded = load_plan(path)
     assert loaded == plan
     assert loaded.digests[("bench", "a")] == plan.tasks[0].digest
+
+
+@pytest.mark.parametrize(
+    ("edit", "fragment"),
+    [
+        (lambda tasks: tasks.reverse(), "tasks.1 (task 'a', taskset 'bench') is out of order "),
+        (lambda tasks: tasks.insert(1, tasks[0]), "tasks.1 (task 'a', taskset 'bench') is listed"),
+    ],
+    ids=["reversed", "twice"],
+)
+def test_load_plan_refuses_tasks_out_of_order_or_twice(tmp_path, edit, fragment) -> None:
+    doc = plan_of([row("b"), row("a")]).to_document()
+    edit(doc["tasks"])
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(doc), "utf-8")
+    with pytest.raises(UserError, match=re.escape(fragment)):
+        load_plan(path)
 
 
 @pytest.mark.parametrize(
