@@ -42,6 +42,10 @@ def _benchmark(args: argparse.Namespace, name: str) -> Benchmark:
     return benchmark
 
 
+def _warn(message: str) -> None:
+    print(f"warning: {message}", file=sys.stderr)
+
+
 def _plan(args: argparse.Namespace) -> int:
     parser: argparse.ArgumentParser = args.plan_parser
     if args.schema:
@@ -54,12 +58,11 @@ def _plan(args: argparse.Namespace) -> int:
     if not args.benchmark:
         parser.error("--benchmark NAME is required")
     benchmark = _benchmark(args, require_one_benchmark(args.benchmark))
-    plan = plan_benchmark(benchmark, args.task_ids)
+    plan = plan_benchmark(benchmark, args.task_ids, _warn)
     if not plan.tasks and plan.selected_task_ids is None:
-        print(
-            f"warning: benchmark '{benchmark.name}' has no rows in {benchmark.rows_path}; "
-            "the plan lists no tasks",
-            file=sys.stderr,
+        _warn(
+            f"benchmark '{benchmark.name}' has no rows in {benchmark.rows_path}; the plan "
+            "lists no tasks"
         )
     roots = Roots(settings.configs_root(args.configs), settings.data_root(args.data_root))
     write_plan_file(Target.of(args.out, PLAN_FILE, roots), plan)

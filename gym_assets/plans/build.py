@@ -4,14 +4,15 @@ Each row becomes a task exactly as collation makes it (``materialize_task``), so
 digests are the digests of what a run dispatches. Only ids and digests are kept, never rows.
 
 Refusals follow the reference order even though rows are read once: rows without an id are
-reported first (over all rows), then the first row that cannot become a task, then duplicate
-ids, then requested ids that do not exist. After the first problem the pass only keeps
+reported first (over all rows), then ids of a type no id has (booleans, floats, lists; listed
+by line), then the first row that cannot become a task, then duplicate ids, then requested ids
+that do not exist. After the first problem the pass only keeps
 counting ids, so the messages are complete without hashing rows that cannot be planned.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,8 +23,10 @@ from gym_assets.plans.canonical import digest
 from gym_assets.plans.model import GymStamp, Plan, TaskTable
 from gym_assets.tasks.materialize import (
     ID_FIELDS,
+    IdTypeTally,
     materialize_task,
-    source_task_id,
+    own_id_field,
+    task_id_text,
     task_input_of,
 )
 
@@ -78,20 +81,24 @@ class PlanBuilder:
         self._duplicates: set[str] = set()
         self._missing = 0
         self._missing_shown: list[tuple[int, int | None]] = []
+        self.ids = IdTypeTally()  # own IDs of a type no task ID has, and integer ones
         self._refusal: UserError | None = None
 
     def add(self, row: Mapping[str, Any], line: int | None = None) -> None:
         index = self._rows
         self._rows += 1
-        task_id = source_task_id(row)
-        if task_id is None:
+        own_id = own_id_field(row)
+        if own_id is None:
             self._missing += 1
             if len(self._missing_shown) < MAX_MISSING_ROWS_SHOWN:
                 self._missing_shown.append((index, line))
             return
-        if self._missing or self._refusal is not None:
+        if not self.ids.accepts(own_id, index if line is None else line):
+            return
+        if self._missing or self.ids.refused or self._refusal is not None:
             return
         try:
+            task_id = task_id_text(*own_id)  # a task_id object raises: already materialized
             # An ordinary flat row (own id, no task envelope) takes task_input_of directly,
             # skipping the envelope materialize_task would build (a sixth of the per-row
             # time); any other row gets the full conversion, which raises its own refusal.
@@ -118,6 +125,9 @@ class PlanBuilder:
         """The sorted tasks (only the selected ones) and the normalised selection."""
         if self._missing:
             raise self._missing_ids_refusal()
+        problem = self.ids.problem("lines" if self.source is not None else "rows")
+        if problem is not None:
+            raise UserError(f"Benchmark {self.benchmark!r}: {problem}", path=self.source)
         if self._refusal is not None:
             raise self._refusal
         if self._duplicates:
@@ -186,9 +196,16 @@ def _read(path: str | Path, benchmark: str, taskset: str) -> PlanBuilder:
     return builder
 
 
-def build_plan_from_file(path: str | Path, spec: PlanSpec) -> Plan:
-    """Plan a JSONL file of flat rows, streaming; errors name the file and line."""
-    return _plan(_read(path, spec.benchmark, spec.taskset), spec)
+def build_plan_from_file(
+    path: str | Path, spec: PlanSpec, warn: Callable[[str], None] | None = None
+) -> Plan:
+    """Plan a JSONL file of flat rows, streaming; errors name the file and line. ``warn``
+    hears about integer ids, which the plan lists as their digits."""
+    builder = _read(path, spec.benchmark, spec.taskset)
+    note = builder.ids.warning(path)
+    if note is not None and warn is not None:
+        warn(note)
+    return _plan(builder, spec)
 
 
 def file_tasks(path: str | Path, benchmark: str, taskset: str) -> TaskTable:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from gym_assets.plans.build import PlanSpec, build_plan_from_file, refuse_prompt_template
@@ -12,8 +12,13 @@ from gym_assets.plans.verify import taskset_tasks
 from gym_assets.tasks.catalog import Benchmark
 
 
-def plan_benchmark(benchmark: Benchmark, selected_task_ids: Iterable[str] | None = None) -> Plan:
-    """Build the benchmark's plan from its prepared rows, with every refusal of the format."""
+def plan_benchmark(
+    benchmark: Benchmark,
+    selected_task_ids: Iterable[str] | None = None,
+    warn: Callable[[str], None] | None = None,
+) -> Plan:
+    """Build the benchmark's plan from its prepared rows, with every refusal of the format;
+    ``warn`` hears what the plan normalized (integer ids)."""
     refuse_prompt_template(benchmark.name, benchmark.dataset.prompt_config)
     rows = benchmark.require_rows()
     root = project_root()
@@ -24,7 +29,7 @@ def plan_benchmark(benchmark: Benchmark, selected_task_ids: Iterable[str] | None
         config_paths=recorded_config_paths(benchmark.config_paths, root),
         selected_task_ids=selected_task_ids,
     )
-    return build_plan_from_file(rows, spec)
+    return build_plan_from_file(rows, spec, warn)
 
 
 def collated_tasks(plan: Plan, collated: Path) -> Iterable[PlannedTask | None]:

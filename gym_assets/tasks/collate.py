@@ -38,9 +38,10 @@ from gym_assets.tasks.collation_model import (
 )
 from gym_assets.tasks.materialize import (
     IDENTITY_KEYS,
+    IdTypeTally,
     MaterializeError,
     materialize_task,
-    source_task_id,
+    own_id_field,
 )
 from gym_assets.tasks.metrics import (
     DatasetMetrics,
@@ -424,6 +425,7 @@ def _collate_dataset(
     validate = validator.validate if validator is not None else None
     writes = [(staged.handle.write, staged.digest.update) for staged in outputs]
     preview = report.preview
+    ids = IdTypeTally()
     source_rows = 0
     for line, row in iter_jsonl(source):
         if not add_metrics(row, repeats):
@@ -433,12 +435,19 @@ def _collate_dataset(
         if row.pop("agent_ref", _MISSING) is not _MISSING:
             summary.agent_ref_stripped += 1
         state.source_task_index += 1
+        own_id = own_id_field(row)
+        if (
+            own_id is not None
+            and type(own_id[1]) is not str  # the common case costs no call
+            and not ids.accepts(own_id, line)
+        ):
+            continue
         if taskset is None:
             row["task_source"] = instance
             if validate is not None:
                 validate(row, line)
         else:  # a task carries no task_source: materialization would drop the stamp
-            row = _task_of(row, taskset, state, declaration, line, summary)
+            row = _task_of(row, own_id is not None, taskset, state, declaration, line, summary)
             if validate is not None:
                 validate(row["task_input"], line, task_input=True)
         try:
@@ -460,6 +469,13 @@ def _collate_dataset(
             preview.extend([row] * min(repeats, PREVIEW_ROWS - len(preview)))
         if source_rows % PROGRESS_EVERY == 0:
             say(f"  {summary.label}: {source_rows} rows")
+    problem = ids.problem()
+    if problem is not None:
+        raise UserError(problem, path=source)
+    summary.integer_ids = ids.integers
+    note = ids.warning(source)
+    if note is not None:
+        report.warn(note)
     summary.source_rows = source_rows
     summary.rows_written = source_rows * repeats
     for staged in outputs:
@@ -470,6 +486,7 @@ def _collate_dataset(
 
 def _task_of(
     row: dict[str, Any],
+    has_own_id: bool,
     taskset: str,
     state: _TypeState,
     declaration: int,
@@ -481,8 +498,7 @@ def _task_of(
         task = materialize_task(row, taskset, state.source_task_index)
     except MaterializeError as exc:
         raise UserError(str(exc), path=summary.source, line=line) from None
-    own_index = "_ng_task_index" in row
-    if not own_index and source_task_id(row) is None:
+    if not has_own_id and "_ng_task_index" not in row:
         summary.positional_ids += 1
     elif state.track_duplicates:
         state.record(taskset, task["task_id"]["task_id"], declaration, line)

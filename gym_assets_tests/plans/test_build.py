@@ -85,10 +85,31 @@ def test_case_21_id_precedence() -> None:
         {"task_id": 0, "problem_id": "problem", "instance_id": "instance"},
         {"task_id": None, "problem_id": "problem2", "instance_id": "instance"},
         {"problem_id": None, "instance_id": "instance3"},
-        {"task_id": True},
-        {"task_id": 1.5},
     ]
-    assert ids(plan_of(rows)) == ["0", "1.5", "True", "instance3", "problem2"]
+    assert ids(plan_of(rows)) == ["0", "instance3", "problem2"]
+
+
+def test_ids_that_are_not_strings_or_integers_are_refused_with_their_rows() -> None:
+    # The reference would plan str(True) == "True" and str(1.5) == "1.5": ids nobody wrote.
+    rows = [row("a"), {"task_id": True}, {"problem_id": 1.5}, {"instance_id": [1]}, row("b")]
+    with pytest.raises(UserError) as caught:
+        plan_of(rows)
+    assert caught.value.message == (
+        "Benchmark 'bench': a task ID must be a string (or an integer), but 3 rows have another "
+        "type: rows 1 (task_id is a boolean); 2 (problem_id is a fractional number); 3 "
+        "(instance_id is a list). Write each ID as a string"
+    )
+
+
+def test_integer_ids_are_planned_as_digits_and_reported(tmp_path) -> None:
+    path = write_jsonl(tmp_path / "rows.jsonl", [row("a"), row(7), row(10)])
+    heard: list[str] = []
+    plan = build_plan_from_file(path, spec(), heard.append)
+    assert [task.task_id for task in plan.tasks] == ["10", "7", "a"]
+    assert heard == [
+        f"{path}: 2 rows have an integer task ID (first on line 2); each is used as its digits, "
+        'so 7 and "7" are the same task. Write the IDs as strings to say so'
+    ]
 
 
 def test_case_7_rows_without_id_are_refused() -> None:

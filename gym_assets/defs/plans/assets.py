@@ -30,7 +30,7 @@ def eval_plan(context: dg.AssetExecutionContext, workspace: GymWorkspace) -> dg.
     name = context.partition_key
     try:
         benchmark = workspace.catalog().get(name)
-        plan = plan_benchmark(benchmark)
+        plan = plan_benchmark(benchmark, warn=context.log.warning)
         published = publish_plan(plan, benchmark)
     except UserError as exc:
         raise as_failure(exc) from None
