@@ -12,12 +12,15 @@ finished, 1 on a refusal (or when no dispatched rollout produced a result), 2 on
 from __future__ import annotations
 
 import argparse
+import math
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from gym_assets import settings
 from gym_assets.cli import add_configs_flag, add_data_root_flag
 from gym_assets.errors import UserError
+from gym_assets.limits import MAX_ATTEMPTS, MAX_CONCURRENCY, MAX_REPEATS
 from gym_assets.rollouts.collection.checks import DEFAULT_MAX_MASKED_SHARE, masked_share
 from gym_assets.rollouts.collection.model_gateway import load_script
 from gym_assets.rollouts.collection.products import ensure_products
@@ -32,24 +35,27 @@ from gym_assets.rollouts.harnesses import UPSTREAM_MODES, get_harness, load_harn
 from gym_assets.tasks.catalog import load_catalog
 
 
-def _positive_int(value: str) -> int:
-    number = int(value)
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {number}")
-    return number
+def _count(maximum: int | None = None) -> Callable[[str], int]:
+    """An argparse type: a whole number from 1 to ``maximum`` (see ``gym_assets.limits``)."""
 
+    def parse(value: str) -> int:
+        number = int(value)
+        if number < 1:
+            raise argparse.ArgumentTypeError(
+                f"must be at least 1, got {number}; leave the flag out for the default"
+            )
+        if maximum is not None and number > maximum:
+            raise argparse.ArgumentTypeError(f"must be at most {maximum:,}, got {number}")
+        return number
 
-def _non_negative_int(value: str) -> int:
-    number = int(value)
-    if number < 0:
-        raise argparse.ArgumentTypeError(f"must not be negative, got {number}")
-    return number
+    parse.__name__ = "integer"  # argparse names the type in "invalid integer value"
+    return parse
 
 
 def _positive_float(value: str) -> float:
     number = float(value)
-    if not number > 0:
-        raise argparse.ArgumentTypeError(f"must be positive, got {value}")
+    if not 0 < number < math.inf:
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {value}")
     return number
 
 
@@ -111,6 +117,7 @@ def _rollouts(args: argparse.Namespace) -> int:
         parser.error("--quarantine-corrupt goes with --resume (a fresh run reads no old files)")
     if (args.upstream == "scripted") != (args.script is not None):
         parser.error("--script FILE goes with --upstream scripted (and is required by it)")
+    script = None if args.script is None else load_script(args.script)  # before products
     catalog = load_catalog(settings.configs_root(args.configs), settings.data_root(args.data_root))
     harness = get_harness(load_harnesses(catalog.loaded.data), args.harness)
     check_run_dir(catalog, Path(args.out), args.resume)
@@ -123,7 +130,7 @@ def _rollouts(args: argparse.Namespace) -> int:
         allow_plan_drift=args.allow_plan_drift,
         timeout_s=args.timeout,
         max_attempts=args.max_attempts,
-        script=None if args.script is None else load_script(args.script),
+        script=script,
         allow_unsandboxed=args.allow_unsandboxed,
         quarantine_corrupt=args.quarantine_corrupt,
     )
@@ -168,13 +175,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--model", metavar="NAME", help="model id to request (default: config)")
     parser.add_argument("--script", type=Path, metavar="FILE", help="scripted upstream: steps")
-    parser.add_argument("--repeats", type=_positive_int, metavar="N", help="rollouts per task")
     parser.add_argument(
-        "--concurrency", type=_positive_int, default=DEFAULT_CONCURRENCY, metavar="C"
+        "--repeats", type=_count(MAX_REPEATS), metavar="N", help="rollouts per task"
     )
-    parser.add_argument("--limit", type=_non_negative_int, metavar="N", help="first N tasks")
+    parser.add_argument(
+        "--concurrency", type=_count(MAX_CONCURRENCY), default=DEFAULT_CONCURRENCY, metavar="C"
+    )
+    parser.add_argument("--limit", type=_count(), metavar="N", help="first N tasks")
     parser.add_argument("--timeout", type=_positive_float, metavar="S", help="per rollout")
-    parser.add_argument("--max-attempts", type=_positive_int, default=3, metavar="N")
+    parser.add_argument("--max-attempts", type=_count(MAX_ATTEMPTS), default=3, metavar="N")
     parser.add_argument("--resume", action="store_true", help="continue the run in --out")
     parser.add_argument(
         "--quarantine-corrupt",
