@@ -1,23 +1,30 @@
 """Bad input, one case a row: each refusal is one clear line with the documented exit code, and
 nothing on disk is written or damaged.
 
-Every case builds what it needs in a temp directory (a copy of the bundled configs tree, the
-bad file or path it is about) and returns the command line. The test runs it in-process and
-checks:
+Every case builds what it needs in a temp directory (a small configs tree, or a copy of the
+bundled one, and the bad file, flag or path it is about) and returns the command line. The
+test runs it in-process and checks:
 
 * the exit code: 1 for a refusal, 2 for a usage error or an unjudgeable conformance input;
-* stderr: exactly one line matching the case's pattern, and no traceback;
+* stderr: exactly one line matching the case's pattern, and no traceback. Only lines a command
+  always prints first may come before it: argparse's usage block for a usage error, and the
+  progress of collation ("collating ...") and of rollouts (the "rollouts N/M" counter);
 * the temp tree, snapshotted before and after (relative path -> kind, mode, sha256), is
-  unchanged except for the paths the case says the command may create (``creates`` globs).
+  unchanged except for the paths the case says the command may create (``creates`` globs), so
+  the configs root in particular is never modified.
 
-To add a case, write a ``setup(tmp) -> argv`` function and append a ``Case``; a case that
-mounts or starts something undoes it in ``cleanup(tmp)``.
+To add a case, write a ``setup(tmp) -> argv`` function and append a ``Case`` to the list of its
+kind (bad input, or output paths); a case that mounts or starts something undoes it in
+``cleanup(tmp)``. Comments on the bad-input cases say which were tracebacks (or hangs, or
+silent acceptances) before the input bounds existed; the others pin a behaviour that must not
+regress.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fnmatch
+import json
 import os
 import re
 import shutil
@@ -32,6 +39,7 @@ from pathlib import Path
 import pytest
 
 from gym_assets.cli import main
+from gym_assets.limits import MAX_NESTING, MAX_PRODUCT_NESTING
 from gym_assets_tests.filesystems import fill, snapshot
 
 REPO = Path(__file__).resolve().parents[1]
@@ -56,11 +64,687 @@ def run(argv: list[str]) -> int:
         return int(exc.code or 0)
 
 
-# --- output paths: only what gym-assets wrote is ever replaced --------------------------------
-
 COLLATE = ["collate", "--benchmark", "units", "--out"]
 PLAN = ["plan", "--benchmark", "units", "--out"]
 ROLLOUTS = ["rollouts", "--benchmark", "units", "--harness", "simple_agent", "--limit", "2"]
+
+
+# --- bad input: the configs tree every case starts from --------------------------------------
+
+ROUTES = """\
+environment_server_routes:
+  units: units_environment
+error_on_agent_without_environment_server: true
+"""
+MODELS = """\
+policy_model:
+  responses_api_models:
+    gateway_model: {entrypoint: app.py, model: policy}
+harnesses:
+  simple_agent: {kind: builtin, agent_implementation: simple_agent}
+"""
+BENCH = """\
+units_resources:
+  resources_servers:
+    exact_match:
+      entrypoint: app.py
+      domain: knowledge
+      datasets:
+        - name: units
+          type: benchmark
+          jsonl_fpath: units.jsonl
+          taskset: units
+          num_repeats: 1
+
+units_simple_agent:
+  responses_api_agents:
+    simple_agent:
+      entrypoint: app.py
+      resources_server: {type: resources_servers, name: units_resources}
+      model_server: {type: responses_api_models, name: policy_model}
+      max_steps: 2
+
+units_environment:
+  environment_servers:
+    single_agent_turn:
+      entrypoint: app.py
+      agent_server: {type: responses_api_agents, name: units_simple_agent}
+      resources_server: {type: resources_servers, name: units_resources}
+"""
+
+
+def row(task_id: object = "u1", **extra: object) -> dict[str, object]:
+    question = {"role": "user", "content": "Convert 1 km to metres."}
+    return {
+        "task_id": task_id,
+        "responses_create_params": {"input": [question]},
+        "task_data": {"expected_answer": "1000"},
+        **extra,
+    }
+
+
+def line(value: object) -> bytes:
+    return json.dumps(value).encode() + b"\n"
+
+
+GOOD_ROWS = line(row("u1")) + line(row("u2")) + line(row("u3"))
+
+
+def tree(
+    tmp: Path, *, rows: bytes = GOOD_ROWS, bench: str = BENCH, extra: dict[str, bytes] | None = None
+) -> Path:
+    """Write the configs tree (plus ``extra`` files, by path relative to it); its root."""
+    root = tmp / "configs"
+    files = {"routes.yaml": ROUTES, "models.yaml": MODELS, "bench/config.yaml": bench}
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text, encoding="utf-8")
+    (root / "bench" / "units.jsonl").write_bytes(rows)
+    for name, data in (extra or {}).items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_bytes(data)
+    return root
+
+
+def roots(tmp: Path, configs: Path) -> list[str]:
+    return ["--configs", str(configs), "--data-root", str(tmp / "data")]
+
+
+def command(*argv: str, **tree_args: object) -> Setup:
+    """A setup that writes the tree (``tree_args``) and runs ``argv`` against it."""
+
+    def setup(tmp: Path) -> list[str]:
+        return [*argv, *roots(tmp, tree(tmp, **tree_args))]  # type: ignore[arg-type]
+
+    return setup
+
+
+def edited(old: str, new: str) -> str:
+    assert old in BENCH
+    return BENCH.replace(old, new, 1)
+
+
+def nested(levels: int) -> object:
+    """A value of exactly ``levels`` nested containers (alternating objects and lists)."""
+    value: object = "leaf"
+    for level in range(levels):
+        value = [value] if level % 2 else {"k": value}
+    return value
+
+
+def deep_row(depth: int) -> bytes:
+    """A row whose JSON nests ``depth`` levels, the row object itself being level 1."""
+    return line(row("deep", task_data={"expected_answer": "1", "extra": nested(depth - 2)}))
+
+
+ALIAS_BOMB = "".join(
+    [
+        "a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n",
+        *(f"a{n}: &a{n} [{', '.join([f'*a{n - 1}'] * 9)}]\n" for n in range(1, 10)),
+    ]
+).encode()
+
+LIST = ["list", "benchmarks"]
+RUN = ["rollouts", "--benchmark", "units", "--harness", "simple_agent", "--out"]
+
+
+def plan_cmd(*flags: str, **tree_args: object) -> Setup:
+    def setup(tmp: Path) -> list[str]:
+        configs = tree(tmp, **tree_args)  # type: ignore[arg-type]
+        return [*PLAN, str(tmp / "plan.json"), *flags, *roots(tmp, configs)]
+
+    return setup
+
+
+def collate_cmd(**tree_args: object) -> Setup:
+    def setup(tmp: Path) -> list[str]:
+        configs = tree(tmp, **tree_args)  # type: ignore[arg-type]
+        return [*COLLATE, str(tmp / "out"), *roots(tmp, configs)]
+
+    return setup
+
+
+def rollouts_cmd(*flags: str) -> Setup:
+    def setup(tmp: Path) -> list[str]:
+        return [*RUN, str(tmp / "run"), *flags, *roots(tmp, tree(tmp))]
+
+    return setup
+
+
+# --- plan files -----------------------------------------------------------------------------
+
+DIGEST = "sha256:" + "0" * 64
+
+
+def plan_document(*task_ids: str) -> dict[str, object]:
+    return {
+        "schema": "nemo-gym.eval-plan.v1",
+        "gym": {"version": "0.1.0", "commit": None},
+        "benchmark": {"name": "units", "config_paths": []},
+        "selected_task_ids": None,
+        "tasks": [
+            {"task_id": {"taskset": "units", "task_id": task}, "digest": DIGEST}
+            for task in task_ids
+        ],
+    }
+
+
+def verify_cmd(plan: bytes | None, taskset: bytes | None = b"") -> Setup:
+    """``plan verify`` of ``plan`` (None: a directory) against a taskset file (None: a dir)."""
+
+    def setup(tmp: Path) -> list[str]:
+        configs = tree(tmp)
+        plan_path, taskset_path = tmp / "plan.json", tmp / "taskset.jsonl"
+        for path, data in ((plan_path, plan), (taskset_path, taskset)):
+            if data is None:
+                path.mkdir()
+            else:
+                path.write_bytes(data)
+        verify = ["plan", "verify", "--plan", str(plan_path), "--taskset", str(taskset_path)]
+        return [*verify, "--configs", str(configs)]
+
+    return setup
+
+
+GOOD_PLAN = json.dumps(plan_document("u1", "u2")).encode()
+
+
+def task_line(task_id: str, task_input: object) -> bytes:
+    return line({"task_id": {"taskset": "units", "task_id": task_id}, "task_input": task_input})
+
+
+# --- other inputs ---------------------------------------------------------------------------
+
+
+def script_cmd(script: bytes | None) -> Setup:
+    """``rollouts --upstream scripted --script FILE`` with ``script`` (None: a directory)."""
+
+    def setup(tmp: Path) -> list[str]:
+        path = tmp / "script.json"
+        if script is None:
+            path.mkdir()
+        else:
+            path.write_bytes(script)
+        flags = ["--upstream", "scripted", "--script", str(path)]
+        return [*RUN, str(tmp / "run"), *flags, *roots(tmp, tree(tmp))]
+
+    return setup
+
+
+def with_dataset_key(key: str) -> str:
+    """The benchmark config with one more key on its dataset entry."""
+    return edited("jsonl_fpath: units.jsonl", f"jsonl_fpath: units.jsonl\n          {key}")
+
+
+def prepare_cmd(script: str) -> Setup:
+    bench = with_dataset_key("prepare_script: prep.py")
+    return command(
+        "prepare", "--benchmark", "units", bench=bench, extra={"bench/prep.py": script.encode()}
+    )
+
+
+def prompt_cmd(prompt: bytes) -> Setup:
+    """Collate through a prompt config kept outside the configs root (inside it, the loader
+    would read it as one more config file)."""
+
+    def setup(tmp: Path) -> list[str]:
+        (tmp / "p.yaml").write_bytes(prompt)
+        raw = b"".join(line({"task_id": f"q{n}", "question": "2+2?"}) for n in range(2))
+        configs = tree(tmp, bench=with_dataset_key("prompt_config: ../../p.yaml"), rows=raw)
+        return [*COLLATE, str(tmp / "out"), *roots(tmp, configs)]
+
+    return setup
+
+
+def settings_cmd(old: str, new: str) -> Setup:
+    """A rollouts run whose server settings are bad; its products are made first, so the
+    configs tree (the metrics sidecar beside the data) is complete before the snapshot."""
+
+    def setup(tmp: Path) -> list[str]:
+        from gym_assets.rollouts.collection.products import ensure_products
+        from gym_assets.tasks.catalog import load_catalog
+
+        configs = tree(tmp)
+        ensure_products(load_catalog(configs, tmp / "data"), "units", lambda _message: None)
+        (configs / "bench" / "config.yaml").write_text(edited(old, new), encoding="utf-8")
+        return [*RUN, str(tmp / "run"), *roots(tmp, configs)]
+
+    return setup
+
+
+def bundle_cmd(data: bytes) -> Setup:
+    def setup(tmp: Path) -> list[str]:
+        (tmp / "rollouts.jsonl").write_bytes(data)
+        bundle, report = str(tmp / "rollouts.jsonl"), str(tmp / "report")
+        return ["conformance", "inspect", "--bundle", bundle, "--output", report]
+
+    return setup
+
+
+def migrate_cmd(data: bytes) -> Setup:
+    """``config add-environment-servers`` on one file of its configs tree."""
+
+    def setup(tmp: Path) -> list[str]:
+        configs = tmp / "configs"
+        configs.mkdir()
+        (configs / "old.yaml").write_bytes(data)
+        return [
+            "config",
+            "add-environment-servers",
+            str(configs / "old.yaml"),
+            "--configs",
+            str(configs),
+        ]
+
+    return setup
+
+
+# A prepare run makes its (empty) products directory before the script runs.
+PREPARED_DIRS = ("data", "data/prepared", "data/prepared/units")
+TOO_DEEP = f"JSON nested deeper than {MAX_NESTING} levels"
+BAD_ID = r"a task ID must be a string \(or an integer\), but"
+
+INPUT_CASES = [
+    # --- configs (YAML) --------------------------------------------------------------------
+    # Hung before: the line recorder walked the billion shared nodes.
+    Case(
+        "yaml-alias-bomb",
+        command(*LIST, extra={"bomb.yaml": ALIAS_BOMB}),
+        1,
+        r"bomb\.yaml:5: the aliases of this file repeat more than 10,000 YAML nodes",
+    ),
+    # Loaded silently before (an endless value).
+    Case(
+        "yaml-recursive-alias",
+        command(*LIST, extra={"loop.yaml": b"loop: &x\n  again: *x\n"}),
+        1,
+        r"loop\.yaml:2: the alias \*x is used inside the value it names",
+    ),
+    # RecursionError traceback before.
+    Case(
+        "yaml-nested-too-deep",
+        command(*LIST, extra={"deep.yaml": b"deep: " + b"[" * 5000 + b"]" * 5000 + b"\n"}),
+        1,
+        rf"deep\.yaml:1: nested deeper than {MAX_NESTING} levels",
+    ),
+    # ReaderError traceback before (a multi-line message without a line number).
+    Case(
+        "yaml-control-character",
+        command(*LIST, extra={"bin.yaml": b"a: 1\nb: \x00\x01\x02\n"}),
+        1,
+        r"bin\.yaml:2: not valid YAML: the control character #x00",
+    ),
+    Case(
+        "yaml-not-utf8",
+        command(*LIST, extra={"latin1.yaml": "name: caf\xe9\n".encode("latin-1")}),
+        1,
+        r"latin1\.yaml: cannot read the file: 'utf-8' codec",
+    ),
+    Case(
+        "yaml-top-level-list",
+        command(*LIST, extra={"list.yaml": b"- units_resources\n- units_environment\n"}),
+        1,
+        r"list\.yaml:1: the top level of a config file must be a mapping",
+    ),
+    Case(
+        "yaml-duplicate-key",
+        command(*LIST, bench=BENCH + "units_extra:\n  a: 1\n  a: 2\n"),
+        1,
+        r"config\.yaml:\d+: not valid YAML: key 'a' is written twice",
+    ),
+    Case(
+        "yaml-two-documents",
+        command(*LIST, extra={"two.yaml": b"a: 1\n---\nb: 2\n"}),
+        1,
+        r"two\.yaml:2: not valid YAML: .*another document",
+    ),
+    Case(
+        "yaml-python-object-tag",
+        command(*LIST, extra={"tag.yaml": b"x: !!python/object/apply:os.system [id]\n"}),
+        1,
+        r"tag\.yaml:1: not valid YAML: could not determine a constructor",
+    ),
+    # Accepted before: YAML `true` became 1 repeat, "3" and 3.0 became 3, a million passed
+    # (0 was refused already).
+    *(
+        Case(
+            f"num-repeats-{name}",
+            command(*LIST, bench=edited("num_repeats: 1", f"num_repeats: {value}")),
+            1,
+            rf"config\.yaml:11: .*'num_repeats': Input should be {problem}",
+        )
+        for name, value, problem in [
+            ("boolean", "true", "a valid integer"),
+            ("string", '"3"', "a valid integer"),
+            ("float", "3.0", "a valid integer"),
+            ("over-the-maximum", "1000000", "less than or equal to 10000"),
+            ("zero", "0", "greater than or equal to 1"),
+        ]
+    ),
+    Case(
+        "datasets-not-a-list",
+        command(*LIST, bench=edited("      datasets:\n", "      datasets: {}\n      old:\n")),
+        1,
+        r"'units_resources': datasets must be a list of dataset entries",
+    ),
+    Case(
+        "dataset-name-not-a-string",
+        command(*LIST, bench=edited("- name: units", "- name: 12")),
+        1,
+        r"config\.yaml:7: dataset 0 of 'units_resources' is invalid: field 'name'",
+    ),
+    # Silently kept the last `user:` before (prompt configs had their own plain loader).
+    Case(
+        "prompt-config-duplicate-key",
+        prompt_cmd(b"user: 'Q: {question}'\nuser: 'A: {question}'\n"),
+        1,
+        r"p\.yaml:2: not valid YAML: key 'user' is written twice",
+    ),
+    Case(
+        "prompt-config-alias-bomb",
+        prompt_cmd(ALIAS_BOMB + b"user: 'Q: {question}'\n"),
+        1,
+        r"p\.yaml:5: the aliases of this file repeat more than 10,000 YAML nodes",
+    ),
+    # Traceback before (pydantic ValidationError from the agent's settings), after the run
+    # had already replaced its outputs; now one line (the run directory is still written).
+    Case(
+        "agent-setting-out-of-range",
+        settings_cmd("max_steps: 2", "max_steps: 0"),
+        1,
+        r"'units_simple_agent' \(responses_api_agents\.simple_agent\): setting 'max_steps': "
+        r"Input should be greater than or equal to 1",
+        creates=("run", "run/*"),
+    ),
+    # --- dataset rows (JSONL) --------------------------------------------------------------
+    # RecursionError traceback before.
+    Case(
+        "row-nested-10000-levels",
+        plan_cmd(rows=GOOD_ROWS + b'{"task_id": "d", "x": ' + b"[" * 10**4 + b"]" * 10**4 + b"}\n"),
+        1,
+        rf"units\.jsonl:4: {TOO_DEEP}",
+    ),
+    Case(
+        "row-one-level-too-deep-collate",
+        collate_cmd(rows=GOOD_ROWS + deep_row(MAX_NESTING + 1)),
+        1,
+        rf"units\.jsonl:4: {TOO_DEEP}",
+    ),
+    # Planned silently before as the ids "True", "1.5" and "[1]".
+    Case(
+        "task-id-boolean",
+        collate_cmd(rows=GOOD_ROWS + line(row(True))),
+        1,
+        rf"units\.jsonl: {BAD_ID} 1 row has another type: lines 4 \(task_id is a boolean\)",
+    ),
+    Case(
+        "task-id-float-and-list",
+        plan_cmd(rows=line(row(1.5)) + GOOD_ROWS + line(row(None, problem_id=[1]))),
+        1,
+        rf"{BAD_ID} 2 rows have another type: lines 1 \(task_id is a fractional number\); 5 "
+        r"\(problem_id is a list\)",
+    ),
+    Case(
+        "task-ids-listed-ten-and-counted",
+        plan_cmd(rows=b"".join(line(row(n + 0.5)) for n in range(13))),
+        1,
+        rf"{BAD_ID} 13 rows have another type: lines 1 .*; 10 \(task_id is a fractional number\); "
+        r"and 3 more\. Write each ID as a string",
+    ),
+    Case(
+        "task-id-object-without-task-input",
+        plan_cmd(rows=line(row({"taskset": "units", "task_id": "u1"}))),
+        1,
+        r"units\.jsonl:1: Benchmark 'units': Expected a flat dataset row, not an already "
+        r"materialized task",
+    ),
+    Case(
+        "row-not-utf8",
+        plan_cmd(rows=GOOD_ROWS + b'{"task_id": "caf\xe9"}\n'),
+        1,
+        r"units\.jsonl:4: not valid UTF-8 text",
+    ),
+    Case(
+        "row-binary-garbage",
+        collate_cmd(rows=b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\n"),
+        1,
+        r"units\.jsonl:1: not valid UTF-8 text",
+    ),
+    Case(
+        "row-is-a-list",
+        plan_cmd(rows=GOOD_ROWS + b'["u4", "question"]\n'),
+        1,
+        r"units\.jsonl:4: expected a JSON object, got list",
+    ),
+    Case(
+        "row-nan",
+        plan_cmd(rows=GOOD_ROWS + b'{"task_id": "u4", "score": NaN}\n'),
+        1,
+        r"units\.jsonl:4: not valid JSON \(NaN is not valid JSON\)",
+    ),
+    Case(
+        "row-integer-with-5000-digits",
+        plan_cmd(rows=b'{"task_id": "u4", "n": ' + b"9" * 5000 + b"}\n"),
+        1,
+        r"units\.jsonl:1: not valid JSON \(Exceeds the limit \(4300 digits\)",
+    ),
+    Case(
+        "row-lone-surrogate",
+        collate_cmd(rows=GOOD_ROWS + b'{"task_id": "u4", "text": "\\ud800"}\n'),
+        1,
+        r"units\.jsonl:4: a string holds a lone surrogate escape",
+    ),
+    Case(
+        "rows-path-is-a-directory",
+        plan_cmd(
+            bench=edited("jsonl_fpath: units.jsonl", "jsonl_fpath: data_dir"),
+            extra={"bench/data_dir/x": b""},
+        ),
+        1,
+        r"data file .*data_dir does not exist; fix `jsonl_fpath`",
+    ),
+    # --- plan files ------------------------------------------------------------------------
+    # Accepted before: the loader sorted the tasks and kept one of the twins.
+    Case(
+        "plan-lists-a-task-twice",
+        verify_cmd(json.dumps(plan_document("u1", "u1", "u2")).encode()),
+        1,
+        r"plan\.json: not a valid eval plan: tasks\.1 \(task 'u1', taskset 'units'\) is listed "
+        r"twice; a plan lists each task once, sorted by task id",
+    ),
+    Case(
+        "plan-out-of-order",
+        verify_cmd(json.dumps(plan_document("u2", "u1")).encode()),
+        1,
+        r"tasks\.1 \(task 'u1', taskset 'units'\) is out of order \(it follows 'u2'",
+    ),
+    # RecursionError traceback before.
+    Case(
+        "plan-nested-too-deep",
+        verify_cmd(b"[" * 100_000 + b"]" * 100_000),
+        1,
+        rf"plan\.json: not a JSON plan file: {TOO_DEEP}",
+    ),
+    # IsADirectoryError traceback before.
+    Case(
+        "plan-is-a-directory",
+        verify_cmd(None),
+        1,
+        r"plan\.json: this is a directory; pass the plan file itself",
+    ),
+    # ValueError traceback before (the integer-digits limit was not caught).
+    Case(
+        "plan-integer-with-5000-digits",
+        verify_cmd(b'{"schema": "nemo-gym.eval-plan.v1", "n": ' + b"9" * 5000 + b"}"),
+        1,
+        r"plan\.json: not a JSON plan file \(Exceeds the limit \(4300 digits\)",
+    ),
+    # Accepted before (the plan reader parsed NaN).
+    Case(
+        "plan-nan",
+        verify_cmd(GOOD_PLAN[:-1] + b', "weight": NaN}'),
+        1,
+        r"plan\.json: not a JSON plan file \(NaN is not valid JSON\)",
+    ),
+    Case(
+        "plan-empty-file",
+        verify_cmd(b""),
+        1,
+        r"plan\.json:1: not a JSON plan file \(Expecting value\)",
+    ),
+    Case(
+        "plan-binary",
+        verify_cmd(b"\x1f\x8b\x08\x00\x00\x00\x00\x00"),
+        1,
+        r"plan\.json: not a JSON plan file: not valid UTF-8 text",
+    ),
+    Case(
+        "plan-is-a-list",
+        verify_cmd(b"[]"),
+        1,
+        r"plan\.json: not an eval plan: expected a JSON object",
+    ),
+    Case(
+        "plan-other-schema",
+        verify_cmd(GOOD_PLAN.replace(b"eval-plan.v1", b"eval-plan.v2")),
+        1,
+        r"not a nemo-gym\.eval-plan\.v1 plan \(its schema label is 'nemo-gym\.eval-plan\.v2'\)",
+    ),
+    Case(
+        "verify-taskset-is-a-directory",
+        verify_cmd(GOOD_PLAN, None),
+        1,
+        r"taskset\.jsonl: this is a directory; expected a JSONL file",
+    ),
+    # RecursionError traceback before; collated files get the envelope's headroom.
+    Case(
+        "verify-taskset-nested-too-deep",
+        verify_cmd(GOOD_PLAN, task_line("u1", nested(MAX_PRODUCT_NESTING))),
+        1,
+        rf"taskset\.jsonl:1: JSON nested deeper than {MAX_PRODUCT_NESTING} levels",
+    ),
+    Case(
+        "verify-flat-row-with-a-boolean-id",
+        verify_cmd(GOOD_PLAN, line(row(False))),
+        1,
+        r"taskset\.jsonl:1: task_id is a boolean; a task ID is a string",
+    ),
+    # --- flags -----------------------------------------------------------------------------
+    # Ran nothing and exited 0 before.
+    Case("rollouts-limit-zero", rollouts_cmd("--limit", "0"), 2, r"--limit: must be at least 1"),
+    # Accepted before: a billion repeats built a billion-item list.
+    Case(
+        "rollouts-repeats-over-the-maximum",
+        rollouts_cmd("--repeats", "1000000000"),
+        2,
+        r"--repeats: must be at most 10,000, got 1000000000",
+    ),
+    Case(
+        "rollouts-concurrency-over-the-maximum",
+        rollouts_cmd("--concurrency", "100000"),
+        2,
+        r"--concurrency: must be at most 1,024",
+    ),
+    Case("rollouts-concurrency-zero", rollouts_cmd("--concurrency", "0"), 2, r"must be at least 1"),
+    # Accepted before (an infinite deadline).
+    Case(
+        "rollouts-timeout-infinite",
+        rollouts_cmd("--timeout", "inf"),
+        2,
+        r"--timeout: must be a positive number of seconds, got inf",
+    ),
+    Case("rollouts-timeout-nan", rollouts_cmd("--timeout", "nan"), 2, r"got nan"),
+    Case(
+        "rollouts-max-attempts-over-the-maximum",
+        rollouts_cmd("--max-attempts", "1000"),
+        2,
+        r"--max-attempts: must be at most 100",
+    ),
+    Case(
+        "rollouts-limit-not-an-integer",
+        rollouts_cmd("--limit", "1e3"),
+        2,
+        r"--limit: invalid integer value: '1e3'",
+    ),
+    Case(
+        "rollouts-latency-nan",
+        rollouts_cmd("--upstream-latency", "nan"),
+        2,
+        r"upstream: latency_s: Input should be a finite number",
+    ),
+    Case(
+        "plan-task-ids-empty",
+        command(*PLAN, "plan.json", "--task-ids", " , "),
+        2,
+        r"--task-ids: needs at least one id",
+    ),
+    Case(
+        "plan-task-ids-unknown",
+        plan_cmd("--task-ids", "u1,u9"),
+        1,
+        r"Benchmark 'units' has no tasks with ids \['u9'\]",
+    ),
+    Case(
+        "collate-unknown-validation-mode",
+        command(*COLLATE, "out", "--validation", "strict"),
+        2,
+        r"--validation: invalid choice: 'strict'",
+    ),
+    # RecursionError traceback before; the script is read before any product is made.
+    Case(
+        "script-nested-too-deep",
+        script_cmd(b"[" * 100_000 + b"]" * 100_000),
+        1,
+        rf"script\.json: not a JSON script file: {TOO_DEEP}",
+    ),
+    Case(
+        "script-is-a-directory",
+        script_cmd(None),
+        1,
+        r"script\.json: this is a directory; pass the script file itself",
+    ),
+    # Accepted before (NaN parsed, then an unrelated step error).
+    Case(
+        "script-nan",
+        script_cmd(b'[{"text": NaN}]'),
+        1,
+        r"script\.json: not a JSON script file \(NaN is not valid JSON\)",
+    ),
+    # --- scripts and other programs' files -------------------------------------------------
+    # The process exited with the script's code and no message before.
+    Case(
+        "prepare-script-calls-sys-exit",
+        prepare_cmd("import sys\n\ndef prepare(output_fpath):\n    sys.exit('no network')\n"),
+        1,
+        r"prep\.py: the prepare script of 'units' failed: SystemExit: no network",
+        creates=PREPARED_DIRS,
+    ),
+    # TypeError traceback before (Path(5)).
+    Case(
+        "prepare-script-returns-a-number",
+        prepare_cmd("def prepare(output_fpath):\n    return 5\n"),
+        1,
+        r"prep\.py: the prepare script of 'units' returned 5; expected the output_fpath",
+        creates=PREPARED_DIRS,
+    ),
+    Case(
+        "conformance-bundle-nested-too-deep",
+        bundle_cmd(b"[" * 10_000 + b"]" * 10_000 + b"\n"),
+        2,
+        rf"checker_error \(InspectionInputError\): .*rollouts\.jsonl:1: JSON nested deeper "
+        rf"than {MAX_PRODUCT_NESTING} levels.*; no report published",
+    ),
+    # Hung before, like the configs loader.
+    Case(
+        "migration-of-an-alias-bomb",
+        migrate_cmd(ALIAS_BOMB),
+        2,
+        r"could not update .*old\.yaml: .*old\.yaml:5: the aliases of this file repeat more",
+    ),
+]
+
+
+# --- output paths: only what gym-assets wrote is ever replaced --------------------------------
 
 
 def bundled(tmp: Path) -> list[str]:
@@ -237,7 +921,7 @@ def migrate_outside_the_configs(tmp: Path) -> list[str]:
 FOREIGN = r"exists and was not written by gym-assets \(no product marker\); choose another --out"
 SPECIAL = r"gym-assets writes only regular files and directories; choose another --out$"
 
-CASES = [
+OUTPUT_PATH_CASES = [
     Case("out-is-the-configs-root", out_at(COLLATE, lambda t: t / "configs"), 1,
          r"configs: is the configs root; products are never written over configs"),
     Case("out-inside-the-configs-root-even-empty",
@@ -291,7 +975,31 @@ CASES = [
 ]  # fmt: skip
 
 
-def test_the_corpus_ids_are_unique() -> None:
+# --- the test -------------------------------------------------------------------------------
+
+_USAGE_CONTINUATION = re.compile(r"^\s")
+# Progress a command prints before its work: collation's per-dataset line, the rollout counter.
+_PROGRESS = re.compile(r"^(\w+: collating \S+ from \S+|rollouts \d+/\d+ .*)$")
+
+
+def refusal_line(err: str, exit_code: int) -> str:
+    """The one line of a refusal, after what the command always prints first."""
+    lines = err.splitlines()
+    if exit_code == 2 and lines and lines[0].startswith("usage: "):
+        lines = lines[1:]
+        while lines and _USAGE_CONTINUATION.match(lines[0]):
+            lines = lines[1:]
+    while lines and _PROGRESS.match(lines[0]):
+        lines = lines[1:]
+    assert len(lines) == 1, err
+    return lines[0]
+
+
+CASES = [*INPUT_CASES, *OUTPUT_PATH_CASES]
+
+
+def test_the_corpus_is_large_and_its_ids_unique() -> None:
+    assert len(INPUT_CASES) >= 40 and len(OUTPUT_PATH_CASES) >= 12
     assert len({case.id for case in CASES}) == len(CASES)
 
 
@@ -315,9 +1023,29 @@ def test_bad_input_is_refused_in_one_line_and_writes_nothing(
         after = snapshot(tmp_path)
     assert "Traceback" not in err
     assert code == case.exit_code, err
-    lines = err.splitlines()
-    assert len(lines) == 1 and re.search(case.message, lines[0]), err
+    assert re.search(case.message, refusal_line(err, case.exit_code)), err
     allowed = lambda path: any(fnmatch.fnmatch(path, glob) for glob in case.creates)  # noqa: E731
     assert {p: v for p, v in after.items() if not allowed(p)} == {
         p: v for p, v in before.items() if not allowed(p)
     }
+
+
+# --- the limit itself is no refusal ---------------------------------------------------------
+
+
+def test_a_row_nested_exactly_at_the_limit_collates_plans_and_verifies(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    configs = tree(tmp_path, rows=GOOD_ROWS + deep_row(MAX_NESTING))
+    flags = roots(tmp_path, configs)
+    assert main([*COLLATE, str(tmp_path / "out"), *flags]) == 0
+    assert main([*PLAN, str(tmp_path / "plan.json"), *flags]) == 0
+    taskset = tmp_path / "out" / "benchmark.jsonl"
+    verify = ["plan", "verify", "--plan", str(tmp_path / "plan.json")]
+    assert main([*verify, "--taskset", str(taskset), *flags]) == 0
+    assert main([*verify, "--benchmark", "units", *flags]) == 0
+    out = capsys.readouterr().out
+    assert out.count("plan matches") == 2 and "4 tasks, every digest equal" in out
+    collated = [json.loads(text) for text in taskset.read_text("utf-8").splitlines()]
+    assert collated[-1]["task_input"]["task_data"]["extra"] == nested(MAX_NESTING - 2)
