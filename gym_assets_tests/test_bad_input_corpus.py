@@ -404,6 +404,26 @@ INPUT_CASES = [
         1,
         r"tag\.yaml:1: not valid YAML: could not determine a constructor",
     ),
+    # A traceback before (pydantic could not write the bytes into the metrics sidecar).
+    Case(
+        "yaml-binary-value",
+        collate_cmd(bench=with_dataset_key("source: !!binary /w==")),
+        1,
+        r"config\.yaml:10: a YAML binary value has no JSON form",
+    ),
+    # Accepted before: NaN went into the metrics sidecar as invalid JSON, a set in random order.
+    Case(
+        "yaml-nan-value",
+        collate_cmd(bench=with_dataset_key("source: .nan")),
+        1,
+        r"config\.yaml:10: \.nan has no JSON form \(JSON has no NaN or infinity\)",
+    ),
+    Case(
+        "yaml-set-value",
+        command(*LIST, bench=with_dataset_key("source: !!set {a, b}")),
+        1,
+        r"config\.yaml:10: a YAML set value has no JSON form",
+    ),
     # Accepted before: YAML `true` became 1 repeat, "3" and 3.0 became 3, a million passed
     # (0 was refused already).
     *(

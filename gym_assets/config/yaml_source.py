@@ -9,10 +9,15 @@ aliases of aliases) loads in microseconds and explodes later, when inheritance c
 walk visits the data. The loader therefore measures every node as it is composed, with its
 aliases expanded, and refuses a file whose aliases repeat more than ``MAX_YAML_ALIAS_NODES``
 nodes or that nests deeper than ``MAX_NESTING`` levels, before anything walks it.
+
+Config values end up in JSON (metrics sidecars, reports), so YAML values JSON cannot hold are
+refused at their line: binary data, sets (whose order would change from run to run), NaN and
+infinities.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,8 +49,9 @@ class _DuplicateKeyError(yaml.MarkedYAMLError):
     pass
 
 
-class _LimitError(yaml.MarkedYAMLError):
-    """The file asks for more than the loader's bounds (aliases, nesting)."""
+class _Refusal(yaml.MarkedYAMLError):
+    """The file asks for more than the loader's bounds (aliases, nesting), or holds a value
+    that has no JSON form."""
 
 
 class _StrictLoader(yaml.SafeLoader):
@@ -82,7 +88,7 @@ class _StrictLoader(yaml.SafeLoader):
         """Count what an alias repeats; an alias inside its own anchor would be endless."""
         extent = self._extent.get(id(node))
         if extent is None:
-            raise _LimitError(
+            raise _Refusal(
                 problem=f"the alias *{event.anchor} is used inside the value it names, which "
                 "makes that value endless; write the value out instead",
                 problem_mark=event.start_mark,
@@ -90,7 +96,7 @@ class _StrictLoader(yaml.SafeLoader):
         nodes, levels = extent
         self._alias_nodes += nodes
         if self._alias_nodes > MAX_YAML_ALIAS_NODES:
-            raise _LimitError(
+            raise _Refusal(
                 problem=f"the aliases of this file repeat more than {MAX_YAML_ALIAS_NODES:,} "
                 "YAML nodes in all (an alias bomb?); write the values out or repeat less",
                 problem_mark=event.start_mark,
@@ -101,7 +107,7 @@ class _StrictLoader(yaml.SafeLoader):
     @staticmethod
     def _check_depth(depth: int, event: Any) -> None:
         if depth > MAX_NESTING:
-            raise _LimitError(
+            raise _Refusal(
                 problem=f"nested deeper than {MAX_NESTING} levels; flatten the config",
                 problem_mark=event.start_mark,
             )
@@ -123,6 +129,29 @@ class _StrictLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
+def _no_json_form(loader: _StrictLoader, node: Node) -> Any:
+    raise _Refusal(
+        problem=f"a YAML {node.tag.rsplit(':', 1)[-1]} value has no JSON form, and config values "
+        "are JSON values; write a string or a list instead",
+        problem_mark=node.start_mark,
+    )
+
+
+def _finite_float(loader: _StrictLoader, node: ScalarNode) -> float:
+    value = loader.construct_yaml_float(node)
+    if not math.isfinite(value):
+        raise _Refusal(
+            problem=f"{node.value} has no JSON form (JSON has no NaN or infinity); write a number",
+            problem_mark=node.start_mark,
+        )
+    return value
+
+
+_StrictLoader.add_constructor("tag:yaml.org,2002:binary", _no_json_form)
+_StrictLoader.add_constructor("tag:yaml.org,2002:set", _no_json_form)
+_StrictLoader.add_constructor("tag:yaml.org,2002:float", _finite_float)
+
+
 def parse_yaml_text(text: str, path: Path) -> ParsedYaml:
     """Parse one YAML document; a syntax error, duplicate key or exceeded bound becomes a
     ``ConfigError`` naming the line."""
@@ -134,7 +163,7 @@ def parse_yaml_text(text: str, path: Path) -> ParsedYaml:
         lines: dict[KeyPath, int] = {}
         if node is not None:
             _record_lines(loader, node, (), lines)
-    except _LimitError as exc:
+    except _Refusal as exc:
         line = None if exc.problem_mark is None else exc.problem_mark.line + 1
         raise ConfigError(str(exc.problem), path=path, line=line) from None
     except yaml.MarkedYAMLError as exc:
