@@ -79,3 +79,16 @@ def test_a_run_whose_verification_breaks_fails_its_masking_budget(tmp_path, caps
 
     assert _rollouts(data, "--out", tmp_path / "run2", "--limit", "4",
                      "--max-masked-share", "0.5") == 0  # fmt: skip
+
+
+def test_no_sandbox_is_refused_before_the_previous_run_is_touched(tmp_path, monkeypatch, capsys):
+    out = tmp_path / "run"
+    assert _rollouts(tmp_path / "data", "--out", out, "--limit", "2") == 0
+    before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+    monkeypatch.setenv("PATH", str(tmp_path / "no-tools"))
+    capsys.readouterr()
+
+    assert _rollouts(tmp_path / "data", "--out", out, "--limit", "2") == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("error: cannot isolate model-written code: bwrap is not installed")
+    assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before

@@ -52,7 +52,7 @@ from gym_assets.rollouts.collection.metrics import aggregate, latest_rows, summa
 from gym_assets.rollouts.collection.model_gateway import require_ready
 from gym_assets.rollouts.collection.plan_gate import PlanGate
 from gym_assets.rollouts.collection.progress import Progress
-from gym_assets.rollouts.contracts import Step
+from gym_assets.rollouts.contracts import EnvironmentServer, Step
 from gym_assets.rollouts.episodes.registry import build_environment, build_resources
 from gym_assets.rollouts.harnesses import Harness, Upstream, with_harness
 from gym_assets.sandbox import SandboxPolicy
@@ -131,18 +131,13 @@ def check_run_dir(catalog: Catalog, out_dir: Path, resume: bool) -> None:
         _refuse_foreign(files, target)
 
 
-def _inventory(
-    files: RunFiles,
-    target: Target,
-    benchmark: Benchmark,
-    catalog: Catalog,
-    options: RunOptions,
-    notes: list[str],
-) -> list[RolloutInput]:
+def _planned_inputs(
+    files: RunFiles, benchmark: Benchmark, catalog: Catalog, options: RunOptions, notes: list[str]
+) -> tuple[list[RolloutInput], bool]:
+    """The run's inventory and whether it is new (to publish); reads only."""
     if options.resume and files.materialized_inputs.is_file():
-        return [
-            RolloutInput.of(row, benchmark.taskset) for row in read_jsonl(files.materialized_inputs)
-        ]
+        rows = read_jsonl(files.materialized_inputs)
+        return [RolloutInput.of(row, benchmark.taskset) for row in rows], False
     if options.resume:
         notes.append(f"nothing to resume in {files.out_dir} (no inventory); starting fresh")
     taskset = collated_path(catalog.layout.taskset_dir(benchmark.name), benchmark)
@@ -151,13 +146,17 @@ def _inventory(
             f"benchmark '{benchmark.name}' has no collated taskset at {taskset}; run "
             f"`gym-assets collate --benchmark {benchmark.name}` (or materialize collated_taskset)"
         )
-    _refuse_foreign(files, target)
-    files.clear()
     inputs = materialize_inputs(
         taskset, benchmark, catalog.loaded.data, repeats=options.repeats, limit=options.limit
     )
+    return inputs, True
+
+
+def _publish_inventory(files: RunFiles, target: Target, inputs: list[RolloutInput]) -> None:
+    """A fresh run: replace the run's own files (only those) with the new inventory."""
+    _refuse_foreign(files, target)
+    files.clear()
     write_jsonl_atomic(files.materialized_inputs, [item.row for item in inputs])
-    return inputs
 
 
 def _model_names(config: Mapping[str, Any], agents: Sequence[str | None]) -> tuple[str, str]:
@@ -206,20 +205,27 @@ def _reference_scripts(
     return script_for
 
 
-def _dispatch(
+@dataclass
+class _Servers:
+    """What a run dispatches to, built (and so validated) before the run writes anything."""
+
+    gateway: GatewayProcess
+    environments: dict[str, EnvironmentServer]
+    agents: dict[str, str | None]
+    script_for: ScriptFor | None
+
+
+def _build_servers(
     catalog: Catalog,
     harness: Harness,
     upstream: Upstream,
     options: RunOptions,
     files: RunFiles,
     inputs: list[RolloutInput],
-    todo: list[tuple[RolloutInput, int]],
-    ledger: Ledger,
-    gate: PlanGate,
-    progress_stream: TextIO | None,
     notes: list[str],
-) -> None:
-    """Start the gateway and the environment servers (running ``harness``), run ``todo``."""
+) -> _Servers:
+    """The gateway (not started) and the environment servers running ``harness``: a bad
+    server setting, or no sandbox for model-written code, is refused here."""
     servers = list(dict.fromkeys(item.server for item in inputs))
     config, unchanged = with_harness(catalog.loaded.data, harness, servers)
     notes += [
@@ -238,25 +244,42 @@ def _dispatch(
         script=options.script,
     )
     sandbox = SandboxPolicy(allow_unsandboxed=options.allow_unsandboxed)
-    servers_built = {s: build_environment(config, s, gateway, sandbox) for s in servers}
+    return _Servers(
+        gateway=gateway,
+        environments={s: build_environment(config, s, gateway, sandbox) for s in servers},
+        agents=agents,
+        script_for=(
+            _reference_scripts(config, servers, inputs, upstream, sandbox)
+            if upstream.mode == "reference"
+            else None
+        ),
+    )
+
+
+def _dispatch(
+    servers: _Servers,
+    options: RunOptions,
+    files: RunFiles,
+    todo: list[tuple[RolloutInput, int]],
+    ledger: Ledger,
+    gate: PlanGate,
+    progress_stream: TextIO | None,
+) -> None:
+    """Start the gateway, run ``todo`` on the environment servers."""
     progress = Progress(len(todo), progress_stream)
     records, failures = AppendLog(files.records), AppendLog(files.failures)
     try:
-        with gateway:
+        with servers.gateway:
             dispatcher = Dispatcher(
-                servers=servers_built,
-                agents=agents,
-                gateway=gateway,
+                servers=servers.environments,
+                agents=servers.agents,
+                gateway=servers.gateway,
                 gate=gate,
                 ledger=ledger,
                 records=records,
                 failures=failures,
                 progress=progress,
-                script_for=(
-                    _reference_scripts(config, servers, inputs, upstream, sandbox)
-                    if upstream.mode == "reference"
-                    else None
-                ),
+                script_for=servers.script_for,
                 timeout_s=options.timeout_s,
             )
             asyncio.run(dispatcher.run(todo, options.concurrency))
@@ -296,26 +319,17 @@ def run_rollouts(
     with claimed_dir(target):
         if options.resume:
             _check_logs(files, options.quarantine_corrupt, notes)
-        inputs = _inventory(files, target, benchmark, catalog, options, notes)
+        inputs, fresh = _planned_inputs(files, benchmark, catalog, options, notes)
+        servers = _build_servers(catalog, harness, upstream, options, files, inputs, notes)
+        if fresh:
+            _publish_inventory(files, target, inputs)
         claim_dir(Target.of(files.capture_dir, CAPTURES, catalog.roots))
         ledger = Ledger.read(files, options.max_attempts)
         todo = ledger.pending(inputs)
         gate = PlanGate(plan, allow_drift=options.allow_plan_drift)
         started = time.monotonic()
         if todo:
-            _dispatch(
-                catalog,
-                harness,
-                upstream,
-                options,
-                files,
-                inputs,
-                todo,
-                ledger,
-                gate,
-                progress_stream,
-                notes,
-            )
+            _dispatch(servers, options, files, todo, ledger, gate, progress_stream)
         seconds = time.monotonic() - started
         done = latest_rows(read_jsonl(files.records))
         failed = latest_rows(read_jsonl(files.failures))
