@@ -17,9 +17,10 @@ setup: $(STAMP) sandbox-tool
 
 # Model-written code is verified inside bubblewrap (docs/security.md); root installs it here.
 sandbox-tool:
-	@command -v bwrap >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null \
-		&& apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap; } \
-		|| { echo "install bubblewrap (apt-get install bubblewrap), see docs/security.md" >&2; exit 1; }
+	@{ command -v bwrap && command -v keyctl; } >/dev/null || { [ "$$(id -u)" = 0 ] \
+		&& command -v apt-get >/dev/null && apt-get update -qq \
+		&& DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap keyutils; } \
+		|| { echo "install bubblewrap and keyutils, see docs/security.md" >&2; exit 1; }
 
 $(DAGSTER_HOME)/dagster.yaml: dagster.yaml
 	mkdir -p $(DAGSTER_HOME)

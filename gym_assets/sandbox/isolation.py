@@ -10,6 +10,9 @@ user whose process count is capped by ``RLIMIT_NPROC``:
   unprivileged uid for this sandbox alone (the kernel never applies ``RLIMIT_NPROC`` to uid 0);
 * run as another user, bubblewrap adds a user namespace, so the count is the sandbox's own.
 
+``keyctl session -`` gives the guest a new, empty session keyring: the kernel keyring of the
+session that started the run (a login's, say) is not handed down to it.
+
 The guest caps its own CPU time, memory, file size and open files before reading any code.
 """
 
@@ -33,7 +36,7 @@ SandboxKind = Literal["bwrap", "none"]
 _MiB = 1024 * 1024
 _SANDBOX_UIDS = (1_000_000_000, 1_100_000_000)  # far from any real account's uid
 _SYSTEM_DIRS = ("/usr", "/bin", "/lib", "/lib64", "/sbin")
-INSTALL_HINT = "install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap)"
+INSTALL_HINT = "install them (Debian/Ubuntu: apt-get install bubblewrap keyutils)"
 
 
 @dataclass(frozen=True)
@@ -72,7 +75,8 @@ class Isolation:
 
     kind: SandboxKind
     bwrap: str | None = None
-    setpriv: str | None = None
+    keyctl: str | None = None
+    setpriv: str | None = None  # only when running as root
 
     def command(self, limits: Limits, info_fd: int | None = None) -> list[str]:
         """The guest's argv; bubblewrap reports its PID 1 on ``info_fd``."""
@@ -88,7 +92,7 @@ class Isolation:
         for name in GUEST_FILES:
             argv += ["--ro-bind", str(GUEST_DIR / name), f"{GUEST_MOUNT}/{name}"]
         argv += ["--perms", "1777", "--size", str(limits.tmp_bytes), "--tmpfs", "/tmp"]
-        argv += ["--chdir", "/tmp", "--"]
+        argv += ["--chdir", "/tmp", "--", str(self.keyctl), "session", "-"]
         if self.setpriv is not None:
             uid = str(secrets.randbelow(_SANDBOX_UIDS[1] - _SANDBOX_UIDS[0]) + _SANDBOX_UIDS[0])
             argv += [self.setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups"]
@@ -130,18 +134,19 @@ def _parents(directory: str) -> list[str]:
 
 
 def find_isolation(*, allow_unsandboxed: bool) -> Isolation:
-    """Bubblewrap if installed (checked by the caller's first guest), else ``none`` if allowed."""
-    bwrap = shutil.which("bwrap")
-    if bwrap is not None:
-        if os.geteuid() != 0:
-            return Isolation("bwrap", bwrap)
-        setpriv = shutil.which("setpriv")
-        if setpriv is not None:
-            return Isolation("bwrap", bwrap, setpriv)
+    """Bubblewrap and its helpers if installed (checked by the caller's first guest), else
+    ``none`` if allowed."""
+    tools = {name: shutil.which(name) for name in ("bwrap", "keyctl", "setpriv")}
+    needed = ("bwrap", "keyctl", "setpriv") if os.geteuid() == 0 else ("bwrap", "keyctl")
+    missing = [name for name in needed if tools[name] is None]
+    if not missing:
+        setpriv = tools["setpriv"] if os.geteuid() == 0 else None
+        return Isolation("bwrap", tools["bwrap"], tools["keyctl"], setpriv)
     if allow_unsandboxed:
         return Isolation("none")
-    missing = "bwrap" if bwrap is None else "setpriv (util-linux, needed when running as root)"
     raise SandboxUnavailable(
-        f"cannot isolate model-written code: {missing} is not installed; {INSTALL_HINT}, or "
-        "pass --allow-unsandboxed to run it without isolation (records then say sandbox: none)"
+        f"cannot isolate model-written code: {', '.join(missing)} "
+        f"{'is' if len(missing) == 1 else 'are'} not installed; "
+        f"{INSTALL_HINT}, or pass --allow-unsandboxed to run it without isolation (records then "
+        "say sandbox: none)"
     )

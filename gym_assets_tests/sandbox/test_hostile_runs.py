@@ -90,5 +90,5 @@ def test_no_sandbox_is_refused_before_the_previous_run_is_touched(tmp_path, monk
 
     assert _rollouts(tmp_path / "data", "--out", out, "--limit", "2") == 1
     err = capsys.readouterr().err.strip().splitlines()
-    assert err[-1].startswith("error: cannot isolate model-written code: bwrap is not installed")
+    assert err[-1].startswith("error: cannot isolate model-written code: bwrap, keyctl")
     assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import psutil
@@ -178,3 +180,24 @@ def test_without_bubblewrap_verification_is_refused_unless_allowed(monkeypatch, 
     policy = SandboxPolicy(allow_unsandboxed=True)
     assert policy.isolation().kind == "none"
     assert _probe(policy.isolation(), "def probe(x):\n    return [x, (x,)]\n", 2) == [2, (2,)]
+
+
+def test_the_guest_holds_none_of_the_run_sessions_kernel_keys(tmp_path) -> None:
+    """A run started from a login session has a session keyring; the guest must not possess
+    it. The run here is a child that joins a keyring holding a canary key first."""
+    script = tmp_path / "run.py"
+    script.write_text(
+        "from gym_assets.sandbox import SandboxPolicy, Limits, GuestSession\n"
+        "with GuestSession(SandboxPolicy().isolation(), Limits()) as session:\n"
+        "    session.load('def probe():\\n    return open(\"/proc/keys\").read()\\n', 10)\n"
+        "    print(session.call('probe', (), {}))\n"
+    )
+    add_and_run = (
+        f"keyctl add user gym-canary-key hunter2 @s >/dev/null && {sys.executable} {script}"
+    )
+    seen = subprocess.run(
+        ["keyctl", "session", "-", "sh", "-c", add_and_run],  # the run's own session keyring
+        capture_output=True, text=True, check=True, cwd=Path.cwd(),
+    ).stdout  # fmt: skip
+    assert "_ses" in seen  # the guest did read keys: its own, new session keyring
+    assert "gym-canary-key" not in seen
