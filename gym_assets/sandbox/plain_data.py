@@ -30,7 +30,8 @@ class NotPlainData(ValueError):
 def encode(value: object) -> str:
     """One JSON line (without the newline) for ``value``; ``NotPlainData`` if it is not plain."""
     try:
-        text = json.dumps(_tagged(value, 0), ensure_ascii=False, separators=(",", ":"))
+        # ASCII only: a lone surrogate (valid in a str, not in UTF-8) crosses as an escape
+        text = json.dumps(_tagged(value, 0), separators=(",", ":"))
     except ValueError as exc:  # an integer beyond the digit limit
         raise NotPlainData(str(exc)) from None
     if len(text) > MAX_MESSAGE_BYTES:

@@ -175,12 +175,18 @@ class GuestSession:
         raise self.fault
 
     def _send(self, request: dict[str, Any]) -> None:
+        """Send a request; one that cannot cross (a program or an argument too large, built
+        from what the candidate wrote or returned) is the candidate's fault like any other."""
         stdin = self._process.stdin
         assert stdin is not None
         try:
-            stdin.write((plain_data.encode(request) + "\n").encode("utf-8"))
+            line = plain_data.encode(request).encode("ascii") + b"\n"
+        except plain_data.NotPlainData as exc:
+            raise GuestFault(f"could not be sent its input ({exc})") from None
+        try:
+            stdin.write(line)
             stdin.flush()
-        except (BrokenPipeError, ValueError):
+        except (BrokenPipeError, ValueError):  # ValueError: the pipe is already closed
             raise GuestFault(self._death()) from None
 
     def _receive(self) -> Any:

@@ -317,5 +317,20 @@ def test_a_hostile_completion_scores_zero_and_nothing_escapes(name, world, verif
         assert "found: []" in result["test_result"]
 
 
+@pytest.mark.parametrize(
+    "program",
+    [
+        "x = '" + "a" * (9 * 1024 * 1024) + "'\ndef add(x, y):\n    return x + y\n",
+        "s = '\ud800'\ndef add(x, y):\n    return x + y\n",
+        "def add(x, y):\n    return '\udfff'\n",
+    ],
+    ids=["program-larger-than-a-message", "lone-surrogate-in-source", "lone-surrogate-returned"],
+)
+def test_answers_that_cannot_cross_the_pipe_score_zero(program, verifier) -> None:
+    result = _verify(verifier, program)
+    assert result["reward"] == 0.0 and result["mask_sample"] is False
+    assert result["test_result"].startswith("failed")
+
+
 def test_the_honest_solution_still_passes(verifier) -> None:
     assert _verify(verifier, "def add(x, y):\n    return x + y\n")["reward"] == 1.0
