@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -201,3 +202,34 @@ def test_the_guest_holds_none_of_the_run_sessions_kernel_keys(tmp_path) -> None:
     ).stdout  # fmt: skip
     assert "_ses" in seen  # the guest did read keys: its own, new session keyring
     assert "gym-canary-key" not in seen
+
+
+SYSTEM_PYTHON = Path("/usr/bin/python3")
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to become another user")
+@pytest.mark.skipif(not SYSTEM_PYTHON.exists(), reason="no system python3 for an unprivileged run")
+def test_run_as_a_user_who_is_not_root_the_sandbox_adds_a_user_namespace() -> None:
+    """The package's sandbox side is stdlib-only, so the system interpreter can drive it as
+    ``nobody``: bubblewrap then runs unprivileged, with a user namespace."""
+    script = (
+        f"import json, sys\nsys.path.insert(0, {str(REPO)!r})\n"
+        "from gym_assets.sandbox import SandboxPolicy, Limits, GuestSession\n"
+        "isolation = SandboxPolicy().isolation()\n"
+        "assert isolation.kind == 'bwrap' and isolation.setpriv is None, isolation\n"
+        "source = 'import os\\ndef probe():\\n    return [os.getpid(), dict(os.environ)]\\n'\n"
+        "with GuestSession(isolation, Limits()) as session:\n"
+        "    session.load(source, 10)\n"
+        "    print(json.dumps(session.call('probe', (), {})))\n"
+    )
+    done = subprocess.run(
+        ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+         "env", "-i", "PATH=/usr/bin:/bin", str(SYSTEM_PYTHON), "-"],
+        input=script, capture_output=True, text=True, timeout=120, cwd="/",
+    )  # fmt: skip
+    if "Permission denied" in done.stderr:
+        pytest.skip(f"the checkout is not readable by nobody: {done.stderr.strip()[-200:]}")
+    assert done.returncode == 0, done.stderr
+    pid, environ = json.loads(done.stdout)
+    assert pid <= 3 and set(environ) <= {"LC_CTYPE", "PWD"}
