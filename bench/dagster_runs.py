@@ -1,0 +1,391 @@
+"""Benchmark: Dagster's share of a run launched the way the daemon launches it.
+
+    .venv/bin/python bench/dagster_runs.py [--rounds 3] [--benchmark humaneval]
+
+Sets up a temporary ``DAGSTER_HOME`` holding the repo's ``dagster.yaml``, a copy of ``configs/``
+and fresh data roots; starts a code server (``dagster api grpc``) for the code location of
+``bench/dagster_runs_location.py`` (the project's definitions plus an empty job) and the daemon
+(``dagster-daemon run``; the project's sensors are stopped first so that they launch nothing of
+their own). Each round then submits, with ``dagster job launch``, one run of
+
+- ``empty_job``: one op that does nothing, i.e. the fixed cost of any run (a process started by
+  the code server, the code location loaded, run setup and teardown);
+- ``benchmark_job`` on one benchmark partition: prepare, collate, plan and their 8 checks;
+- ``rollouts_job`` on ``<benchmark>|<harness>``: the rollouts and their 5 checks, offline
+  (reference upstream, every HumanEval solution verified in the sandbox);
+
+through the instance's run coordinator (the queue), from which the daemon hands it to the
+default run launcher, which has the code server start it in its own process; the bench polls
+the instance until the run ends and checks that every asset and check was recorded.
+
+A run's **wall** time is from its launch (``RUN_STARTING``) to its end; the queue wait before it
+is printed beside it. The **library** time is the same work done by calling the library
+directly (catalog, prepare, collate, plan + publish, the checks; ``run_rollouts`` + its checks)
+in a fresh interpreter per round, imports excluded (a run imports them while loading the code,
+which the fixed cost holds). Medians over the rounds.
+
+Bars (exit 1 when one is missed): every job's wall <= 1.5 x library + fixed; and the benchmark
+partition's Dagster overhead beyond the fixed cost (wall - fixed - library) under 0.3 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+LOCATION = "gym_assets"
+SENSORS = ("config_change_sensor", "plan_automation_sensor")
+RATIO_BAR = 1.5
+OVERHEAD_BAR_S = 0.3
+RUN_TIMEOUT_S = 900.0
+
+
+# --- the library's own time (run in a child interpreter) -------------------------------------
+
+
+def library_benchmark(configs: Path, data: Path, name: str) -> float:
+    """What ``benchmark_job`` does for partition ``name``, as plain library calls."""
+    from gym_assets.plans import checks as plan_checks
+    from gym_assets.plans.model import load_plan
+    from gym_assets.plans.pipeline import plan_benchmark
+    from gym_assets.plans.publish import load_previous, publish_plan
+    from gym_assets.tasks import checks as taskset_checks
+    from gym_assets.tasks.catalog import load_catalog
+    from gym_assets.tasks.pipeline import REPORT_NAME, collate_benchmark, collated_path
+    from gym_assets.tasks.prepare import prepare_benchmark
+
+    started = time.perf_counter()
+    catalog = load_catalog(configs, data)
+    benchmark, layout = catalog.get(name), catalog.layout
+    prepare_benchmark(benchmark)
+    taskset_dir = layout.taskset_dir(name)
+    collate_benchmark(catalog, name, taskset_dir)
+    report = json.loads((taskset_dir / REPORT_NAME).read_text("utf-8"))
+    collated = collated_path(taskset_dir, benchmark)
+    outcomes = [
+        taskset_checks.task_data_valid(report),
+        taskset_checks.task_ids_unique(collated, report),
+        taskset_checks.route_resolves(catalog, benchmark),
+        taskset_checks.stable_task_ids(collated),
+    ]
+    publish_plan(plan_benchmark(benchmark), benchmark)
+    plan_path = layout.plan_path(name)
+    outcomes += [
+        plan_checks.plan_schema_valid(plan_path),
+        plan_checks.plan_deterministic(plan_path, benchmark),
+        plan_checks.plan_covers_taskset(load_plan(plan_path), collated),
+        plan_checks.plan_drift(
+            load_previous(layout.previous_plan_path(name)), load_plan(plan_path)
+        ),
+    ]
+    seconds = time.perf_counter() - started
+    assert all(o.passed for o in outcomes), [o.description for o in outcomes if not o.passed]
+    return seconds
+
+
+def library_rollouts(configs: Path, data: Path, benchmark: str, harness_name: str) -> float:
+    """What ``rollouts_job`` does for ``benchmark|harness`` with the resources' defaults."""
+    from gym_assets.plans.model import load_plan
+    from gym_assets.rollouts.collection import checks
+    from gym_assets.rollouts.collection.files import RunFiles, run_dir
+    from gym_assets.rollouts.collection.run import RunOptions, run_rollouts
+    from gym_assets.rollouts.harnesses import get_harness, load_harnesses, upstream_of
+    from gym_assets.tasks.catalog import load_catalog
+
+    started = time.perf_counter()
+    catalog = load_catalog(configs, data)
+    harness = get_harness(load_harnesses(catalog.loaded.data), harness_name)
+    out_dir = run_dir(catalog.layout.root, benchmark, harness_name)
+    run_rollouts(catalog, benchmark, harness, out_dir, upstream_of(mode="reference"), RunOptions())
+    files, taskset = RunFiles(out_dir), catalog.get(benchmark).taskset
+    plan = load_plan(catalog.layout.plan_path(benchmark))
+    outcomes = [
+        checks.rollouts_cover_plan(plan, files, taskset),
+        checks.inputs_match_plan(plan, files, taskset),
+        checks.failure_rate(files, taskset, checks.DEFAULT_MAX_FAILURE_RATE),
+        checks.masked_share(files, taskset, checks.DEFAULT_MAX_MASKED_SHARE),
+        checks.evidence_present(files),
+    ]
+    seconds = time.perf_counter() - started
+    assert all(o.passed for o in outcomes), [o.description for o in outcomes if not o.passed]
+    return seconds
+
+
+def library_time(*args: str) -> float:
+    """Seconds of one library run in a fresh interpreter (imports not counted)."""
+    out = subprocess.run(
+        [sys.executable, __file__, "--child", *args],
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+# --- the Dagster side ------------------------------------------------------------------------
+
+
+@dataclass
+class Job:
+    label: str
+    name: str
+    tags: dict[str, str]
+    checks: int  # check evaluations the run must record
+    library: tuple[str, ...] | None  # the child's arguments, None for the empty job
+
+
+@dataclass
+class Timing:
+    queue_s: float
+    startup_s: float  # launch -> RUN_START: the run process started and loaded the code
+    wall_s: float  # launch -> end
+    events: int
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def start(args: list[str], log: Path) -> subprocess.Popen:
+    """A background process in its own session, so that stopping it reaches its children."""
+    handle = log.open("w")
+    return subprocess.Popen(
+        args, stdout=handle, stderr=subprocess.STDOUT, cwd=ROOT, start_new_session=True
+    )
+
+
+def stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGINT)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def wait_listening(port: int, proc: subprocess.Popen, log: Path, timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            sys.exit(f"code server exited:\n{log.read_text()[-2000:]}")
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.2)
+    sys.exit(f"code server did not listen on {port} within {timeout:.0f}s")
+
+
+def dagster(*args: str, workspace: Path) -> None:
+    subprocess.run(
+        [str(BIN / "dagster"), *args, "-w", str(workspace)],
+        check=True,
+        capture_output=True,
+        cwd=ROOT,
+    )
+
+
+def run_once(instance, job: Job, workspace: Path) -> Timing:
+    """Submit ``job`` as the UI would, wait for it, return its timing."""
+    import dagster as dg
+
+    run_id = str(uuid.uuid4())
+    dagster(
+        "job", "launch", "-j", job.name, "--run-id", run_id, "--tags", json.dumps(job.tags),
+        workspace=workspace,
+    )  # fmt: skip
+    deadline = time.monotonic() + RUN_TIMEOUT_S
+    while True:
+        record = instance.get_run_record_by_id(run_id)
+        if record is not None and record.dagster_run.is_finished:
+            break
+        if time.monotonic() > deadline:
+            sys.exit(f"{job.label}: run {run_id} did not finish in {RUN_TIMEOUT_S:.0f}s")
+        time.sleep(0.05)
+    if record.dagster_run.status != dg.DagsterRunStatus.SUCCESS:
+        sys.exit(f"{job.label}: run {run_id} ended {record.dagster_run.status.value}")
+    logs = instance.all_logs(run_id)
+
+    def at(kind: dg.DagsterEventType) -> float:
+        return next(e.timestamp for e in logs if e.dagster_event_type == kind)
+
+    evaluations = [
+        e.get_dagster_event().event_specific_data
+        for e in logs
+        if e.dagster_event_type == dg.DagsterEventType.ASSET_CHECK_EVALUATION
+    ]
+    passed = sum(evaluation.passed for evaluation in evaluations)
+    if passed != job.checks:
+        sys.exit(f"{job.label}: {passed} of {len(evaluations)} checks passed, not {job.checks}")
+    launched = at(dg.DagsterEventType.RUN_STARTING)
+    return Timing(
+        queue_s=launched - at(dg.DagsterEventType.RUN_ENQUEUED),
+        startup_s=at(dg.DagsterEventType.RUN_START) - launched,
+        wall_s=at(dg.DagsterEventType.RUN_SUCCESS) - launched,
+        events=len(logs),
+    )
+
+
+def prepare_home(tmp: Path) -> dict[str, Path]:
+    paths = {
+        "home": tmp / "dagster_home",
+        "configs": tmp / "configs",
+        "data": tmp / "data",
+        "library_data": tmp / "library_data",
+        "workspace": tmp / "workspace.yaml",
+    }
+    paths["home"].mkdir()
+    shutil.copy(ROOT / "dagster.yaml", paths["home"] / "dagster.yaml")
+    shutil.copytree(ROOT / "configs", paths["configs"])
+    os.environ.update(
+        DAGSTER_HOME=str(paths["home"]),
+        GYM_ASSETS_CONFIGS=str(paths["configs"]),
+        GYM_ASSETS_DATA_ROOT=str(paths["data"]),
+    )
+    return paths
+
+
+def measure(args: argparse.Namespace, tmp: Path) -> dict[str, list[tuple[Timing, float | None]]]:
+    import dagster as dg
+
+    from gym_assets.defs.partitions import benchmark_partitions, harness_partitions
+
+    paths = prepare_home(tmp)
+    port = free_port()
+    grpc = {"host": "localhost", "port": port, "location_name": LOCATION}
+    paths["workspace"].write_text(json.dumps({"load_from": [{"grpc_server": grpc}]}))
+    instance = dg.DagsterInstance.get()
+    instance.add_dynamic_partitions(benchmark_partitions.name, [args.benchmark])
+    instance.add_dynamic_partitions(harness_partitions.name, [args.harness])
+    rollouts_key = f"{args.benchmark}|{args.harness}"
+    roots = (str(paths["configs"]), str(paths["library_data"]))
+    jobs = [
+        Job("empty_job (fixed cost)", "empty_job", {}, 0, None),
+        Job(
+            f"benchmark_job[{args.benchmark}]",
+            "benchmark_job",
+            {"dagster/partition": args.benchmark},
+            8,
+            ("benchmark", *roots, args.benchmark),
+        ),
+        Job(
+            f"rollouts_job[{rollouts_key}]",
+            "rollouts_job",
+            {
+                "dagster/partition": rollouts_key,
+                "dagster/partition/benchmark": args.benchmark,
+                "dagster/partition/harness": args.harness,
+            },
+            5,
+            ("rollouts", *roots, args.benchmark, args.harness),
+        ),
+    ]
+    server_log, daemon_log = tmp / "code_server.log", tmp / "daemon.log"
+    server = start(
+        [str(BIN / "dagster"), "api", "grpc", "-h", "127.0.0.1", "-p", str(port),
+         "-f", str(ROOT / "bench" / "dagster_runs_location.py"), "-d", str(ROOT),
+         "-a", "defs", "--location-name", LOCATION],
+        server_log,
+    )  # fmt: skip
+    daemon = None
+    try:
+        wait_listening(port, server, server_log)
+        for sensor in SENSORS:
+            dagster("sensor", "stop", sensor, workspace=paths["workspace"])
+        daemon = start(
+            [str(BIN / "dagster-daemon"), "run", "-w", str(paths["workspace"])], daemon_log
+        )
+        results: dict[str, list[tuple[Timing, float | None]]] = {job.label: [] for job in jobs}
+        for round_ in range(1, args.rounds + 1):
+            for job in jobs:
+                timing = run_once(instance, job, paths["workspace"])
+                library = library_time(*job.library) if job.library else None
+                results[job.label].append((timing, library))
+                lib = f", library {library:.2f}s" if library is not None else ""
+                print(
+                    f"round {round_}: {job.label}: wall {timing.wall_s:.2f}s{lib}",
+                    file=sys.stderr,
+                    flush=True,
+                )
+        return results
+    finally:
+        for proc in (daemon, server):
+            if proc is not None:
+                stop(proc)
+
+
+def report(results: dict[str, list[tuple[Timing, float | None]]]) -> bool:
+    def median(values) -> float:
+        return statistics.median(values)
+
+    labels = list(results)
+    fixed = median(t.wall_s for t, _ in results[labels[0]])
+    print(
+        f"{'job':<34} {'events':>6} {'queue s':>7} {'startup s':>9} {'wall s':>7} "
+        f"{'library s':>9} {'ratio':>6} {'overhead s':>10} {'beyond fixed s':>14}  bar"
+    )
+    ok = True
+    for index, label in enumerate(labels):
+        runs = results[label]
+        wall = median(t.wall_s for t, _ in runs)
+        columns = (
+            f"{label:<34} {median(t.events for t, _ in runs):>6.0f} "
+            f"{median(t.queue_s for t, _ in runs):>7.2f} "
+            f"{median(t.startup_s for t, _ in runs):>9.2f} {wall:>7.2f}"
+        )
+        if runs[0][1] is None:
+            print(f"{columns}  (the fixed per-run cost)")
+            continue
+        library = median(lib for _, lib in runs if lib is not None)
+        beyond = wall - fixed - library
+        limit = RATIO_BAR * library + fixed
+        verdicts = [f"wall <= {RATIO_BAR}x library + fixed = {limit:.2f}s"]
+        passed = wall <= limit
+        if index == 1:  # the benchmark partition
+            verdicts.append(f"beyond fixed < {OVERHEAD_BAR_S}s")
+            passed &= beyond < OVERHEAD_BAR_S
+        ok &= passed
+        print(
+            f"{columns} {library:>9.2f} {wall / library:>5.1f}x {wall - library:>10.2f} "
+            f"{beyond:>14.2f}  {'; '.join(verdicts)}: {'ok' if passed else 'MISSED'}"
+        )
+    return ok
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--benchmark", default="humaneval")
+    parser.add_argument("--harness", default="simple_agent")
+    parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        kind, configs, data, *names = args.child
+        work = library_benchmark if kind == "benchmark" else library_rollouts
+        print(work(Path(configs), Path(data), *names))
+        return 0
+    with tempfile.TemporaryDirectory(prefix="dagster-runs-") as tmp:
+        results = measure(args, Path(tmp))
+    return 0 if report(results) else 1
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT))
+    sys.exit(main())
