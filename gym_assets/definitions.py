@@ -1,4 +1,9 @@
-"""The one Definitions object of the project (``dagster dev -m gym_assets.definitions``)."""
+"""The one Definitions object of the project (``dagster dev -m gym_assets.definitions``).
+
+Its default executor is in-process, so a run of assets picked in the UI (Dagster's implicit
+asset job) costs what ``benchmark_job`` costs: no asset here needs a process per step (see
+docs/operations.md, "Executors").
+"""
 
 import dagster as dg
 
@@ -19,6 +24,7 @@ defs = dg.Definitions(
     assets=dg.load_assets_from_modules([taskset_assets, plan_assets, rollout_assets]),
     asset_checks=dg.load_asset_checks_from_modules([taskset_checks, plan_checks, rollout_checks]),
     jobs=[benchmark_job, rollouts_job],
+    executor=dg.in_process_executor,
     sensors=[config_change_sensor, plan_automation_sensor],
     resources={
         "workspace": GymWorkspace(),

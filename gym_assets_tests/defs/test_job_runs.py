@@ -1,0 +1,83 @@
+"""Each job's executor, and each job run on a real instance with its own executor (as the run
+process that the run launcher starts executes it): every asset and check recorded."""
+
+import os
+
+import dagster as dg
+import pytest
+
+from gym_assets.definitions import defs
+from gym_assets.defs.partitions import benchmark_partitions, harness_partitions
+
+
+def benchmark_job() -> dg.JobDefinition:
+    return defs.resolve_job_def("benchmark_job")
+
+
+def rollouts_job() -> dg.JobDefinition:
+    return defs.resolve_job_def("rollouts_job")
+
+
+@pytest.fixture
+def roots(monkeypatch, configs, tmp_path):
+    """The code location's own resources (as a launched run has them) on private roots."""
+    monkeypatch.setenv("GYM_ASSETS_CONFIGS", str(configs))
+    monkeypatch.setenv("GYM_ASSETS_DATA_ROOT", str(tmp_path / "data"))
+
+
+def _execute(instance, job, partition: str) -> tuple[list[str], dict[str, bool], set[int]]:
+    """Materialized assets, check verdicts, and the processes the steps ran in."""
+    with dg.execute_job(
+        dg.reconstructable(job), instance, tags={"dagster/partition": partition}
+    ) as result:
+        assert result.success
+        materialized = sorted(
+            e.asset_key.to_user_string() for e in result.get_asset_materialization_events()
+        )
+        checks = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
+        pids = {e.pid for e in result.all_events if e.is_step_event}
+    return materialized, checks, pids
+
+
+@pytest.mark.parametrize("name", ["benchmark_job", "rollouts_job"])
+def test_jobs_choose_the_in_process_executor(name):
+    assert defs.resolve_job_def(name).executor_def.name == "in_process"
+
+
+def test_assets_launched_from_the_ui_default_to_in_process():
+    """Assets picked in the UI run as Dagster's implicit asset job, under the location default."""
+    assert defs.resolve_implicit_global_asset_job_def().executor_def.name == "in_process"
+
+
+def test_each_job_materializes_everything_with_its_checks_in_the_run_process(roots, instance):
+    instance.add_dynamic_partitions(benchmark_partitions.name, ["units"])
+    instance.add_dynamic_partitions(harness_partitions.name, ["simple_agent"])
+    materialized, checks, pids = _execute(instance, benchmark_job, "units")
+    assert materialized == ["collated_taskset", "eval_plan", "prepared_benchmark"]
+    assert checks == dict.fromkeys(
+        [
+            "task_data_valid",
+            "task_ids_unique",
+            "route_resolves",
+            "stable_task_ids",
+            "plan_schema_valid",
+            "plan_deterministic",
+            "plan_covers_taskset",
+            "plan_drift",
+        ],
+        True,
+    )
+    assert pids == {os.getpid()}  # no process per step
+    materialized, checks, pids = _execute(instance, rollouts_job, "units|simple_agent")
+    assert materialized == ["rollouts"]
+    assert checks == dict.fromkeys(
+        [
+            "rollouts_cover_plan",
+            "inputs_match_plan",
+            "failure_rate",
+            "masked_share",
+            "evidence_present",
+        ],
+        True,
+    )
+    assert pids == {os.getpid()}
