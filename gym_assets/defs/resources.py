@@ -3,6 +3,7 @@
 from pathlib import Path
 
 import dagster as dg
+from pydantic import PrivateAttr
 
 from gym_assets import settings
 from gym_assets.tasks.catalog import Catalog, load_catalog
@@ -15,6 +16,13 @@ class GymWorkspace(dg.ConfigurableResource):
 
     configs_root: str | None = None
     data_root: str | None = None
+    _catalog: Catalog | None = PrivateAttr(default=None)
+    _per_run: bool = PrivateAttr(default=False)
+
+    def setup_for_execution(self, context: dg.InitResourceContext) -> None:
+        """Within a run (or a sensor tick) every step reads the configs once and sees the same
+        catalog; Dagster sets up a fresh copy of the resource for each run."""
+        self._per_run = True
 
     @property
     def configs_path(self) -> Path:
@@ -25,4 +33,11 @@ class GymWorkspace(dg.ConfigurableResource):
         return Layout(settings.data_root(self.data_root))
 
     def catalog(self) -> Catalog:
-        return load_catalog(self.configs_path, self.layout.root)
+        """The configs as they are now; within a run, as they were when the run first read
+        them (a config error is not kept: each step that asks reports it)."""
+        if self._catalog is not None:
+            return self._catalog
+        catalog = load_catalog(self.configs_path, self.layout.root)
+        if self._per_run:
+            self._catalog = catalog
+        return catalog
