@@ -23,10 +23,14 @@ def as_failure(exc: UserError) -> dg.Failure:
     return dg.Failure(description=exc.render(), allow_retries=False)
 
 
-def check_result(outcome: CheckOutcome) -> dg.AssetCheckResult:
+def check_result(
+    outcome: CheckOutcome, asset_key: dg.AssetKey, check_name: str
+) -> dg.AssetCheckResult:
     """A library check outcome as an asset check result (advisories at WARN severity)."""
     severity = dg.AssetCheckSeverity.WARN if outcome.warn_only else dg.AssetCheckSeverity.ERROR
     return dg.AssetCheckResult(
+        asset_key=asset_key,
+        check_name=check_name,
         passed=outcome.passed,
         severity=severity,
         description=outcome.description,

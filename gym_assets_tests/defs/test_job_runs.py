@@ -25,8 +25,10 @@ def roots(monkeypatch, configs, tmp_path):
     monkeypatch.setenv("GYM_ASSETS_DATA_ROOT", str(tmp_path / "data"))
 
 
-def _execute(instance, job, partition: str) -> tuple[list[str], dict[str, bool], set[int]]:
-    """Materialized assets, check verdicts, and the processes the steps ran in."""
+def _execute(
+    instance, job, partition: str
+) -> tuple[list[str], dict[str, bool], set[tuple[str, int]]]:
+    """Materialized assets, check verdicts, and each step with the process it ran in."""
     with dg.execute_job(
         dg.reconstructable(job), instance, tags={"dagster/partition": partition}
     ) as result:
@@ -35,8 +37,8 @@ def _execute(instance, job, partition: str) -> tuple[list[str], dict[str, bool],
             e.asset_key.to_user_string() for e in result.get_asset_materialization_events()
         )
         checks = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
-        pids = {e.pid for e in result.all_events if e.is_step_event}
-    return materialized, checks, pids
+        steps = {(e.step_key, e.pid) for e in result.all_events if e.is_step_event}
+    return materialized, checks, steps
 
 
 @pytest.mark.parametrize("name", ["benchmark_job", "rollouts_job"])
@@ -52,7 +54,7 @@ def test_assets_launched_from_the_ui_default_to_in_process():
 def test_each_job_materializes_everything_with_its_checks_in_the_run_process(roots, instance):
     instance.add_dynamic_partitions(benchmark_partitions.name, ["units"])
     instance.add_dynamic_partitions(harness_partitions.name, ["simple_agent"])
-    materialized, checks, pids = _execute(instance, benchmark_job, "units")
+    materialized, checks, steps = _execute(instance, benchmark_job, "units")
     assert materialized == ["collated_taskset", "eval_plan", "prepared_benchmark"]
     assert checks == dict.fromkeys(
         [
@@ -67,8 +69,12 @@ def test_each_job_materializes_everything_with_its_checks_in_the_run_process(roo
         ],
         True,
     )
-    assert pids == {os.getpid()}  # no process per step
-    materialized, checks, pids = _execute(instance, rollouts_job, "units|simple_agent")
+    # one step per asset and one for each asset's checks, all in the run's process
+    assert steps == {
+        (step, os.getpid())
+        for step in [*materialized, "collated_taskset_checks", "eval_plan_checks"]
+    }
+    materialized, checks, steps = _execute(instance, rollouts_job, "units|simple_agent")
     assert materialized == ["rollouts"]
     assert checks == dict.fromkeys(
         [
@@ -80,4 +86,4 @@ def test_each_job_materializes_everything_with_its_checks_in_the_run_process(roo
         ],
         True,
     )
-    assert pids == {os.getpid()}
+    assert steps == {("rollouts", os.getpid()), ("rollouts_checks", os.getpid())}

@@ -13,16 +13,7 @@ from gym_assets.defs.tasksets import assets as taskset_assets
 from gym_assets.defs.tasksets import checks as taskset_checks
 
 ASSETS = [taskset_assets.prepared_benchmark, taskset_assets.collated_taskset, plan_assets.eval_plan]
-CHECKS = [
-    taskset_checks.task_data_valid,
-    taskset_checks.task_ids_unique,
-    taskset_checks.route_resolves,
-    taskset_checks.stable_task_ids,
-    plan_checks.plan_schema_valid,
-    plan_checks.plan_deterministic,
-    plan_checks.plan_covers_taskset,
-    plan_checks.plan_drift,
-]
+CHECKS = [taskset_checks.collated_taskset_checks, plan_checks.eval_plan_checks]
 
 
 def _run(workspace, instance, name, selection=None):
@@ -129,3 +120,12 @@ def test_automation_plans_after_a_manual_collation_only_when_checks_pass(workspa
     assert result.success
     evaluation = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=cursor)
     assert evaluation.get_requested_partitions(dg.AssetKey("eval_plan")) == {"units"}
+
+
+def test_a_run_may_select_one_check_of_a_suite(workspace, instance):
+    _run(workspace, instance, "units")
+    plan = dg.AssetSelection.assets(plan_assets.eval_plan).without_checks()
+    drift = dg.AssetCheckKey(dg.AssetKey("eval_plan"), "plan_drift")
+    result = _run(workspace, instance, "units", selection=plan | dg.AssetSelection.checks(drift))
+    assert result.success
+    assert list(_checks(result)) == ["plan_drift"]

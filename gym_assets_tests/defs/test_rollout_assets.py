@@ -18,12 +18,7 @@ BENCHMARK_ASSETS = [
     taskset_assets.collated_taskset,
     plan_assets.eval_plan,
 ]
-CHECKS = [
-    rollout_checks.rollouts_cover_plan,
-    rollout_checks.inputs_match_plan,
-    rollout_checks.failure_rate,
-    rollout_checks.evidence_present,
-]
+CHECKS = [rollout_checks.rollouts_checks]
 
 
 def _plan(workspace, instance, name):
@@ -64,7 +59,7 @@ def test_reference_rollouts_pass_every_check(workspace, instance):
     result = _collect(workspace, instance, "units")
     assert result.success
     checks = _checks(result)
-    assert set(checks) == {c.check_key.name for c in CHECKS}
+    assert set(checks) == {c.name for c in rollout_checks.SUITE.checks}
     assert all(e.passed for e in checks.values()), {k: e.description for k, e in checks.items()}
     meta = _metadata(instance)
     assert meta["reward_mean"].value == 1.0 and meta["pass@1"].value == 1.0

@@ -10,12 +10,7 @@ from gym_assets.defs.partitions import benchmark_partitions
 from gym_assets.defs.tasksets import assets, checks
 
 ASSETS = [assets.prepared_benchmark, assets.collated_taskset]
-CHECKS = [
-    checks.task_data_valid,
-    checks.task_ids_unique,
-    checks.route_resolves,
-    checks.stable_task_ids,
-]
+CHECKS = [checks.collated_taskset_checks]
 
 
 def _run(workspace, instance, name, **kwargs):

@@ -1,48 +1,54 @@
-"""Asset checks on ``eval_plan``: schema and coverage block; drift is an advisory."""
+"""Asset checks on ``eval_plan``, run as one step: schema and coverage block; drift is an
+advisory."""
+
+from collections.abc import Iterator
+from functools import cached_property
 
 import dagster as dg
 
-from gym_assets.defs.metadata import check_result, partition_of
+from gym_assets.defs.check_suites import CheckSuite, SuiteCheck
+from gym_assets.defs.metadata import partition_of
 from gym_assets.defs.plans.assets import eval_plan
 from gym_assets.defs.resources import GymWorkspace
+from gym_assets.defs.tasksets.checks import TasksetInputs
 from gym_assets.plans import checks
-from gym_assets.plans.model import load_plan
+from gym_assets.plans.model import Plan, load_plan
 from gym_assets.plans.publish import load_previous
-from gym_assets.tasks.pipeline import collated_path
 
 
-@dg.asset_check(asset=eval_plan, blocking=True, description=checks.plan_schema_valid.__doc__)
-def plan_schema_valid(
+class PlanInputs(TasksetInputs):
+    """What the plan checks read (the taskset's files and the plans), each read at most once."""
+
+    def __init__(self, workspace: GymWorkspace, name: str):
+        super().__init__(workspace, name)
+        self.path = workspace.layout.plan_path(name)
+
+    @cached_property
+    def plan(self) -> Plan:
+        return load_plan(self.path)
+
+    @cached_property
+    def previous(self) -> Plan | None:
+        return load_previous(self.workspace.layout.previous_plan_path(self.name))
+
+
+SUITE = CheckSuite[PlanInputs](
+    eval_plan,
+    (
+        SuiteCheck(checks.plan_schema_valid, lambda p: (p.path,), blocking=True),
+        SuiteCheck(checks.plan_deterministic, lambda p: (p.path, p.benchmark)),
+        SuiteCheck(checks.plan_covers_taskset, lambda p: (p.plan, p.collated), blocking=True),
+        SuiteCheck(checks.plan_drift, lambda p: (p.previous, p.plan)),
+    ),
+)
+
+
+@dg.multi_asset_check(
+    specs=SUITE.specs(),
+    can_subset=True,
+    description="The checks of the eval plan: schema, determinism, coverage, drift.",
+)
+def eval_plan_checks(
     context: dg.AssetCheckExecutionContext, workspace: GymWorkspace
-) -> dg.AssetCheckResult:
-    return check_result(checks.plan_schema_valid(workspace.layout.plan_path(partition_of(context))))
-
-
-@dg.asset_check(asset=eval_plan, description=checks.plan_deterministic.__doc__)
-def plan_deterministic(
-    context: dg.AssetCheckExecutionContext, workspace: GymWorkspace
-) -> dg.AssetCheckResult:
-    name = partition_of(context)
-    benchmark = workspace.catalog().get(name)
-    return check_result(checks.plan_deterministic(workspace.layout.plan_path(name), benchmark))
-
-
-@dg.asset_check(asset=eval_plan, blocking=True, description=checks.plan_covers_taskset.__doc__)
-def plan_covers_taskset(
-    context: dg.AssetCheckExecutionContext, workspace: GymWorkspace
-) -> dg.AssetCheckResult:
-    name = partition_of(context)
-    benchmark = workspace.catalog().get(name)
-    collated = collated_path(workspace.layout.taskset_dir(name), benchmark)
-    plan = load_plan(workspace.layout.plan_path(name))
-    return check_result(checks.plan_covers_taskset(plan, collated))
-
-
-@dg.asset_check(asset=eval_plan, description=checks.plan_drift.__doc__)
-def plan_drift(
-    context: dg.AssetCheckExecutionContext, workspace: GymWorkspace
-) -> dg.AssetCheckResult:
-    name = partition_of(context)
-    layout = workspace.layout
-    previous = load_previous(layout.previous_plan_path(name))
-    return check_result(checks.plan_drift(previous, load_plan(layout.plan_path(name))))
+) -> Iterator[dg.AssetCheckResult]:
+    yield from SUITE.results(context, PlanInputs(workspace, partition_of(context)))

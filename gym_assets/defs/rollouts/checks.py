@@ -1,69 +1,61 @@
-"""Asset checks on ``rollouts``: coverage and input digests block; a masked share above the
-budget fails (an error, not blocking); failure rate is advisory."""
+"""Asset checks on ``rollouts``, run as one step: coverage and input digests block; a masked
+share above the budget fails (an error, not blocking); failure rate is advisory."""
 
-from collections.abc import Callable
+from collections.abc import Iterator
+from functools import cached_property
 
 import dagster as dg
 
-from gym_assets.check_outcome import CheckOutcome
-from gym_assets.defs.metadata import check_result, partition_of
+from gym_assets.defs.check_suites import CheckSuite, SuiteCheck
+from gym_assets.defs.metadata import partition_of
 from gym_assets.defs.resources import GymWorkspace
 from gym_assets.defs.rollouts.assets import dimensions, rollouts
 from gym_assets.defs.rollouts.resources import HarnessRunner
-from gym_assets.plans.model import load_plan
+from gym_assets.plans.model import Plan, load_plan
 from gym_assets.rollouts.collection import checks
 from gym_assets.rollouts.collection.files import RunFiles, run_dir
 
 
-def _run(context: dg.AssetCheckExecutionContext, workspace: GymWorkspace) -> tuple[str, RunFiles]:
-    benchmark, harness = dimensions(partition_of(context))
-    return benchmark, RunFiles(run_dir(workspace.layout.root, benchmark, harness))
+class RunInputs:
+    """What the rollouts checks read, each read at most once."""
+
+    def __init__(self, workspace: GymWorkspace, runner: HarnessRunner, partition: str):
+        benchmark, harness = dimensions(partition)
+        self.workspace, self.runner, self.benchmark = workspace, runner, benchmark
+        self.files = RunFiles(run_dir(workspace.layout.root, benchmark, harness))
+
+    @cached_property
+    def plan(self) -> Plan:
+        return load_plan(self.workspace.layout.plan_path(self.benchmark))
+
+    @cached_property
+    def taskset(self) -> str:
+        return self.workspace.catalog().get(self.benchmark).taskset
 
 
-@dg.asset_check(asset=rollouts, blocking=True, description=checks.rollouts_cover_plan.__doc__)
-def rollouts_cover_plan(
-    context: dg.AssetCheckExecutionContext, workspace: GymWorkspace
-) -> dg.AssetCheckResult:
-    benchmark, files = _run(context, workspace)
-    plan = load_plan(workspace.layout.plan_path(benchmark))
-    taskset = workspace.catalog().get(benchmark).taskset
-    return check_result(checks.rollouts_cover_plan(plan, files, taskset))
+SUITE = CheckSuite[RunInputs](
+    rollouts,
+    (
+        SuiteCheck(
+            checks.rollouts_cover_plan, lambda r: (r.plan, r.files, r.taskset), blocking=True
+        ),
+        SuiteCheck(checks.inputs_match_plan, lambda r: (r.plan, r.files, r.taskset), blocking=True),
+        SuiteCheck(checks.failure_rate, lambda r: (r.files, r.taskset, r.runner.max_failure_rate)),
+        SuiteCheck(checks.masked_share, lambda r: (r.files, r.taskset, r.runner.max_masked_share)),
+        SuiteCheck(checks.evidence_present, lambda r: (r.files,)),
+    ),
+)
 
 
-@dg.asset_check(asset=rollouts, blocking=True, description=checks.inputs_match_plan.__doc__)
-def inputs_match_plan(
-    context: dg.AssetCheckExecutionContext, workspace: GymWorkspace
-) -> dg.AssetCheckResult:
-    benchmark, files = _run(context, workspace)
-    plan = load_plan(workspace.layout.plan_path(benchmark))
-    taskset = workspace.catalog().get(benchmark).taskset
-    return check_result(checks.inputs_match_plan(plan, files, taskset))
-
-
-def _budget_check(
-    check: Callable[[RunFiles, str, float], CheckOutcome], budget: str
-) -> dg.AssetChecksDefinition:
-    """An asset check of the run's share of some outcome against ``HarnessRunner.<budget>``."""
-
-    @dg.asset_check(asset=rollouts, name=check.__name__, description=check.__doc__)
-    def _check(
-        context: dg.AssetCheckExecutionContext,
-        workspace: GymWorkspace,
-        harness_runner: HarnessRunner,
-    ) -> dg.AssetCheckResult:
-        benchmark, files = _run(context, workspace)
-        taskset = workspace.catalog().get(benchmark).taskset
-        return check_result(check(files, taskset, getattr(harness_runner, budget)))
-
-    return _check
-
-
-failure_rate = _budget_check(checks.failure_rate, "max_failure_rate")
-masked_share = _budget_check(checks.masked_share, "max_masked_share")
-
-
-@dg.asset_check(asset=rollouts, description=checks.evidence_present.__doc__)
-def evidence_present(
-    context: dg.AssetCheckExecutionContext, workspace: GymWorkspace
-) -> dg.AssetCheckResult:
-    return check_result(checks.evidence_present(_run(context, workspace)[1]))
+@dg.multi_asset_check(
+    specs=SUITE.specs(),
+    can_subset=True,
+    description="The checks of a rollouts run: coverage, input digests, failure rate, masked "
+    "share, evidence.",
+)
+def rollouts_checks(
+    context: dg.AssetCheckExecutionContext,
+    workspace: GymWorkspace,
+    harness_runner: HarnessRunner,
+) -> Iterator[dg.AssetCheckResult]:
+    yield from SUITE.results(context, RunInputs(workspace, harness_runner, partition_of(context)))

@@ -1,50 +1,64 @@
-"""Asset checks on ``collated_taskset``. Blocking ERROR checks stop the plan downstream."""
+"""Asset checks on ``collated_taskset``, run as one step. Blocking ERROR checks stop the plan
+downstream."""
 
 import json
+from collections.abc import Iterator
+from functools import cached_property
+from pathlib import Path
+from typing import Any
 
 import dagster as dg
 
-from gym_assets.defs.metadata import check_result, partition_of
+from gym_assets.defs.check_suites import CheckSuite, SuiteCheck
+from gym_assets.defs.metadata import partition_of
 from gym_assets.defs.resources import GymWorkspace
 from gym_assets.defs.tasksets.assets import collated_taskset
 from gym_assets.tasks import checks
+from gym_assets.tasks.catalog import Benchmark, Catalog
 from gym_assets.tasks.pipeline import REPORT_NAME, collated_path
 
 
-def _report(workspace: GymWorkspace, name: str) -> dict:
-    return json.loads((workspace.layout.taskset_dir(name) / REPORT_NAME).read_text("utf-8"))
+class TasksetInputs:
+    """What the taskset checks read, each read at most once."""
+
+    def __init__(self, workspace: GymWorkspace, name: str):
+        self.workspace, self.name = workspace, name
+
+    @cached_property
+    def catalog(self) -> Catalog:
+        return self.workspace.catalog()
+
+    @cached_property
+    def benchmark(self) -> Benchmark:
+        return self.catalog.get(self.name)
+
+    @cached_property
+    def report(self) -> dict[str, Any]:
+        path = self.workspace.layout.taskset_dir(self.name) / REPORT_NAME
+        return json.loads(path.read_text("utf-8"))
+
+    @cached_property
+    def collated(self) -> Path:
+        return collated_path(self.workspace.layout.taskset_dir(self.name), self.benchmark)
 
 
-@dg.asset_check(asset=collated_taskset, blocking=True, description=checks.task_data_valid.__doc__)
-def task_data_valid(
+SUITE = CheckSuite[TasksetInputs](
+    collated_taskset,
+    (
+        SuiteCheck(checks.task_data_valid, lambda t: (t.report,), blocking=True),
+        SuiteCheck(checks.task_ids_unique, lambda t: (t.collated, t.report), blocking=True),
+        SuiteCheck(checks.route_resolves, lambda t: (t.catalog, t.benchmark), blocking=True),
+        SuiteCheck(checks.stable_task_ids, lambda t: (t.collated,)),
+    ),
+)
+
+
+@dg.multi_asset_check(
+    specs=SUITE.specs(),
+    can_subset=True,
+    description="The checks of the collated taskset: task data, IDs, route, ID stability.",
+)
+def collated_taskset_checks(
     context: dg.AssetCheckExecutionContext, workspace: GymWorkspace
-) -> dg.AssetCheckResult:
-    return check_result(checks.task_data_valid(_report(workspace, partition_of(context))))
-
-
-@dg.asset_check(asset=collated_taskset, blocking=True, description=checks.task_ids_unique.__doc__)
-def task_ids_unique(
-    context: dg.AssetCheckExecutionContext, workspace: GymWorkspace
-) -> dg.AssetCheckResult:
-    name = partition_of(context)
-    benchmark = workspace.catalog().get(name)
-    path = collated_path(workspace.layout.taskset_dir(name), benchmark)
-    return check_result(checks.task_ids_unique(path, _report(workspace, name)))
-
-
-@dg.asset_check(asset=collated_taskset, blocking=True, description=checks.route_resolves.__doc__)
-def route_resolves(
-    context: dg.AssetCheckExecutionContext, workspace: GymWorkspace
-) -> dg.AssetCheckResult:
-    catalog = workspace.catalog()
-    return check_result(checks.route_resolves(catalog, catalog.get(partition_of(context))))
-
-
-@dg.asset_check(asset=collated_taskset, description=checks.stable_task_ids.__doc__)
-def stable_task_ids(
-    context: dg.AssetCheckExecutionContext, workspace: GymWorkspace
-) -> dg.AssetCheckResult:
-    name = partition_of(context)
-    benchmark = workspace.catalog().get(name)
-    path = collated_path(workspace.layout.taskset_dir(name), benchmark)
-    return check_result(checks.stable_task_ids(path))
+) -> Iterator[dg.AssetCheckResult]:
+    yield from SUITE.results(context, TasksetInputs(workspace, partition_of(context)))

@@ -1,0 +1,58 @@
+"""An asset's checks as one step: each check keeps its own name, description, history and
+blocking, but the suite runs as a single op that reads what its checks share once.
+
+A step costs Dagster a start and a success event on top of its checks' own, and on sqlite every
+event is a committed write: one step per asset instead of one per check keeps a partition's
+event log lean (docs/operations.md, "What a run writes").
+"""
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+import dagster as dg
+
+from gym_assets.check_outcome import CheckOutcome
+from gym_assets.defs.metadata import check_result
+
+Inputs = TypeVar("Inputs")
+
+
+@dataclass(frozen=True)
+class SuiteCheck(Generic[Inputs]):
+    """A library check, and the arguments it takes from what the step read."""
+
+    check: Callable[..., CheckOutcome]
+    arguments: Callable[[Inputs], tuple[Any, ...]]
+    blocking: bool = False
+
+    @property
+    def name(self) -> str:
+        return self.check.__name__
+
+
+@dataclass(frozen=True)
+class CheckSuite(Generic[Inputs]):
+    """The checks of one asset, in the order they run."""
+
+    asset: dg.AssetsDefinition
+    checks: tuple[SuiteCheck[Inputs], ...]
+
+    def specs(self) -> list[dg.AssetCheckSpec]:
+        """One spec per check, described by its library docstring."""
+        return [
+            dg.AssetCheckSpec(
+                c.name, asset=self.asset, blocking=c.blocking, description=c.check.__doc__
+            )
+            for c in self.checks
+        ]
+
+    def results(
+        self, context: dg.AssetCheckExecutionContext, inputs: Inputs
+    ) -> Iterator[dg.AssetCheckResult]:
+        """The results of the checks this run selected (the UI can run one check alone)."""
+        selected = {key.name for key in context.selected_asset_check_keys}
+        for check in self.checks:
+            if check.name in selected:
+                outcome = check.check(*check.arguments(inputs))
+                yield check_result(outcome, self.asset.key, check.name)
