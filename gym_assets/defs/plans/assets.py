@@ -38,7 +38,6 @@ def eval_plan(context: dg.AssetExecutionContext, workspace: GymWorkspace) -> dg.
         ["task_id", "taskset", "digest"],
         [[t.task_id, t.taskset, t.digest[:23] + "…"] for t in plan.tasks[:PREVIEW_TASKS]],
     )
-    context.log.info(f"planned {len(plan.tasks)} tasks of {name} at {published.path}")
     return dg.MaterializeResult(
         metadata={
             "path": dg.MetadataValue.path(str(published.path)),

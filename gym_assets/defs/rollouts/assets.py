@@ -93,6 +93,4 @@ def rollouts(
         raise as_failure(exc) from None
     for note in result.notes:
         context.log.info(note)
-    outcomes = result.totals["outcomes"]
-    context.log.info(f"{benchmark} × {harness_name}: {result.rollouts} rollouts, {outcomes}")
     return dg.MaterializeResult(metadata=_metadata(result))

@@ -30,7 +30,6 @@ def prepared_benchmark(
         result = prepare_benchmark(benchmark)
     except UserError as exc:
         raise as_failure(exc) from None
-    context.log.info(f"{result.rows} rows of {benchmark.name} at {result.path}")
     return dg.MaterializeResult(
         metadata={
             "path": dg.MetadataValue.path(str(result.path)),
@@ -83,7 +82,6 @@ def collated_taskset(
             workspace.layout.taskset_dir(name),
             validation=config.validation,
             overwrite_metrics_conflicts=config.overwrite_metrics_conflicts,
-            progress=context.log.info,
         )
     except UserError as exc:
         raise as_failure(exc) from None
