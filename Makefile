@@ -49,6 +49,7 @@ bench: setup  ## quick benchmark runs; see bench/README.md for the full-size one
 	$(BIN)/python bench/checks.py --records 2000
 	$(BIN)/python bench/rollouts.py
 	$(BIN)/python bench/verification.py
+	$(BIN)/python bench/dagster_runs.py
 
 clean:
 	rm -rf .gym_assets .dagster_home

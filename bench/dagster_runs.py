@@ -18,24 +18,35 @@ through the instance's run coordinator (the queue), from which the daemon hands 
 default run launcher, which has the code server start it in its own process; the bench polls
 the instance until the run ends and checks that every asset and check was recorded.
 
-A run's **wall** time is from its launch (``RUN_STARTING``) to its end; the queue wait before it
-is printed beside it. The **library** time is the same work done by calling the library
-directly (catalog, prepare, collate, plan + publish, the checks; ``run_rollouts`` + its checks)
-in a fresh interpreter per round, imports excluded (a run imports them while loading the code,
-which the fixed cost holds). Medians over the rounds.
+A run's **wall** time is from its launch (``RUN_STARTING``) to its end: its **startup** (the
+process started and the code location loaded, up to ``RUN_START``) and the run itself; the
+queue wait before the launch is printed beside it. The **library** time is the same work done
+by calling the library directly (catalog, prepare, collate, plan + publish, the checks;
+``run_rollouts`` + its checks) in a fresh interpreter per round, imports excluded (a run
+imports them while loading the code, which the fixed cost holds). **events** counts what the
+run wrote to the event log. Medians over the rounds.
 
-Bars (exit 1 when one is missed): every job's wall <= 1.5 x library + fixed; and the benchmark
-partition's Dagster overhead beyond the fixed cost (wall - fixed - library) under 0.3 s.
+Last, the cost of one committed sqlite write on the instance's disk is printed: it is what
+each event costs at the least, whatever Dagster does around it.
+
+A job's Dagster overhead **beyond the fixed cost** is its run after ``RUN_START``, minus the
+empty job's in the same round, minus the library time (start-up is the same work for every
+job of the code location, so it is compared where it is not drowned in a shared machine's
+noise). Bars (exit 1 when one is missed): every job's wall <= 1.5 x library + fixed (the empty
+job's wall), i.e. beyond fixed <= 0.5 x library; and the benchmark partition's beyond fixed
+under 0.3 s.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
 import signal
 import socket
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -151,10 +162,17 @@ class Job:
 
 @dataclass
 class Timing:
-    queue_s: float
-    startup_s: float  # launch -> RUN_START: the run process started and loaded the code
-    wall_s: float  # launch -> end
-    events: int
+    queue_s: float  # queued -> launched by the daemon
+    startup_s: float  # launched -> RUN_START: the run's process started and loaded the code
+    run_s: float  # RUN_START -> RUN_SUCCESS
+    events: int  # what the run wrote to the event log
+
+    @property
+    def wall_s(self) -> float:  # launched -> end
+        return self.startup_s + self.run_s
+
+
+Results = dict[str, list[tuple[Timing, float | None]]]  # per job: (timing, library s) a round
 
 
 def free_port() -> int:
@@ -234,13 +252,29 @@ def run_once(instance, job: Job, workspace: Path) -> Timing:
     passed = sum(evaluation.passed for evaluation in evaluations)
     if passed != job.checks:
         sys.exit(f"{job.label}: {passed} of {len(evaluations)} checks passed, not {job.checks}")
-    launched = at(dg.DagsterEventType.RUN_STARTING)
+    launched, started = at(dg.DagsterEventType.RUN_STARTING), at(dg.DagsterEventType.RUN_START)
     return Timing(
         queue_s=launched - at(dg.DagsterEventType.RUN_ENQUEUED),
-        startup_s=at(dg.DagsterEventType.RUN_START) - launched,
-        wall_s=at(dg.DagsterEventType.RUN_SUCCESS) - launched,
+        startup_s=started - launched,
+        run_s=at(dg.DagsterEventType.RUN_SUCCESS) - started,
         events=len(logs),
     )
+
+
+def sqlite_write_ms(directory: Path, writes: int = 50) -> float:
+    """One committed write on the instance's disk, the way Dagster's sqlite event log writes
+    an event: a new connection to a WAL database, an insert, a commit, a close."""
+    path = directory / "write_probe.db"
+    with contextlib.closing(sqlite3.connect(path)) as connection:
+        connection.execute("PRAGMA journal_mode=WAL")
+        connection.execute("CREATE TABLE events (n INTEGER)")
+    started = time.perf_counter()
+    for n in range(writes):
+        with contextlib.closing(sqlite3.connect(path)) as connection, connection:
+            connection.execute("INSERT INTO events VALUES (?)", (n,))
+    seconds = time.perf_counter() - started
+    path.unlink()
+    return seconds / writes * 1000
 
 
 def prepare_home(tmp: Path) -> dict[str, Path]:
@@ -262,7 +296,7 @@ def prepare_home(tmp: Path) -> dict[str, Path]:
     return paths
 
 
-def measure(args: argparse.Namespace, tmp: Path) -> dict[str, list[tuple[Timing, float | None]]]:
+def measure(args: argparse.Namespace, tmp: Path) -> Results:
     import dagster as dg
 
     from gym_assets.defs.partitions import benchmark_partitions, harness_partitions
@@ -312,7 +346,7 @@ def measure(args: argparse.Namespace, tmp: Path) -> dict[str, list[tuple[Timing,
         daemon = start(
             [str(BIN / "dagster-daemon"), "run", "-w", str(paths["workspace"])], daemon_log
         )
-        results: dict[str, list[tuple[Timing, float | None]]] = {job.label: [] for job in jobs}
+        results: Results = {job.label: [] for job in jobs}
         for round_ in range(1, args.rounds + 1):
             for job in jobs:
                 timing = run_once(instance, job, paths["workspace"])
@@ -331,40 +365,47 @@ def measure(args: argparse.Namespace, tmp: Path) -> dict[str, list[tuple[Timing,
                 stop(proc)
 
 
-def report(results: dict[str, list[tuple[Timing, float | None]]]) -> bool:
-    def median(values) -> float:
-        return statistics.median(values)
+def report(results: Results) -> bool:
+    """One line per job (medians over the rounds); True when every bar holds.
 
+    A job's cost beyond the fixed cost compares its run with the empty job's run of the same
+    round after RUN_START: the start-up before it is the same work for every job of the code
+    location (a process, the code location's imports), and on a shared machine its noise would
+    drown a difference of a tenth of a second. Both bars are read from it:
+    wall <= 1.5 x library + fixed  <=>  beyond fixed <= 0.5 x library.
+    """
     labels = list(results)
-    fixed = median(t.wall_s for t, _ in results[labels[0]])
+    empty = [timing for timing, _ in results[labels[0]]]
     print(
-        f"{'job':<34} {'events':>6} {'queue s':>7} {'startup s':>9} {'wall s':>7} "
-        f"{'library s':>9} {'ratio':>6} {'overhead s':>10} {'beyond fixed s':>14}  bar"
+        f"{'job':<38} {'events':>6} {'queue':>6} {'startup':>7} {'wall':>6} {'library':>7} "
+        f"{'ratio':>6} {'beyond fixed':>12}  bars (seconds)"
     )
     ok = True
     for index, label in enumerate(labels):
         runs = results[label]
-        wall = median(t.wall_s for t, _ in runs)
-        columns = (
-            f"{label:<34} {median(t.events for t, _ in runs):>6.0f} "
-            f"{median(t.queue_s for t, _ in runs):>7.2f} "
-            f"{median(t.startup_s for t, _ in runs):>9.2f} {wall:>7.2f}"
+        wall = statistics.median(t.wall_s for t, _ in runs)
+        line = (
+            f"{label:<38} {statistics.median(t.events for t, _ in runs):>6.0f} "
+            f"{statistics.median(t.queue_s for t, _ in runs):>6.2f} "
+            f"{statistics.median(t.startup_s for t, _ in runs):>7.2f} {wall:>6.2f}"
         )
-        if runs[0][1] is None:
-            print(f"{columns}  (the fixed per-run cost)")
+        if index == 0:
+            print(f"{line}  = fixed, the cost of any run")
             continue
-        library = median(lib for _, lib in runs if lib is not None)
-        beyond = wall - fixed - library
-        limit = RATIO_BAR * library + fixed
-        verdicts = [f"wall <= {RATIO_BAR}x library + fixed = {limit:.2f}s"]
-        passed = wall <= limit
+        library = statistics.median(lib for _, lib in runs if lib is not None)
+        beyond = statistics.median(
+            t.run_s - e.run_s - (lib or 0.0) for (t, lib), e in zip(runs, empty, strict=True)
+        )
+        allowed = (RATIO_BAR - 1) * library
+        verdicts = [f"<= {RATIO_BAR} x library + fixed: beyond <= {allowed:.2f}"]
+        passed = beyond <= allowed
         if index == 1:  # the benchmark partition
-            verdicts.append(f"beyond fixed < {OVERHEAD_BAR_S}s")
+            verdicts.append(f"beyond < {OVERHEAD_BAR_S}")
             passed &= beyond < OVERHEAD_BAR_S
         ok &= passed
         print(
-            f"{columns} {library:>9.2f} {wall / library:>5.1f}x {wall - library:>10.2f} "
-            f"{beyond:>14.2f}  {'; '.join(verdicts)}: {'ok' if passed else 'MISSED'}"
+            f"{line} {library:>7.2f} {wall / library:>5.1f}x {beyond:>12.2f}  "
+            f"{'; '.join(verdicts)}: {'ok' if passed else 'MISSED'}"
         )
     return ok
 
@@ -383,7 +424,13 @@ def main() -> int:
         return 0
     with tempfile.TemporaryDirectory(prefix="dagster-runs-") as tmp:
         results = measure(args, Path(tmp))
-    return 0 if report(results) else 1
+        write_ms = sqlite_write_ms(Path(tmp))
+    ok = report(results)
+    print(
+        f"one committed sqlite write on this disk: {write_ms:.1f} ms (Dagster's sqlite event "
+        "log makes one per event, two or three for an asset or check event)"
+    )
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":
