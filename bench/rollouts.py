@@ -16,7 +16,7 @@ upstream with a two-call script (one ``calculate`` tool call, then a text answer
   (agents, environment and resources servers, collection) and the gateway's child process;
 - the model calls' own rate, measured in the same run just before it on the same kind of
   gateway (a child process, as ``run_rollouts`` starts): the rollouts' first-turn request
-  (Responses, with the tool) sent by the raw load generator (``gateway.loadgen``) to captured
+  (Responses, with the tool) sent by the raw load generator (``bench/loadgen.py``) to captured
   URLs spread over ``concurrency`` capture files, as a run in flight writes them;
 - the same request through the agents' own call path (``create_turn``: the official ``openai``
   client), which bounds any harness built on that client.
@@ -42,6 +42,8 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
+from loadgen import run_load  # bench/loadgen.py (the script's own directory)
+
 from gym_assets.rollouts.collection import dispatch, run
 from gym_assets.rollouts.collection.gateway_process import GatewayProcess
 from gym_assets.rollouts.collection.products import ensure_products
@@ -52,7 +54,6 @@ from gym_assets.rollouts.episodes.model_calls import (
     open_client,
     shared_connections,
 )
-from gym_assets.rollouts.gateway.loadgen import run_load
 from gym_assets.rollouts.harnesses import load_harnesses, upstream_of
 from gym_assets.tasks.catalog import load_catalog
 

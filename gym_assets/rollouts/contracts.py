@@ -33,6 +33,7 @@ from typing import Any, Protocol
 from gym_assets.rollouts.protocol import EpisodeRequest, EpisodeResponse
 
 Step = Mapping[str, Any]
+GATEWAY_KEEP_ALIVE_S = 5  # how long the gateway keeps an idle client connection open
 
 
 class GatewayHandle(Protocol):

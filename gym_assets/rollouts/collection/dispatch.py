@@ -64,19 +64,19 @@ class Dispatcher:
         """Run ``todo`` in input order with at most ``concurrency`` rollouts in flight.
 
         A fixed pool of workers pulls from one iterator, so memory does not grow with the
-        number of rollouts (only ``concurrency`` of them exist as tasks at a time). A worker's
-        rollouts run one after another, so each worker keeps one connection pool for the model
-        clients of its agents, closed when the worker is done.
+        number of rollouts (only ``concurrency`` of them exist as tasks at a time). The agents'
+        model clients share one HTTP session of at most ``concurrency`` connections (each
+        rollout in flight makes one call at a time), closed when the run is done.
         """
         pending = iter(todo)
+        workers = min(concurrency, len(todo))
 
         async def worker() -> None:
-            async with shared_connections():
-                for item, attempt in pending:
-                    self._keep(await self._attempt(item, attempt))
+            for item, attempt in pending:
+                self._keep(await self._attempt(item, attempt))
 
-        async with asyncio.TaskGroup() as group:
-            for _ in range(min(concurrency, len(todo))):
+        async with shared_connections(max_connections=workers), asyncio.TaskGroup() as group:
+            for _ in range(workers):
                 group.create_task(worker())
 
     def _keep(self, row: dict[str, Any]) -> None:

@@ -5,8 +5,8 @@
 * ``failures``     — exceptions to stage failures (terminal or retryable).
 * ``sessions``     — seed/close bookkeeping with the idempotency rules of resources and agents.
 * ``agents``       — the in-process agent contract and the agents' shared session machine.
-* ``model_calls``  — model calls through the ``openai`` client and the gateway, either dialect.
-* ``loopback_http`` — the plain HTTP/1.1 transport under that client (the gateway is local).
+* ``model_calls``  — model calls through the ``openai`` client (its aiohttp transport, one
+                    bounded session per run) and the gateway, either dialect.
 * ``observations`` — ``ng_agent_observations`` bundles built through the evidence models.
 * ``resources``    — the session-keeping base of the bundled resources servers.
 * ``responses``    — reading Responses objects and input items.

@@ -1,8 +1,12 @@
 """Model calls of the bundled agents, through the official ``openai`` client and the gateway.
 
 Every call goes to ``gateway.url_for(capture_key)`` so the gateway captures it under the
-episode's rollout. Inside a ``shared_connections()`` scope (each collection worker) the clients
-share one connection pool; outside one, each activation's client has its own and closes it.
+episode's rollout. The client speaks through the SDK's aiohttp transport
+(``openai.DefaultAioHttpClient``): measured on this machine against the gateway, it costs
+about two thirds of the client CPU of the default ``httpx2`` transport per call (1.0–1.5 ms
+against 1.8–2.9 ms), and its connection pool stays cheap with a thousand connections open.
+Inside a ``shared_connections()`` scope (a whole collection run) every client shares one
+session with a bounded pool; outside one, each activation's client has its own and closes it.
 Both dialects come back as one Responses-shaped dict, so the agent loop and the observations
 are dialect-independent: ``api: chat`` converts the Responses input items to Chat messages and
 the completion back to Responses output items.
@@ -17,14 +21,16 @@ from typing import Any, Literal
 
 import httpx2
 import orjson
-from openai import APIResponseValidationError, AsyncOpenAI
+from openai import APIResponseValidationError, AsyncOpenAI, DefaultAioHttpClient
 from pydantic import BaseModel, ConfigDict, Field
 
-from gym_assets.rollouts.contracts import GatewayHandle
-from gym_assets.rollouts.episodes.loopback_http import loopback_client
+from gym_assets.rollouts.contracts import GATEWAY_KEEP_ALIVE_S, GatewayHandle
 from gym_assets.rollouts.episodes.responses import message_text
 
 LOCAL_API_KEY = "gym-assets-local"  # the gateway needs no key; real keys stay upstream
+# An idle connection is dropped before the gateway would close it, so a call never goes out on
+# a connection the gateway is closing at that moment.
+IDLE_CONNECTION_S = GATEWAY_KEEP_ALIVE_S - 1.0
 _NOT_FORWARDED = frozenset({"input", "tools", "model", "stream"})
 _CHAT_PARAMS = {"temperature": "temperature", "top_p": "top_p", "max_output_tokens": "max_tokens"}
 
@@ -42,16 +48,27 @@ class ModelSettings(BaseModel):
 _shared_http: ContextVar[httpx2.AsyncClient | None] = ContextVar("shared_http", default=None)
 
 
-@asynccontextmanager
-async def shared_connections() -> AsyncIterator[None]:
-    """One HTTP connection pool for the clients opened in this scope (and the tasks it starts).
+def _http_client(max_connections: int | None) -> httpx2.AsyncClient:
+    """The SDK's aiohttp client with at most ``max_connections`` open (None: no bound)."""
+    limits = httpx2.Limits(
+        max_connections=max_connections,
+        max_keepalive_connections=max_connections,
+        keepalive_expiry=IDLE_CONNECTION_S,
+    )
+    return DefaultAioHttpClient(limits=limits)
 
-    A client of its own costs an activation a new pool and new connections. Meant for a task
-    that runs activations one after another (each collection worker). The pool is made and
-    closed on the scope's event loop, and the context variable is not seen by another loop's
-    tasks, so it never crosses loops.
+
+@asynccontextmanager
+async def shared_connections(max_connections: int | None = None) -> AsyncIterator[None]:
+    """One HTTP session for the clients opened in this scope (and the tasks it starts).
+
+    A client of its own costs an activation a new session and new connections. Meant for a
+    scope that runs many activations (a collection run), with ``max_connections`` set to how
+    many run at once: a call beyond the bound waits for a free connection instead of opening
+    one more file descriptor. The session is made and closed on the scope's event loop, and
+    the context variable is not seen by another loop's tasks, so it never crosses loops.
     """
-    async with loopback_client() as http:
+    async with _http_client(max_connections) as http:
         token = _shared_http.set(http)
         try:
             yield
@@ -63,13 +80,10 @@ async def shared_connections() -> AsyncIterator[None]:
 async def open_client(
     gateway: GatewayHandle, capture_key: str, session_header: str, settings: ModelSettings
 ) -> AsyncIterator[AsyncOpenAI]:
-    """A client whose calls are captured under ``capture_key`` and carry ``x-session-id``.
-
-    It speaks through ``loopback_http`` (the gateway is always local), on the scope's shared
-    pool when there is one, else on a pool of its own closed on exit.
-    """
+    """A client whose calls are captured under ``capture_key`` and carry ``x-session-id``,
+    on the scope's shared session when there is one, else on one of its own closed on exit."""
     async with AsyncExitStack() as stack:
-        http = _shared_http.get() or await stack.enter_async_context(loopback_client())
+        http = _shared_http.get() or await stack.enter_async_context(_http_client(None))
         yield AsyncOpenAI(
             base_url=gateway.url_for(capture_key),
             api_key=LOCAL_API_KEY,

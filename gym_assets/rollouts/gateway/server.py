@@ -38,7 +38,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from gym_assets.conformance.evidence import ModelRef
-from gym_assets.rollouts.contracts import Step
+from gym_assets.rollouts.contracts import GATEWAY_KEEP_ALIVE_S, Step
 from gym_assets.rollouts.gateway.capture import (
     CaptureWriter,
     client_session_id,
@@ -143,6 +143,7 @@ class ModelGateway:
             lifespan="off",
             ws="none",
             timeout_graceful_shutdown=STOP_GRACE_S,  # a stream still open does not hold stop()
+            timeout_keep_alive=GATEWAY_KEEP_ALIVE_S,
         )
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(
