@@ -168,6 +168,10 @@ async def _client_load(gateway: GatewayProcess, keys: list[str], requests: int) 
 def _model_call_rates(root: Path, concurrency: int, requests: int) -> tuple[float, float]:
     """(raw requests/s, official client requests/s) for the first-turn request, each after a
     warm-up, spread over ``concurrency`` capture files."""
+    return asyncio.run(_measure_model_calls(root, concurrency, requests))
+
+
+async def _measure_model_calls(root: Path, concurrency: int, requests: int) -> tuple[float, float]:
     body = {"model": "policy", **_params(123, 45)}
     gateway = GatewayProcess(
         upstream_of(mode="scripted"),
@@ -176,18 +180,17 @@ def _model_call_rates(root: Path, concurrency: int, requests: int) -> tuple[floa
         model_server_name="policy_model",
         script=SCRIPT,
     )
-    with gateway:
+    async with gateway:
         rates = []
         for name in ("warmup", "raw", "client-warmup", "client"):
             keys = [f"{name}-{k}" for k in range(concurrency)]
             count = requests if name in ("raw", "client") else 200
             if name.startswith("client"):
-                rates.append(asyncio.run(_client_load(gateway, keys, count)))
+                rates.append(await _client_load(gateway, keys, count))
             else:
                 urls = [gateway.url_for(key) for key in keys]
-                load = run_load(urls, concurrency=concurrency, requests=count, body=body,
-                                route="responses")  # fmt: skip
-                result = asyncio.run(load)
+                result = await run_load(urls, concurrency=concurrency, requests=count, body=body,
+                                        route="responses")  # fmt: skip
                 if result.errors:
                     raise RuntimeError(f"{result.errors} load requests failed")
                 rates.append(result.requests_per_second)

@@ -37,7 +37,7 @@ GATEWAY_KEEP_ALIVE_S = 5  # how long the gateway keeps an idle client connection
 
 
 class GatewayHandle(Protocol):
-    """What episodes and collection need from a running model gateway."""
+    """What episodes need from a running model gateway: where to call, and what to record."""
 
     model_name: str  # the model id agents put in requests; /v1/models lists it
     model_server_name: str  # the config instance name recorded as model_ref.name
@@ -47,8 +47,14 @@ class GatewayHandle(Protocol):
         """Base URL (ending in ``/v1``) whose traffic is captured under ``rollout_id``."""
         ...
 
-    def set_reference_script(self, rollout_id: str, steps: Sequence[Step]) -> None:
-        """Script the answers for one rollout (``reference`` upstream only)."""
+
+class RunGateway(GatewayHandle, Protocol):
+    """What collection needs besides: scripting a rollout from the run's event loop. The
+    gateway may live in another process, so the call is awaited and never blocks the loop."""
+
+    async def set_reference_script(self, rollout_id: str, steps: Sequence[Step]) -> None:
+        """Script the answers for one rollout (``reference`` upstream only); returns once the
+        gateway has the script, so the rollout's first model call finds it."""
         ...
 
 

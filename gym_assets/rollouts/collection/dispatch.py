@@ -30,7 +30,7 @@ from gym_assets.rollouts.collection.records import (
     success_record,
 )
 from gym_assets.rollouts.collection.trajectory import project
-from gym_assets.rollouts.contracts import EnvironmentServer, GatewayHandle, Step
+from gym_assets.rollouts.contracts import EnvironmentServer, RunGateway, Step
 from gym_assets.rollouts.episodes.model_calls import shared_connections
 from gym_assets.rollouts.gateway.capture import capture_path, incomplete_marker, read_capture
 from gym_assets.rollouts.protocol import (
@@ -51,7 +51,7 @@ class Dispatcher:
 
     servers: Mapping[str, EnvironmentServer]
     agents: Mapping[str, str | None]  # environment server -> the agent its results belong to
-    gateway: GatewayHandle
+    gateway: RunGateway
     gate: PlanGate
     ledger: Ledger
     records: AppendLog
@@ -99,7 +99,7 @@ class Dispatcher:
         key = episode_id.capture_key
         self._discard_capture(key)
         if self.script_for is not None:
-            self.gateway.set_reference_script(key, self.script_for(item))
+            await self.gateway.set_reference_script(key, self.script_for(item))
         try:
             async with asyncio.timeout(self.timeout_s):
                 reply = await server.run(self._request(item, episode_id))

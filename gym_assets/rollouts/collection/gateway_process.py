@@ -12,6 +12,11 @@ The parent drives the child over its stdin/stdout, one JSON object a line:
     parent → child   {"rollout_id": ..., "steps": [...]}         (set_reference_script)
     child → parent   {"ok": true}                                or  {"error": "..."}
 
+The parent side runs on the run's event loop (asyncio subprocess streams): a command is
+written at once and its answer awaited, so a rollout waiting for its script never holds up
+the others, and commands from many rollouts are in the pipe together. The child answers in
+the order it reads, so one reader task hands each answer line to the oldest waiting command.
+
 Closing the child's stdin stops it: the gateway stops serving, every capture line queued is
 written, and the process exits. The child inherits the environment (the openai upstream reads
 its key from the variable named in the spec) and the parent's stderr, where its log goes.
@@ -19,14 +24,14 @@ its key from the variable named in the spec) and the parent's stderr, where its 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
 import os
-import select
 import signal
-import subprocess
 import sys
+from collections import deque
 from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -39,6 +44,8 @@ from gym_assets.rollouts.harnesses import Upstream
 
 STOP_TIMEOUT_S = 30.0  # the gateway's own stop grace plus the capture writes still queued
 ANSWER_TIMEOUT_S = 60.0  # start-up (imports, then the gateway's own 15 s limit) or a command
+EXIT_REPORT_S = 1.0  # how long a child whose pipe closed gets to report its exit status
+CHILD_COMMAND = (sys.executable, "-m", __name__)
 
 
 class GatewayProcessError(UserError):
@@ -47,7 +54,8 @@ class GatewayProcessError(UserError):
 
 
 class GatewayProcess:
-    """A started-on-``with`` model gateway in a child process; implements ``GatewayHandle``."""
+    """A model gateway in a child process, served for the duration of ``async with``;
+    implements ``contracts.RunGateway``. All of it runs on one event loop."""
 
     def __init__(
         self,
@@ -69,89 +77,117 @@ class GatewayProcess:
             "model_server_name": model_server_name,
             "script": None if script is None else list(script),
         }
-        self._process: subprocess.Popen[str] | None = None
+        self._process: asyncio.subprocess.Process | None = None
+        self._waiting: deque[asyncio.Future[dict[str, Any]]] = deque()
+        self._reader: asyncio.Task[None] | None = None
+        self._broken: str | None = None  # why the channel can no longer be trusted
 
-    def start(self) -> str:
+    async def start(self) -> str:
         """Spawn the child and wait until it serves; returns the uncaptured base URL."""
         if self._process is not None:
             raise RuntimeError("the gateway process is already started")
-        self._process = subprocess.Popen(
-            [sys.executable, "-m", __name__],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-            bufsize=1,
+        self._broken = None
+        self._process = await asyncio.create_subprocess_exec(
+            *CHILD_COMMAND, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE
         )
+        self._reader = asyncio.create_task(self._read_answers(self._process))
         try:
-            self.origin = self._ask(self._spec)["origin"]
+            self.origin = (await self._ask(self._spec))["origin"]
         except BaseException:
-            self.stop()
+            await self.stop()
             raise
         return f"{self.origin}/v1"
 
-    def stop(self) -> None:
+    async def stop(self) -> None:
         """Close the child's stdin and wait for it to finish its capture writes and exit."""
         process, self._process = self._process, None
         if process is None:
             return
-        assert process.stdin is not None and process.stdout is not None
+        assert process.stdin is not None
+        process.stdin.close()
         with contextlib.suppress(OSError):  # the child is already gone
-            process.stdin.close()
+            await process.stdin.wait_closed()
         try:
-            process.wait(STOP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
+            await asyncio.wait_for(process.wait(), STOP_TIMEOUT_S)
+        except TimeoutError:
             process.kill()
-            process.wait()
-        process.stdout.close()
+            await process.wait()
+        if self._reader is not None:
+            await self._reader  # ends at the end of the child's output
+            self._reader = None
 
-    def __enter__(self) -> GatewayProcess:
-        self.start()
+    async def __aenter__(self) -> GatewayProcess:
+        await self.start()
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
 
     def url_for(self, rollout_id: str) -> str:
         return rollout_url(self.origin, rollout_id)
 
-    def set_reference_script(self, rollout_id: str, steps: Sequence[Step]) -> None:
+    async def set_reference_script(self, rollout_id: str, steps: Sequence[Step]) -> None:
         """Script one rollout; returns once the child has it, so the agent's first call finds
         it. The child's refusals (a bad id, a non-reference upstream) raise here."""
-        self._ask({"rollout_id": rollout_id, "steps": list(steps)})
+        await self._ask({"rollout_id": rollout_id, "steps": list(steps)})
 
-    def _ask(self, message: dict[str, Any]) -> dict[str, Any]:
+    async def _ask(self, message: dict[str, Any]) -> dict[str, Any]:
         process = self._process
         if process is None:
             raise RuntimeError("the gateway process is not started")
-        assert process.stdin is not None and process.stdout is not None
+        if self._broken is not None:
+            raise GatewayProcessError(self._broken)
+        assert process.stdin is not None
+        answer: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._waiting.append(answer)  # before writing: answers come in the order of writes
         try:
-            process.stdin.write(json.dumps(message) + "\n")
-            process.stdin.flush()
-            # One answer a command, so nothing is buffered ahead of it and select sees it.
-            if not select.select([process.stdout], [], [], ANSWER_TIMEOUT_S)[0]:
-                process.kill()
-                raise GatewayProcessError(
-                    f"the model gateway process did not answer within {ANSWER_TIMEOUT_S:g} s"
-                )
-            line = process.stdout.readline()
-        except OSError:
-            line = ""
-        if not line:  # the child is gone or going: give it a moment to report its status
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                process.wait(1.0)
-            code = process.returncode
-            raise GatewayProcessError(
-                f"the model gateway process exited (code {code}); its error is above"
-            )
+            process.stdin.write(json.dumps(message).encode() + b"\n")
+            await process.stdin.drain()
+        except OSError:  # the child is gone; the reader reports how it ended
+            pass
         try:
-            answer = json.loads(line)
-        except ValueError:
+            reply = await asyncio.wait_for(answer, ANSWER_TIMEOUT_S)
+        except TimeoutError:
+            process.kill()
             raise GatewayProcessError(
-                f"the model gateway process wrote {line[:80]!r} on its control channel"
+                f"the model gateway process did not answer within {ANSWER_TIMEOUT_S:g} s"
             ) from None
-        if "error" in answer:
-            raise GatewayProcessError(answer["error"])
-        return answer
+        if "error" in reply:
+            raise GatewayProcessError(reply["error"])
+        return reply
+
+    async def _read_answers(self, process: asyncio.subprocess.Process) -> None:
+        """Hand each answer line to the oldest waiting command, until the output ends."""
+        assert process.stdout is not None
+        while line := await process.stdout.readline():
+            try:
+                reply = json.loads(line)
+                if not isinstance(reply, dict):
+                    raise ValueError(reply)
+            except ValueError:
+                text = line.decode("utf-8", "replace").rstrip("\n")
+                self._fail(f"the model gateway process wrote {text[:80]!r} on its control channel")
+                continue
+            if not self._waiting:
+                self._fail(f"the model gateway process answered nothing asked: {reply!r:.80}")
+                continue
+            waiter = self._waiting.popleft()
+            if not waiter.done():  # its command was cancelled or timed out meanwhile
+                waiter.set_result(reply)
+        with contextlib.suppress(TimeoutError):  # a moment for the child to report its status
+            await asyncio.wait_for(process.wait(), EXIT_REPORT_S)
+        code = process.returncode
+        self._fail(f"the model gateway process exited (code {code}); its error is above")
+
+    def _fail(self, message: str) -> None:
+        """Refuse every waiting and later command with the first failure seen: after stray
+        output or the child's end, no answer can be matched to its command any more."""
+        if self._broken is None:
+            self._broken = message
+        while self._waiting:
+            waiter = self._waiting.popleft()
+            if not waiter.done():
+                waiter.set_exception(GatewayProcessError(self._broken))
 
 
 def _reply(out: IO[str], answer: dict[str, Any]) -> None:

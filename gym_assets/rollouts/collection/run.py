@@ -265,24 +265,29 @@ def _dispatch(
     gate: PlanGate,
     progress_stream: TextIO | None,
 ) -> None:
-    """Start the gateway, run ``todo`` on the environment servers."""
+    """Start the gateway, run ``todo`` on the environment servers, stop the gateway: all on
+    one event loop (Ctrl-C cancels the dispatch, and the gateway still stops cleanly)."""
     progress = Progress(len(todo), progress_stream)
     records, failures = AppendLog(files.records), AppendLog(files.failures)
+    dispatcher = Dispatcher(
+        servers=servers.environments,
+        agents=servers.agents,
+        gateway=servers.gateway,
+        gate=gate,
+        ledger=ledger,
+        records=records,
+        failures=failures,
+        progress=progress,
+        script_for=servers.script_for,
+        timeout_s=options.timeout_s,
+    )
+
+    async def serve_and_dispatch() -> None:
+        async with servers.gateway:
+            await dispatcher.run(todo, options.concurrency)
+
     try:
-        with servers.gateway:
-            dispatcher = Dispatcher(
-                servers=servers.environments,
-                agents=servers.agents,
-                gateway=servers.gateway,
-                gate=gate,
-                ledger=ledger,
-                records=records,
-                failures=failures,
-                progress=progress,
-                script_for=servers.script_for,
-                timeout_s=options.timeout_s,
-            )
-            asyncio.run(dispatcher.run(todo, options.concurrency))
+        asyncio.run(serve_and_dispatch())
     finally:
         for log in (records, failures):
             with contextlib.suppress(OSError):

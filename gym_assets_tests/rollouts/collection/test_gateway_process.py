@@ -1,14 +1,17 @@
-"""The run's gateway in a child process: real HTTP, captures, scripts over the control pipe."""
+"""The run's gateway in a child process: real HTTP, captures, scripts over the control pipe,
+driven from the run's event loop."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
-import subprocess
 import sys
 import urllib.request
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,19 +22,35 @@ from gym_assets.rollouts.gateway.capture import capture_path
 from gym_assets.rollouts.harnesses import upstream_of
 
 BODY = {"model": "policy", "messages": [{"role": "user", "content": "hi"}]}
+# A stand-in child that answers the start-up, then holds the answer to the first command
+# until the second has arrived, and refuses the second.
+HOLDS_THE_FIRST_ANSWER = """
+import json, sys
+sys.stdin.readline()
+print(json.dumps({"origin": "http://127.0.0.1:9"}), flush=True)
+sys.stdin.readline()
+sys.stdin.readline()
+print(json.dumps({"ok": True}), flush=True)
+print(json.dumps({"error": "the second command is refused"}), flush=True)
+sys.stdin.read()
+"""
 
 
-def _chat(base_url: str) -> dict:
+def _chat_sync(base_url: str) -> str:
     request = urllib.request.Request(
         f"{base_url}/chat/completions",
         data=json.dumps(BODY).encode(),
         headers={"content-type": "application/json"},
     )
     with urllib.request.urlopen(request, timeout=10) as reply:
-        return json.loads(reply.read())
+        return json.loads(reply.read())["choices"][0]["message"]["content"]
 
 
-def _gateway(tmp_path: Path, mode: str, **kwargs) -> GatewayProcess:
+async def _chat(base_url: str) -> str:
+    return await asyncio.to_thread(_chat_sync, base_url)
+
+
+def _gateway(tmp_path: Path, mode: str, **kwargs: Any) -> GatewayProcess:
     return GatewayProcess(
         upstream_of(mode=mode),
         tmp_path / "capture",
@@ -41,37 +60,115 @@ def _gateway(tmp_path: Path, mode: str, **kwargs) -> GatewayProcess:
     )
 
 
+def _run(scenario: Callable[[], Awaitable[Any]]) -> Any:
+    return asyncio.run(scenario())
+
+
+def _stand_in(monkeypatch: pytest.MonkeyPatch, code: str) -> None:
+    monkeypatch.setattr(gateway_process, "CHILD_COMMAND", (sys.executable, "-c", code))
+
+
 def test_serves_and_captures_from_another_process(tmp_path: Path) -> None:
-    with _gateway(tmp_path, "scripted", script=[{"text": "pong"}]) as gateway:
-        assert gateway.origin.startswith("http://127.0.0.1:")
-        answer = _chat(gateway.url_for("r-1"))
-        assert answer["choices"][0]["message"]["content"] == "pong"
-        assert gateway._process is not None and gateway._process.pid != os.getpid()
+    gateway = _gateway(tmp_path, "scripted", script=[{"text": "pong"}])
+
+    async def scenario() -> None:
+        async with gateway:
+            assert gateway.origin.startswith("http://127.0.0.1:")
+            assert await _chat(gateway.url_for("r-1")) == "pong"
+            assert gateway._process is not None and gateway._process.pid != os.getpid()
+        await gateway.stop()  # stopping twice is harmless
+
+    _run(scenario)
     (line,) = capture_path(tmp_path / "capture", "r-1").read_text().splitlines()
-    assert json.loads(line)["request"] == BODY
-    gateway.stop()  # stopping twice is harmless
+    assert json.loads(line)["request"] == BODY  # written before the child exited
 
 
 def test_reference_scripts_reach_the_child_before_the_call(tmp_path: Path) -> None:
-    with _gateway(tmp_path, "reference") as gateway:
-        gateway.set_reference_script("r-1", [{"text": "first"}])
-        gateway.set_reference_script("r-2", [{"text": "second"}])
-        assert _chat(gateway.url_for("r-2"))["choices"][0]["message"]["content"] == "second"
-        assert _chat(gateway.url_for("r-1"))["choices"][0]["message"]["content"] == "first"
+    async def scenario() -> list[str]:
+        async with _gateway(tmp_path, "reference") as gateway:
+            keys = [f"r-{k}" for k in range(50)]
+            await asyncio.gather(
+                *(gateway.set_reference_script(key, [{"text": key}]) for key in keys)
+            )
+            return [await _chat(gateway.url_for(key)) for key in reversed(keys)]
+
+    assert _run(scenario) == [f"r-{k}" for k in reversed(range(50))]
+
+
+def test_each_answer_reaches_its_own_command(tmp_path: Path) -> None:
+    """Commands in the pipe together: a refusal among them fails only its own command."""
+
+    async def scenario() -> tuple[list[Any], str]:
+        async with _gateway(tmp_path, "reference") as gateway:
+            keys = ["r-0", "r-1", "not valid", "r-3"]
+            outcomes = await asyncio.gather(
+                *(gateway.set_reference_script(key, [{"text": "x"}]) for key in keys),
+                return_exceptions=True,
+            )
+            return outcomes, await _chat(gateway.url_for("r-3"))
+
+    outcomes, answer = _run(scenario)
+    assert [type(o).__name__ for o in outcomes] == [
+        "NoneType",
+        "NoneType",
+        "GatewayProcessError",
+        "NoneType",
+    ]
+    assert "must match" in str(outcomes[2]) and answer == "x"
 
 
 def test_the_childs_refusals_raise_in_the_parent(tmp_path: Path) -> None:
-    with (
-        _gateway(tmp_path, "scripted", script=[{"text": "pong"}]) as gateway,
-        pytest.raises(GatewayProcessError, match="ReferenceUpstream"),
-    ):
-        gateway.set_reference_script("r-1", [{"text": "x"}])
-    with _gateway(tmp_path, "reference") as gateway:
-        with pytest.raises(GatewayProcessError, match="must match"):
-            gateway.set_reference_script("no spaces", [{"text": "x"}])
-        gateway.set_reference_script("r-1", [{"text": "still serving"}])
-        answer = _chat(gateway.url_for("r-1"))["choices"][0]["message"]["content"]
-        assert answer == "still serving"
+    async def scenario() -> str:
+        async with _gateway(tmp_path, "scripted", script=[{"text": "pong"}]) as gateway:
+            with pytest.raises(GatewayProcessError, match="ReferenceUpstream"):
+                await gateway.set_reference_script("r-1", [{"text": "x"}])
+        async with _gateway(tmp_path, "reference") as gateway:
+            with pytest.raises(GatewayProcessError, match="must match"):
+                await gateway.set_reference_script("no spaces", [{"text": "x"}])
+            await gateway.set_reference_script("r-1", [{"text": "still serving"}])
+            return await _chat(gateway.url_for("r-1"))
+
+    assert _run(scenario) == "still serving"
+
+
+def test_a_command_waiting_for_its_answer_holds_up_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The child answers the first command only once the second has arrived: both are sent,
+    so waiting for an answer blocks neither the loop nor the other rollouts."""
+    _stand_in(monkeypatch, HOLDS_THE_FIRST_ANSWER)
+    gateway = _gateway(tmp_path, "reference")
+
+    async def scenario() -> list[Any]:
+        async with gateway:
+            return await asyncio.gather(
+                gateway.set_reference_script("r-1", [{"text": "x"}]),
+                gateway.set_reference_script("r-2", [{"text": "y"}]),
+                return_exceptions=True,
+            )
+
+    first, second = _run(scenario)
+    assert first is None
+    assert isinstance(second, GatewayProcessError) and "second command" in str(second)
+
+
+def test_a_cancelled_command_does_not_shift_the_answers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _stand_in(monkeypatch, HOLDS_THE_FIRST_ANSWER)
+    gateway = _gateway(tmp_path, "reference")
+
+    async def scenario() -> None:
+        async with gateway:
+            first = asyncio.create_task(gateway.set_reference_script("r-1", [{"text": "x"}]))
+            await asyncio.sleep(0)  # the first command is written and waits for its answer
+            first.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await first
+            with pytest.raises(GatewayProcessError, match="second command"):
+                await gateway.set_reference_script("r-2", [{"text": "y"}])
+
+    _run(scenario)
 
 
 def test_a_start_failure_is_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -83,51 +180,53 @@ def test_a_start_failure_is_reported(tmp_path: Path, monkeypatch: pytest.MonkeyP
         upstream, tmp_path / "capture", model_name="policy", model_server_name="policy_model"
     )
     with pytest.raises(GatewayProcessError, match=r"did not start.*GYM_TEST_MISSING_KEY") as err:
-        gateway.start()
+        _run(gateway.start)
     assert isinstance(err.value, UserError)  # the command line prints it and exits 1
     assert gateway._process is None
 
 
 def test_a_dead_child_is_a_clear_error(tmp_path: Path) -> None:
-    with _gateway(tmp_path, "reference") as gateway:
-        assert gateway._process is not None
-        os.kill(gateway._process.pid, signal.SIGKILL)  # not reaped: the error waits for it
-        with pytest.raises(GatewayProcessError, match=r"exited \(code -9\)"):
-            gateway.set_reference_script("r-1", [{"text": "x"}])
+    async def scenario() -> None:
+        async with _gateway(tmp_path, "reference") as gateway:
+            assert gateway._process is not None
+            os.kill(gateway._process.pid, signal.SIGKILL)
+            with pytest.raises(GatewayProcessError, match=r"exited \(code -9\)"):
+                await gateway.set_reference_script("r-1", [{"text": "x"}])
+            with pytest.raises(GatewayProcessError, match=r"exited \(code -9\)"):
+                await gateway.set_reference_script("r-2", [{"text": "x"}])  # and stays so
+
+    _run(scenario)
 
 
-def test_stray_output_on_the_control_channel_is_a_clear_error(tmp_path: Path) -> None:
+def test_stray_output_on_the_control_channel_is_a_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _stand_in(monkeypatch, "import sys; sys.stdin.readline(); print('hello', flush=True)")
     gateway = _gateway(tmp_path, "reference")
-    script = "import sys; sys.stdin.readline(); print('hello', flush=True); sys.stdin.read()"
-    gateway._process = subprocess.Popen(
-        [sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-    )
-    try:
-        with pytest.raises(GatewayProcessError, match="wrote 'hello"):
-            gateway.set_reference_script("r-1", [{"text": "x"}])
-    finally:
-        gateway.stop()
+    with pytest.raises(GatewayProcessError, match="wrote 'hello'"):
+        _run(gateway.start)
+    assert gateway._process is None  # stopped and reaped
 
 
 def test_a_silent_child_times_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(gateway_process, "ANSWER_TIMEOUT_S", 0.5)
+    _stand_in(monkeypatch, "import sys; sys.stdin.read()")
     gateway = _gateway(tmp_path, "reference")
-    gateway._process = subprocess.Popen(
-        [sys.executable, "-c", "import sys; sys.stdin.read()"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
     with pytest.raises(GatewayProcessError, match=r"did not answer within 0\.5 s"):
-        gateway.set_reference_script("r-1", [{"text": "x"}])
-    gateway.stop()
+        _run(gateway.start)
+    assert gateway._process is None
 
 
 def test_ctrl_c_is_left_to_the_run(tmp_path: Path) -> None:
     """The child ignores SIGINT (sent to the whole group by Ctrl-C); the run stops it."""
-    with _gateway(tmp_path, "scripted", script=[{"text": "pong"}]) as gateway:
-        process = gateway._process
-        assert process is not None
-        os.kill(process.pid, signal.SIGINT)
-        assert _chat(gateway.url_for("r-1"))["choices"][0]["message"]["content"] == "pong"
-    assert process.returncode == 0
+    gateway = _gateway(tmp_path, "scripted", script=[{"text": "pong"}])
+
+    async def scenario() -> asyncio.subprocess.Process:
+        async with gateway:
+            process = gateway._process
+            assert process is not None
+            os.kill(process.pid, signal.SIGINT)
+            assert await _chat(gateway.url_for("r-1")) == "pong"
+        return process
+
+    assert _run(scenario).returncode == 0
