@@ -222,13 +222,13 @@ def main() -> int:
         per_rollout = 1000.0 / max(result.dispatched, 1)
         cpu_ms = per_rollout * (time.process_time() - cpu_started)
         gateway_ms = per_rollout * (_children_cpu() - gateway_started)  # reaped when it stops
-    outcomes = result.totals["outcomes"]
-    produced = outcomes["measured"] + outcomes["masked"] + outcomes["unscored"]
+    outcomes = result.totals.outcomes
+    produced = outcomes.produced
     rate = result.rollouts_per_second
     bound = raw_rps / CALLS_PER_ROLLOUT
     overhead_ms = 1000.0 * sum(overheads) / len(overheads) if overheads else float("nan")
     print(f"rollouts                 : {result.dispatched} ({produced} records, "
-          f"{outcomes['failed']} failed) at concurrency {args.concurrency}")  # fmt: skip
+          f"{outcomes.failed} failed) at concurrency {args.concurrency}")  # fmt: skip
     print(f"rollouts/s               : {rate:.1f}  ({result.seconds:.1f} s)")
     print(f"orchestration overhead   : {overhead_ms:.2f} ms per rollout (collection's own work)")
     print(f"CPU per rollout          : {cpu_ms:.2f} ms here (agent, servers, collection) "

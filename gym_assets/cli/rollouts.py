@@ -15,6 +15,7 @@ import argparse
 import math
 import sys
 from collections.abc import Callable
+from dataclasses import asdict
 from pathlib import Path
 
 from gym_assets import settings
@@ -76,19 +77,15 @@ def _number(value: float | None) -> str:
 
 def _summary(result: RunResult) -> None:
     totals = result.totals
-    outcomes = totals["outcomes"]
-    headers = ["rollouts", "measured", "masked", "unscored", "failed", "pending"]
-    headers += ["reward mean", "pass@1"]
-    row = [str(result.rollouts), *(str(outcomes[h]) for h in headers[1:6])]
-    row += [
-        _number(totals["key_metrics"].get("mean/reward")),
-        _number(totals["pass_at_k"].get("pass@1")),
-    ]
+    outcomes = asdict(totals.outcomes)
+    headers = ["rollouts", *outcomes, "reward mean", "pass@1"]
+    row = [str(result.rollouts), *(str(count) for count in outcomes.values())]
+    row += [_number(totals.reward_mean), _number(totals.pass_at_1)]
     widths = [max(len(h), len(c)) for h, c in zip(headers, row, strict=True)]
     for cells in (headers, row):
         print("  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip())
-    if totals["failure_kinds"]:
-        kinds = ", ".join(f"{kind} {count}" for kind, count in totals["failure_kinds"].items())
+    if totals.failure_kinds:
+        kinds = ", ".join(f"{kind} {count}" for kind, count in totals.failure_kinds.items())
         print(f"failures by kind: {kinds}")
     files = result.files
     print()
@@ -141,9 +138,7 @@ def _rollouts(args: argparse.Namespace) -> int:
         verb = "dispatched anyway (--allow-plan-drift)" if args.allow_plan_drift else "refused"
         _say(f"{len(result.drifted)} tasks differ from the plan; {verb}")
     _summary(result)
-    outcomes = result.totals["outcomes"]
-    produced = outcomes["measured"] + outcomes["masked"] + outcomes["unscored"]
-    if result.dispatched and not produced:
+    if result.dispatched and not result.totals.outcomes.produced:
         raise UserError(
             f"none of the {result.dispatched} dispatched rollouts produced a result; see "
             f"{result.files.failures}"

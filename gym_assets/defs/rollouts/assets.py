@@ -1,5 +1,8 @@
 """``rollouts[benchmark × harness]``: every planned task of the benchmark, run with the harness."""
 
+from collections.abc import Sequence
+from dataclasses import asdict
+
 import dagster as dg
 
 from gym_assets.defs.metadata import as_failure, markdown_table
@@ -9,6 +12,7 @@ from gym_assets.defs.resources import GymWorkspace
 from gym_assets.defs.rollouts.resources import HarnessRunner, ModelEndpoint
 from gym_assets.errors import UserError
 from gym_assets.rollouts.collection.files import run_dir
+from gym_assets.rollouts.collection.metrics import HistogramBin
 from gym_assets.rollouts.collection.run import RunResult, run_rollouts
 from gym_assets.rollouts.harnesses import get_harness, load_harnesses
 
@@ -19,36 +23,35 @@ def dimensions(partition_key: str) -> tuple[str, str]:
     return keys["benchmark"], keys["harness"]
 
 
-def _histogram(bins: list[dict]) -> str:
+def _histogram(bins: Sequence[HistogramBin]) -> str:
     def edge(value: float | None) -> str:
         return "" if value is None else f"{value:.1f}"
 
     return markdown_table(
-        ["reward", "rollouts"], [[f"{edge(b['lo'])}–{edge(b['hi'])}", b["count"]] for b in bins]
+        ["reward", "rollouts"], [[f"{edge(b.lo)}–{edge(b.hi)}", b.count] for b in bins]
     )
 
 
 def _metadata(result: RunResult) -> dict[str, dg.MetadataValue]:
     totals = result.totals
     files = result.files
-    kinds = totals["failure_kinds"]
+    kinds = totals.failure_kinds
     metadata = {
         "rollouts": dg.MetadataValue.int(result.rollouts),
-        "passed": dg.MetadataValue.int(totals["passed"]),
+        "passed": dg.MetadataValue.int(totals.passed),
         "dispatched": dg.MetadataValue.int(result.dispatched),
-        "outcomes": dg.MetadataValue.json(totals["outcomes"]),
+        "outcomes": dg.MetadataValue.json(asdict(totals.outcomes)),
         "failure_kinds": dg.MetadataValue.md(
             markdown_table(["failure kind", "rollouts"], sorted(kinds.items())) if kinds else "none"
         ),
-        "reward_histogram": dg.MetadataValue.md(_histogram(totals["reward_histogram"])),
+        "reward_histogram": dg.MetadataValue.md(_histogram(totals.reward_histogram)),
         "rollouts_per_second": dg.MetadataValue.float(round(result.rollouts_per_second, 2)),
         "records": dg.MetadataValue.path(str(files.records)),
         "failures": dg.MetadataValue.path(str(files.failures)),
         "materialized_inputs": dg.MetadataValue.path(str(files.materialized_inputs)),
         "aggregate_metrics": dg.MetadataValue.path(str(files.aggregate_metrics)),
     }
-    for name, key in (("reward_mean", "mean/reward"), ("pass@1", "pass@1")):
-        value = totals["key_metrics"].get(key)
+    for name, value in (("reward_mean", totals.reward_mean), ("pass@1", totals.pass_at_1)):
         if value is not None:
             metadata[name] = dg.MetadataValue.float(value)
     return metadata

@@ -74,12 +74,12 @@ def failure_rate(
     totals = summarize(
         inputs, latest_rows(read_jsonl(files.records)), latest_rows(read_jsonl(files.failures))
     )
-    failed = totals["outcomes"]["failed"]
+    failed = totals.outcomes.failed
     rate = failed / len(inputs) if inputs else 0.0
     return CheckOutcome(
         rate <= threshold,
         f"{failed} of {len(inputs)} rollouts failed ({rate:.1%}; threshold {threshold:.0%})",
-        {"failed": failed, "rate": rate, "failure_kinds": totals["failure_kinds"]},
+        {"failed": failed, "rate": rate, "failure_kinds": dict(totals.failure_kinds)},
         warn_only=True,
     )
 
@@ -92,7 +92,7 @@ def masked_share(
     inputs = _inventory(files, flat_taskset)
     records = latest_rows(read_jsonl(files.records))
     totals = summarize(inputs, records, latest_rows(read_jsonl(files.failures)))
-    masked = totals["outcomes"]["masked"]
+    masked = totals.outcomes.masked
     share = masked / len(inputs) if inputs else 0.0
     reasons = Counter(
         str(row.get("failure_kind") or "unspecified")

@@ -21,14 +21,14 @@ from __future__ import annotations
 import math
 import statistics
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from gym_assets.rollouts.collection.inputs import ENVIRONMENT_SERVER, RolloutInput
 from gym_assets.rollouts.collection.ledger import Key
 from gym_assets.rollouts.collection.records import failure_kind_of, outcome_of
 
-OUTCOMES = ("measured", "masked", "unscored", "failed", "pending")
 PASS_REWARD = 1.0
 HISTOGRAM_BINS = 10
 STRIPPED_FIELDS = frozenset(
@@ -40,6 +40,57 @@ STRIPPED_FIELDS = frozenset(
         "ng_trajectory",
     }
 )
+
+
+@dataclass(frozen=True)
+class Outcomes:
+    """How many planned rollouts ended each way; each rollout counts once."""
+
+    measured: int = 0
+    masked: int = 0
+    unscored: int = 0
+    failed: int = 0
+    pending: int = 0
+
+    @property
+    def produced(self) -> int:
+        """Rollouts with a success record, whether or not it scores."""
+        return self.measured + self.masked + self.unscored
+
+
+@dataclass(frozen=True)
+class HistogramBin:
+    lo: float | None  # None: everything below ``hi``
+    hi: float | None  # None: everything above ``lo``
+    count: int
+
+
+@dataclass(frozen=True)
+class RunTotals:
+    """The metrics of one group of planned rollouts (see the module docstring)."""
+
+    rollouts: int
+    passed: int
+    outcomes: Outcomes
+    failure_kinds: Mapping[str, int]  # sorted by kind
+    key_metrics: Mapping[str, float]  # ``mean/reward`` and ``pass@1``, when there are any
+    agent_metrics: Mapping[str, float]
+    pass_at_k: Mapping[str, float]
+    reward_histogram: tuple[HistogramBin, ...]
+
+    @property
+    def reward_mean(self) -> float | None:
+        return self.key_metrics.get("mean/reward")
+
+    @property
+    def pass_at_1(self) -> float | None:
+        return self.pass_at_k.get("pass@1")
+
+    def to_json(self) -> dict[str, Any]:
+        """The entry's fields in the aggregate-metrics file, in the file's order."""
+        entry = asdict(self)
+        entry["reward_histogram"] = list(entry["reward_histogram"])
+        return entry
 
 
 def _key(row: dict[str, Any]) -> Key:
@@ -85,7 +136,7 @@ def pass_at_k(passes_by_task: dict[int, list[bool]], max_k: int) -> dict[str, fl
     return result
 
 
-def reward_histogram(rewards: list[float]) -> list[dict[str, Any]]:
+def reward_histogram(rewards: list[float]) -> tuple[HistogramBin, ...]:
     """Ten bins over [0, 1] (the last one closed), plus out-of-range bins only when used."""
     counts = [0] * HISTOGRAM_BINS
     below = above = 0
@@ -97,23 +148,23 @@ def reward_histogram(rewards: list[float]) -> list[dict[str, Any]]:
         else:
             counts[min(int(reward * HISTOGRAM_BINS), HISTOGRAM_BINS - 1)] += 1
     bins = [
-        {"lo": i / HISTOGRAM_BINS, "hi": (i + 1) / HISTOGRAM_BINS, "count": count}
+        HistogramBin(i / HISTOGRAM_BINS, (i + 1) / HISTOGRAM_BINS, count)
         for i, count in enumerate(counts)
     ]
     if below:
-        bins.insert(0, {"lo": None, "hi": 0.0, "count": below})
+        bins.insert(0, HistogramBin(None, 0.0, below))
     if above:
-        bins.append({"lo": 1.0, "hi": None, "count": above})
-    return bins
+        bins.append(HistogramBin(1.0, None, above))
+    return tuple(bins)
 
 
 def summarize(
     inputs: list[RolloutInput],
     records: dict[Key, dict[str, Any]],
     failures: dict[Key, dict[str, Any]],
-) -> dict[str, Any]:
+) -> RunTotals:
     """The metrics of one group of planned rollouts (see the module docstring)."""
-    outcomes = Counter({name: 0 for name in OUTCOMES})
+    outcomes: Counter[str] = Counter()
     kinds: Counter[str] = Counter()
     unmasked: list[dict[str, Any]] = []
     passes: dict[int, list[bool]] = defaultdict(list)
@@ -138,16 +189,16 @@ def summarize(
     rewards = [r["reward"] for r in unmasked if isinstance(r.get("reward"), int | float)]
     key_metrics = {k: stats[k] for k in ("mean/reward",) if k in stats}
     key_metrics.update({k: v for k, v in pass_k.items() if k == "pass@1"})
-    return {
-        "rollouts": len(inputs),
-        "passed": sum(sum(task) for task in passes.values()),
-        "outcomes": dict(outcomes),
-        "failure_kinds": dict(sorted(kinds.items())),
-        "key_metrics": key_metrics,
-        "agent_metrics": stats,
-        "pass_at_k": pass_k,
-        "reward_histogram": reward_histogram(rewards),
-    }
+    return RunTotals(
+        rollouts=len(inputs),
+        passed=sum(sum(task) for task in passes.values()),
+        outcomes=Outcomes(**outcomes),
+        failure_kinds=dict(sorted(kinds.items())),
+        key_metrics=key_metrics,
+        agent_metrics=stats,
+        pass_at_k=pass_k,
+        reward_histogram=reward_histogram(rewards),
+    )
 
 
 def latest_rows(rows: Iterable[dict[str, Any]]) -> dict[Key, dict[str, Any]]:
@@ -171,7 +222,7 @@ def aggregate(
             {
                 "agent_ref": {"name": label},
                 ENVIRONMENT_SERVER: server,
-                **summarize(items, records, failures),
+                **summarize(items, records, failures).to_json(),
             }
         )
     return entries

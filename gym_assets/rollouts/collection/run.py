@@ -48,7 +48,7 @@ from gym_assets.rollouts.collection.files import (
 from gym_assets.rollouts.collection.gateway_process import GatewayProcess
 from gym_assets.rollouts.collection.inputs import RolloutInput, materialize_inputs
 from gym_assets.rollouts.collection.ledger import DEFAULT_MAX_ATTEMPTS, Ledger
-from gym_assets.rollouts.collection.metrics import aggregate, latest_rows, summarize
+from gym_assets.rollouts.collection.metrics import RunTotals, aggregate, latest_rows, summarize
 from gym_assets.rollouts.collection.model_gateway import require_ready
 from gym_assets.rollouts.collection.plan_gate import PlanGate
 from gym_assets.rollouts.collection.progress import Progress
@@ -86,7 +86,7 @@ class RunResult:
     rollouts: int  # planned (the inventory)
     dispatched: int  # in this invocation
     seconds: float
-    totals: dict[str, Any]  # the metrics over every rollout
+    totals: RunTotals  # the metrics over every rollout
     metrics: list[dict[str, Any]]  # one entry per environment server
     drifted: list[tuple[str, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)

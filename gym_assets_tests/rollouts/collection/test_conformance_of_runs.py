@@ -29,7 +29,7 @@ def test_reference_run_meets_the_p0_gate(products, tmp_path, benchmark, uses_too
         upstream_of(mode="reference"),
         RunOptions(limit=5, concurrency=4),
     )
-    assert result.totals["outcomes"]["measured"] == 5
+    assert result.totals.outcomes.measured == 5
     inspection = inspect_bundle(
         result.files.records,
         tmp_path / "report",

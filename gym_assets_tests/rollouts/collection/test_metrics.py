@@ -7,7 +7,14 @@ import math
 import pytest
 
 from gym_assets.rollouts.collection.inputs import RolloutInput
-from gym_assets.rollouts.collection.metrics import aggregate, latest_rows, pass_at_k
+from gym_assets.rollouts.collection.metrics import (
+    HistogramBin,
+    Outcomes,
+    aggregate,
+    latest_rows,
+    pass_at_k,
+    summarize,
+)
 
 
 def _input(task, rollout, server):
@@ -96,3 +103,37 @@ def test_rewards_out_of_range_get_their_own_bins():
     assert (bins[0]["lo"], bins[0]["count"]) == (None, 1)
     assert (bins[-1]["hi"], bins[-1]["count"]) == (None, 1)
     assert bins[-2]["count"] == 1  # 1.0 falls in the last closed bin
+
+
+def test_run_totals_are_typed_and_write_the_files_entry():
+    inputs = [_input(0, r, "s") for r in range(4)]
+    records = latest_rows(
+        [_record(0, 0, reward=1.0), _record(0, 1, reward=0.0), _record(0, 2, mask_sample=True)]
+    )
+    failures = latest_rows([_record(0, 3, _ng_failure_class="agent_timeout")])
+    totals = summarize(inputs, records, failures)
+    assert totals.outcomes == Outcomes(measured=2, masked=1, failed=1)
+    assert totals.outcomes.produced == 3
+    assert (totals.reward_mean, totals.pass_at_1, totals.passed) == (0.5, 0.5, 1)
+    assert totals.failure_kinds == {"agent_timeout": 1}
+    assert totals.reward_histogram[0] == HistogramBin(0.0, 0.1, 1)
+    (entry,) = aggregate(inputs, records, failures)
+    assert list(entry) == ["agent_ref", "_ng_environment_server", *totals.to_json()]
+    assert list(totals.to_json()) == [
+        "rollouts",
+        "passed",
+        "outcomes",
+        "failure_kinds",
+        "key_metrics",
+        "agent_metrics",
+        "pass_at_k",
+        "reward_histogram",
+    ]
+    assert entry["outcomes"] == {
+        "measured": 2,
+        "masked": 1,
+        "unscored": 0,
+        "failed": 1,
+        "pending": 0,
+    }
+    assert entry["reward_histogram"][-1] == {"lo": 0.9, "hi": 1.0, "count": 1}

@@ -38,8 +38,8 @@ def _keys(path: Path) -> list[tuple[int, int]]:
 def test_humaneval_reference_run_verifies_every_task(products, tmp_path):
     result = _run(products, "humaneval", tmp_path / "run", concurrency=16)
     assert result.rollouts == result.dispatched == 164
-    assert result.totals["outcomes"]["measured"] == 164
-    assert result.totals["key_metrics"] == {"mean/reward": 1.0, "pass@1": 1.0}
+    assert result.totals.outcomes.measured == 164
+    assert result.totals.key_metrics == {"mean/reward": 1.0, "pass@1": 1.0}
     records = list(read_jsonl(result.files.records))
     assert len(records) == 164 and sorted(_keys(result.files.records)) == [
         (i, 0) for i in range(164)
@@ -62,7 +62,7 @@ def test_humaneval_reference_run_verifies_every_task(products, tmp_path):
 def test_a_tenth_of_corrupted_answers_is_caught_by_the_verifier(products, tmp_path):
     upstream = upstream_of(mode="reference", corrupt_fraction=0.1, seed=7)
     result = _run(products, "humaneval", tmp_path / "run", upstream, concurrency=16)
-    mean = result.totals["key_metrics"]["mean/reward"]
+    mean = result.totals.reward_mean
     assert mean < 1.0 and mean == pytest.approx(148 / 164)  # exactly round(16.4) corrupted
     zeros = [r for r in read_jsonl(result.files.records) if r["reward"] == 0.0]
     assert len(zeros) == 16
@@ -82,14 +82,14 @@ def test_plan_drift_is_a_terminal_failure_unless_allowed(tmp_path):
     assert failure["_ng_failure_class"] == "plan_mismatch"
     assert failure["_ng_failure_terminal"] is True
     assert failure["_ng_task_id"] == {"taskset": "units", "task_id": "units-003"}
-    assert result.totals["outcomes"]["measured"] == 29
-    assert result.totals["failure_kinds"] == {"plan_mismatch": 1}
+    assert result.totals.outcomes.measured == 29
+    assert result.totals.failure_kinds == {"plan_mismatch": 1}
     assert result.drifted == [("units", "units-003")]
     resumed = _run(products, "units", tmp_path / "strict", resume=True)
     assert resumed.dispatched == 0  # terminal failures are never retried
 
     lenient = _run(products, "units", tmp_path / "lenient", allow_plan_drift=True)
-    assert lenient.totals["outcomes"]["measured"] == 30
+    assert lenient.totals.outcomes.measured == 30
     assert lenient.drifted == [("units", "units-003")]
 
 
@@ -97,8 +97,8 @@ def test_resume_retries_failed_attempts_with_attempt_ids_up_to_the_cap(products,
     out = tmp_path / "run"
     slow = upstream_of(mode="reference", latency_s=2.0)
     first = _run(products, "units", out, slow, limit=2, timeout_s=0.3)
-    assert first.totals["outcomes"]["failed"] == 2
-    assert first.totals["failure_kinds"] == {"agent_timeout": 2}
+    assert first.totals.outcomes.failed == 2
+    assert first.totals.failure_kinds == {"agent_timeout": 2}
     for _ in range(2):
         again = _run(products, "units", out, slow, resume=True, timeout_s=0.3)
         assert again.dispatched == 2
@@ -106,7 +106,7 @@ def test_resume_retries_failed_attempts_with_attempt_ids_up_to_the_cap(products,
     assert sorted(r.get("_ng_attempt_index", 0) for r in failures) == [0, 0, 1, 1, 2, 2]
     assert all(r["_ng_failure_terminal"] is False for r in failures)
     capped = _run(products, "units", out, resume=True)
-    assert capped.dispatched == 0 and capped.totals["outcomes"]["failed"] == 2
+    assert capped.dispatched == 0 and capped.totals.outcomes.failed == 2
 
 
 @pytest.mark.parametrize("name", ["units", "arith"])  # a materialized and a flat taskset
@@ -120,7 +120,7 @@ def test_a_retried_rollout_is_captured_under_its_attempt_id(products, tmp_path, 
     assert record["ng_trajectory"]["rollout_id"] == "0-0-a1"
     assert record["ng_model_call_capture"]["rollout_id"] == "0-0-a1"
     assert (out / "captures" / "0-0-a1.capture.jsonl").is_file()
-    assert retried.totals["outcomes"]["measured"] == 1
+    assert retried.totals.outcomes.measured == 1
 
 
 def test_resume_without_an_inventory_starts_fresh(products, tmp_path):
@@ -146,8 +146,8 @@ def test_openai_upstream_reads_the_key_from_the_environment_and_never_writes_it(
             mode="openai", base_url=server.url_for("remote"), api_key_env="GYM_ASSETS_TEST_KEY"
         )
         result = _run(products, "units", tmp_path / "run", upstream, limit=3)
-    assert result.totals["outcomes"]["measured"] == 3
-    assert result.totals["key_metrics"]["mean/reward"] == pytest.approx(1 / 3)  # units-001 only
+    assert result.totals.outcomes.measured == 3
+    assert result.totals.reward_mean == pytest.approx(1 / 3)  # units-001 only
     written = [p for p in (tmp_path / "run").rglob("*") if p.is_file()]
     assert written and not any(secret.encode() in p.read_bytes() for p in written)
 
