@@ -1,11 +1,14 @@
 """Per-rollout model-call capture: one JSON line per exchange, and the attachment built from it.
 
 Writing (conformance reference §1.3): each exchange, success or failure, is appended to
-``<capture_dir>/<rollout_id>.capture.jsonl``, flushed and fsync'd under an exclusive lock (a
-thread lock in this process, ``flock`` across processes), so a line is either whole on disk or
-absent. When a line cannot be written the empty marker ``<rollout_id>.capture.incomplete`` is
-created instead, so a reader knows the file under-reports rather than trusting it. Lines hold
-bodies only, never request headers: the ``authorization`` header cannot reach a capture.
+``<capture_dir>/<rollout_id>.capture.jsonl`` and fsync'd. In this process one writer thread
+writes every line, so lines never interleave; an exclusive ``flock`` on the file keeps another
+process appending to the same file from interleaving with it. When a line cannot be written
+(an invalid exchange, or a failed write, which is cut back to the last whole line), the empty
+marker ``<rollout_id>.capture.incomplete`` is left, so a reader knows the file under-reports
+rather than trusting it. Only a crash in the middle of a write can leave a torn last line; the
+reader counts it as unreadable. Lines hold bodies only, never request headers: the
+``authorization`` header cannot reach a capture.
 
 Reading (§1.4): :func:`read_capture` turns the file into the ``ng_model_call_capture``
 attachment, with provider token usage normalised and capture gaps named.
@@ -103,7 +106,7 @@ class CaptureWriter:
     Syscalls and fsync are slow next to answering a request, so callers only validate and
     encode a line and queue it; the writer thread takes everything queued meanwhile and, per
     file, opens it once, writes the lines, fsyncs and closes. Each line's future resolves once
-    the line is on disk (the gateway answers the client only then).
+    the line is on disk, or once writing it failed (the gateway answers the client only then).
     """
 
     def __init__(self, capture_dir: Path) -> None:
@@ -158,10 +161,15 @@ class CaptureWriter:
             fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX)  # against other processes appending
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view) :]
-                os.fsync(fd)
+                whole = os.fstat(fd).st_size  # the file ends after a whole line here
+                try:
+                    view = memoryview(data)
+                    while view:
+                        view = view[os.write(fd, view) :]
+                    os.fsync(fd)
+                except OSError:
+                    os.ftruncate(fd, whole)  # no part of a batch that did not reach the disk
+                    raise
             finally:
                 os.close(fd)  # closing releases the flock
             return True

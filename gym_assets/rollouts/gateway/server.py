@@ -13,8 +13,8 @@ which is what probes and health checks want. Agents therefore always get
 The server is Starlette on uvicorn, running in a background thread with its own event loop,
 so synchronous callers (collection, tests, the CLI) can start and stop it like an object.
 Capture lines are appended on the event loop and fsync'd in batches by the capture writer's
-thread; a reply is sent only after its line is durable, so a finished episode's capture is
-complete when the agent sees the answer.
+thread; a reply is sent only after its line is durable (or its write failed and left the
+incomplete marker), so a finished episode's capture is settled when the agent sees the answer.
 """
 
 from __future__ import annotations

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import errno
 import logging
+import os
 from pathlib import Path
 
 import httpx2
@@ -13,6 +15,7 @@ from openai import OpenAI
 from gym_assets.conformance.evidence import ModelCallCapture, ModelCallRecord
 from gym_assets.rollouts.gateway import ScriptedUpstream, read_capture
 from gym_assets.rollouts.gateway.capture import (
+    CaptureWriter,
     capture_path,
     incomplete_marker,
     normalise_usage,
@@ -277,3 +280,50 @@ def test_read_capture_gaps(tmp_path: Path) -> None:
 def test_normalise_usage(usage: object, expected: dict) -> None:
     tokens = normalise_usage(usage)
     assert {k: tokens[k] for k in expected} == expected
+
+
+def _exchange(n: int) -> dict:
+    return {
+        "model_call_id": f"mc_{n}",
+        "dialect": "chat",
+        "model_ref": {"name": "policy_model"},
+        "started_at": 1.0,
+        "completed_at": 2.0,
+        "latency_ms": 1000.0,
+        "latency_ttft_ms": None,
+        "status_code": 200,
+        "error_category": None,
+        "request": {"model": "policy", "messages": USER},
+        "response": {"id": f"chatcmpl-{n}", "choices": []},
+        "request_raw": None,
+        "response_raw": None,
+        "client_session_id": None,
+    }
+
+
+def test_a_failed_write_is_cut_back_to_the_last_whole_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Half a line reaches the file, then the disk is full: the file keeps its whole lines
+    only, and the marker says it under-reports."""
+    writer = CaptureWriter(tmp_path)
+    try:
+        assert writer.append("r", _exchange(0)).result(timeout=30) is True
+        write = os.write
+        attempts: list[int] = []
+
+        def half_then_full(fd: int, data: memoryview) -> int:
+            attempts.append(fd)
+            if len(attempts) > 1:
+                raise OSError(errno.ENOSPC, "No space left on device")
+            return write(fd, bytes(data[: len(data) // 2]))
+
+        monkeypatch.setattr(os, "write", half_then_full)
+        assert writer.append("r", _exchange(1)).result(timeout=30) is False
+        monkeypatch.undo()
+        assert writer.append("r", _exchange(2)).result(timeout=30) is True
+    finally:
+        writer.close()
+    assert len(attempts) == 2
+    assert [line["model_call_id"] for line in capture_lines(tmp_path, "r")] == ["mc_0", "mc_2"]
+    assert incomplete_marker(tmp_path, "r").exists()
