@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -92,6 +91,12 @@ def test_usage_errors_exit_2(data, tmp_path, extra):
     assert exit_.value.code == 2
 
 
+def _progress(stderr_lines: list[str]) -> int:
+    """Rollouts done by the last ``rollouts N/TOTAL ...`` progress line."""
+    done = [line.split()[1] for line in stderr_lines if line.startswith("rollouts ")]
+    return int(done[-1].split("/")[0]) if done else 0
+
+
 def _records_written(path: Path) -> int:
     return path.read_bytes().count(b"\n") if path.is_file() else 0
 
@@ -107,17 +112,20 @@ def test_sigkill_midway_then_resume_loses_and_duplicates_nothing(data, tmp_path)
         [*argv, "--upstream-latency", "0.15"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
+        text=True,
         cwd=REPO,
     )
-    records = RunFiles(out).records
-    deadline = time.monotonic() + 120
-    while _records_written(records) < 10 and slow.poll() is None:
-        assert time.monotonic() < deadline, "the run made no progress"
-        time.sleep(0.02)
+    assert slow.stderr is not None
+    seen: list[str] = []
+    while _progress(seen) < 10:  # a progress line is printed once its rollouts are written
+        line = slow.stderr.readline()
+        assert line, f"the run ended before 10 rollouts: {''.join(seen)}"
+        seen.append(line)
     os.kill(slow.pid, signal.SIGKILL)
     slow.wait()
-    assert slow.returncode == -signal.SIGKILL, slow.stderr.read() if slow.stderr else ""
+    assert slow.returncode == -signal.SIGKILL, slow.stderr.read()
     slow.stderr.close()
+    records = RunFiles(out).records
     done_before = _records_written(records)
     assert 10 <= done_before < 60
 

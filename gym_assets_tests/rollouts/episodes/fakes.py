@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections import defaultdict
 from collections.abc import Mapping
 from typing import Any
 
@@ -14,20 +15,27 @@ RESPONSE = {"id": "resp_1", "status": "completed", "output": [], "metadata": {}}
 
 
 class Participant:
-    """``fail[name]`` is raised by that call; ``delay[name]`` seconds are slept first."""
+    """``fail[name]`` is raised by that call; ``delay[name]`` seconds are slept first (a slow
+    participant); ``hold[name]`` is an event the call waits for. ``entered[name]`` is set once
+    the call has started, for a test to wait on."""
 
     def __init__(self, calls: list[str], prefix: str = "", **behaviour: Any) -> None:
         self.calls = calls
         self.prefix = prefix
         self.fail: dict[str, BaseException] = behaviour.get("fail", {})
         self.delay: dict[str, float] = behaviour.get("delay", {})
+        self.hold: dict[str, asyncio.Event] = behaviour.get("hold", {})
+        self.entered: defaultdict[str, asyncio.Event] = defaultdict(asyncio.Event)
         self.args: dict[str, list[tuple]] = {}
 
     async def _step(self, name: str, *args: Any) -> None:
         self.calls.append(self.prefix + name)
         self.args.setdefault(name, []).append(args)
+        self.entered[name].set()
         if name in self.delay:
             await asyncio.sleep(self.delay[name])
+        if name in self.hold:
+            await self.hold[name].wait()
         if name in self.fail:
             raise self.fail[name]
 

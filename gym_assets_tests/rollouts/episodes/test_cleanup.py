@@ -101,14 +101,18 @@ def test_early_close_is_bounded_by_the_cleanup_timeout() -> None:
 def test_run_shielded_finishes_the_work_then_reraises_the_cancellation() -> None:
     done: list[str] = []
 
-    async def work() -> None:
-        await asyncio.sleep(0.05)
-        done.append("cleaned")
-
     async def scenario() -> None:
+        started, release = asyncio.Event(), asyncio.Event()
+
+        async def work() -> None:
+            started.set()
+            await release.wait()
+            done.append("cleaned")
+
         task = asyncio.create_task(run_shielded(work()))
-        await asyncio.sleep(0.01)
-        task.cancel()
+        await started.wait()
+        task.cancel()  # while the work is still waiting
+        release.set()
         with pytest.raises(asyncio.CancelledError):
             await task
 

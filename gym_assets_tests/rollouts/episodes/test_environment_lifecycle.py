@@ -167,12 +167,12 @@ def test_case_10_deadline_during_activation_keeps_partial_work() -> None:
 
 def test_case_11_cancellation_is_reraised_after_closing_everything() -> None:
     calls: list[str] = []
-    env, _, _ = server(calls, agent={"delay": {"/v1/responses": 5}})
+    never = asyncio.Event()  # the model call stalls until the episode is cancelled
+    env, agent, _ = server(calls, agent={"hold": {"/v1/responses": never}})
 
     async def scenario() -> None:
         task = asyncio.create_task(env.run(request()))
-        while "/v1/responses" not in calls:
-            await asyncio.sleep(0.005)
+        await agent.entered["/v1/responses"].wait()
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
@@ -183,17 +183,19 @@ def test_case_11_cancellation_is_reraised_after_closing_everything() -> None:
 
 def test_case_12_admission_timeout_makes_no_calls() -> None:
     calls: list[str] = []
-    env, _, _ = server(
+    release = asyncio.Event()
+    env, agent, _ = server(
         calls,
-        agent={"delay": {"/v1/responses": 0.3}},
+        agent={"hold": {"/v1/responses": release}},
         max_concurrent_episodes=1,
         queue_timeout_seconds=0.05,
     )
 
     async def scenario() -> tuple[EpisodeResponse, EpisodeResponse]:
         first = asyncio.create_task(env.run(request()))
-        await asyncio.sleep(0.01)
+        await agent.entered["/v1/responses"].wait()  # the first holds the only slot
         second = await env.run(request(attempt=3))
+        release.set()
         return await first, second
 
     first, second = run(scenario())
