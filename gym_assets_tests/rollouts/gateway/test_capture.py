@@ -327,3 +327,15 @@ def test_a_failed_write_is_cut_back_to_the_last_whole_line(
     assert len(attempts) == 2
     assert [line["model_call_id"] for line in capture_lines(tmp_path, "r")] == ["mc_0", "mc_2"]
     assert incomplete_marker(tmp_path, "r").exists()
+
+
+def test_many_files_at_once_keep_each_files_order(tmp_path: Path) -> None:
+    writer = CaptureWriter(tmp_path)
+    try:
+        futures = [writer.append(f"r{file}", _exchange(n)) for n in range(20) for file in range(50)]
+    finally:
+        writer.close()  # every line queued is on disk when it returns
+    assert all(future.result(timeout=0) for future in futures)
+    for file in range(50):
+        lines = capture_lines(tmp_path, f"r{file}")
+        assert [line["model_call_id"] for line in lines] == [f"mc_{n}" for n in range(20)]
