@@ -33,7 +33,11 @@ from typing import Any, Protocol
 from gym_assets.rollouts.protocol import EpisodeRequest, EpisodeResponse
 
 Step = Mapping[str, Any]
-GATEWAY_KEEP_ALIVE_S = 5  # how long the gateway keeps an idle client connection open
+# How long the gateway keeps an idle client connection open. Its clients are the run's own
+# agents on loopback, whose shared pool hands out the longest-idle connection first: with a
+# thousand rollouts in flight a connection can sit idle for many seconds between calls, and
+# a short keep-alive would make nearly every call open a new connection.
+GATEWAY_KEEP_ALIVE_S = 120
 
 
 class GatewayHandle(Protocol):

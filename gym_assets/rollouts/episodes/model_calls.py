@@ -30,7 +30,7 @@ from gym_assets.rollouts.episodes.responses import message_text
 LOCAL_API_KEY = "gym-assets-local"  # the gateway needs no key; real keys stay upstream
 # An idle connection is dropped before the gateway would close it, so a call never goes out on
 # a connection the gateway is closing at that moment.
-IDLE_CONNECTION_S = GATEWAY_KEEP_ALIVE_S - 1.0
+IDLE_CONNECTION_S = GATEWAY_KEEP_ALIVE_S - 5.0
 _NOT_FORWARDED = frozenset({"input", "tools", "model", "stream"})
 _CHAT_PARAMS = {"temperature": "temperature", "top_p": "top_p", "max_output_tokens": "max_tokens"}
 
