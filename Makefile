@@ -47,9 +47,10 @@ bench: setup  ## quick benchmark runs; see bench/README.md for the full-size one
 	$(BIN)/python bench/collate.py --rows 200000
 	$(BIN)/python bench/plan.py --tasks 200000
 	$(BIN)/python bench/checks.py --records 2000
-	$(BIN)/python bench/rollouts.py
 	$(BIN)/python bench/verification.py
 	$(BIN)/python bench/dagster_runs.py
+	$(BIN)/python bench/rollouts_vs_inspect.py --rounds 1
+	$(BIN)/python bench/rollouts.py --waves 4
 
 clean:
 	rm -rf .gym_assets .dagster_home

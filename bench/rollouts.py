@@ -1,30 +1,33 @@
-"""Benchmark: collect 1,000 rollouts through the real gateway, environment server and agent.
+"""Benchmark: rollouts at the concurrency users run, against a model that takes its time.
 
-    python bench/rollouts.py                       # 1,000 tasks at concurrency 32
-    python bench/rollouts.py --tasks 200           # quick run
+    python bench/rollouts.py                        # base 16, then 256 and 1,024 in flight
+    python bench/rollouts.py --levels 256 --waves 4 # quicker
 
-The benchmark is the bundled ``arith`` benchmark with generated rows, answered by the scripted
-upstream with a two-call script (one ``calculate`` tool call, then a text answer). Prints:
+Scale of concurrency. Each level runs ``waves × concurrency`` rollouts of generated ``units``
+tasks (one model call each, exact-match verifier; see ``units_runs.py``) on the ``reference``
+upstream with a simulated model latency of 200 ms a call, in a fresh process, so its peak
+memory is its own. Printed per level:
 
-- rollouts/s of ``run_rollouts`` (from starting the gateway process to the last rollout
-  written and the gateway stopped);
-- per-rollout orchestration overhead: the synchronous time collection itself spends on a
-  rollout outside ``EnvironmentServer.run`` (plan gate, stamps, request, capture read,
-  trajectory projection, record) — CPU time of the event-loop thread around the one await,
-  so neither other rollouts nor the gateway's thread are counted;
-- CPU time per rollout, everything included (for scale: the overhead's share): this process
-  (agents, environment and resources servers, collection) and the gateway's child process;
-- the model calls' own rate, measured in the same run just before it on the same kind of
-  gateway (a child process, as ``run_rollouts`` starts): the rollouts' first-turn request
-  (Responses, with the tool) sent by the raw load generator (``bench/loadgen.py``) to captured
-  URLs spread over ``concurrency`` capture files, as a run in flight writes them;
-- the same request through the agents' own call path (``create_turn``: the official ``openai``
-  client), which bounds any harness built on that client.
+- steady-state rollouts/s: rollouts finished between the end of the first wave and the start
+  of the last one, over that time (no gateway start or stop, no ramp-up, no drain), against
+  the ideal ``concurrency ÷ (calls per rollout × latency)``;
+- peak RSS of the run's process and of the gateway child, and per rollout in flight beyond
+  the base level's (measured in the same run at low concurrency);
+- CPU per rollout over the whole run (the run's process, the gateway child) and in the steady
+  state (the run's process), the open file descriptors at most, and the most rollouts/s the
+  run's CPU allows: the agents, servers and collection share one event loop, so one core
+  bounds them at ``1 ÷ (steady CPU per rollout in the run's process)``.
 
-Bar: rollouts/s >= 25% of (raw requests/s / model calls per rollout). The client line says
-whether the bar is reachable at all with the official client on this machine: its calls
-alone, with no environment, verifier or collection around them, give a ceiling of
-(client requests/s / model calls per rollout) rollouts/s.
+Bars, at each level above the base: rollouts/s ≥ 90% of the ideal, peak memory under 1 MB per
+rollout in flight beyond the base, and every rollout a record.
+
+Raw orchestration overhead (printed, not a bar): 1,000 rollouts at concurrency 32 with no
+latency, the synchronous time collection spends on a rollout outside
+``EnvironmentServer.run`` (thread CPU time around the one await); next to it, what a model
+call costs the gateway alone (``loadgen.py``, raw HTTP) and through the agents' client.
+
+The soft limit on open files is raised to the hard limit when a level needs more than it
+allows (each rollout in flight holds a connection in both processes).
 """
 
 from __future__ import annotations
@@ -32,219 +35,283 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import random
+import os
 import resource
-import shutil
+import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from loadgen import run_load  # bench/loadgen.py (the script's own directory)
+from loadgen import run_load
+from units_runs import (
+    CALLS_PER_ROLLOUT,
+    CpuMeter,
+    make_units,
+    run_units,
+    units_catalog,
+)
 
 from gym_assets.rollouts.collection import dispatch, run
 from gym_assets.rollouts.collection.gateway_process import GatewayProcess
-from gym_assets.rollouts.collection.products import ensure_products
-from gym_assets.rollouts.collection.run import RunOptions, run_rollouts
 from gym_assets.rollouts.episodes.model_calls import (
     ModelSettings,
     create_turn,
     open_client,
     shared_connections,
 )
-from gym_assets.rollouts.harnesses import load_harnesses, upstream_of
-from gym_assets.tasks.catalog import load_catalog
+from gym_assets.rollouts.harnesses import upstream_of
 
-REPO = Path(__file__).resolve().parents[1]
-SCRIPT = [{"call": "calculate", "args": {"expression": "6 * 7"}}, {"text": "42"}]
-CALLS_PER_ROLLOUT = len(SCRIPT)
-BAR = 0.25
-TOOL = {
-    "type": "function",
-    "name": "calculate",
-    "description": "Evaluate an integer arithmetic expression exactly.",
-    "parameters": {
-        "type": "object",
-        "properties": {"expression": {"type": "string"}},
-        "required": ["expression"],
-        "additionalProperties": False,
-    },
-    "strict": True,
-}
+LATENCY_S = 0.2
+BASE = 16
+LEVELS = (256, 1024)
+WAVES = 8
+RATE_BAR = 0.9
+MEMORY_BAR_MB = 1.0
+OVERHEAD_ROLLOUTS, OVERHEAD_CONCURRENCY = 1000, 32
+PROMPT = [{"role": "user", "content": "Convert 168 kilometres to metres."}]
+T = TypeVar("T")
 
 
-def _configs(root: Path, tasks: int) -> Path:
-    """A copy of the bundled configs whose arith benchmark has ``tasks`` generated rows."""
-    configs = root / "configs"
-    shutil.copytree(REPO / "configs", configs)
-    arith = configs / "benchmarks" / "arith"
-    (arith / "arith_metrics.json").unlink()
-    rng = random.Random(0)
-    with (arith / "arith.jsonl").open("w") as handle:
-        for index in range(tasks):
-            a, b = rng.randint(100, 999), rng.randint(2, 99)
-            row = {
-                "task_id": f"arith-{index:05d}",
-                "responses_create_params": _params(a, b),
-                "expected_answer": str(a * b),
-            }
-            handle.write(json.dumps(row) + "\n")
-    return configs
+def _raise_open_files(needed: int) -> str | None:
+    """Raise the soft RLIMIT_NOFILE towards ``needed`` (within the hard limit); a note if so."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft >= needed:
+        return None
+    target = needed if hard == resource.RLIM_INFINITY else min(needed, hard)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    return f"raised the soft limit on open files from {soft} to {target} (hard limit {hard})"
 
 
-def _params(a: int, b: int) -> dict[str, Any]:
-    prompt = f"Compute {a} * {b}. Use the calculate tool, then reply with the integer only."
-    return {"input": [{"role": "user", "content": prompt}], "tools": [TOOL]}
+def _open_files() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def _level(root: Path, concurrency: int, waves: int, latency: float) -> dict[str, Any]:
+    """One level, in this (fresh) process: the numbers the parent prints."""
+    finished: list[tuple[float, float]] = []  # (wall, this process's CPU) as each one ends
+    most_files = [0]
+    keep = dispatch.Dispatcher._keep
+
+    def timed_keep(self: Any, row: dict) -> None:  # bench only: when each rollout ends
+        keep(self, row)
+        finished.append((time.perf_counter(), time.process_time()))
+        if len(finished) % 32 == 0:
+            most_files[0] = max(most_files[0], _open_files())
+
+    dispatch.Dispatcher._keep = timed_keep  # type: ignore[method-assign]
+    rollouts = concurrency * waves
+    with CpuMeter() as cpu:
+        result = run_units(
+            units_catalog(root),
+            root / f"run-{concurrency}",
+            concurrency=concurrency,
+            limit=rollouts,
+            latency_s=latency,
+        )
+    (wall_0, cpu_0), (wall_1, cpu_1) = finished[concurrency - 1], finished[-concurrency - 1]
+    steady = rollouts - 2 * concurrency
+    return {
+        "concurrency": concurrency,
+        "rollouts": result.dispatched,
+        "produced": result.totals.outcomes.produced,
+        "rate": steady / (wall_1 - wall_0),
+        "cpu_steady_ms": 1000 * (cpu_1 - cpu_0) / steady,
+        "cpu_here_ms": 1000 * cpu.own / rollouts,
+        "cpu_gateway_ms": 1000 * cpu.children / rollouts,
+        "rss_here_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "rss_gateway_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
+        "open_files": most_files[0],
+    }
+
+
+def _run_level(root: Path, concurrency: int, waves: int, latency: float) -> dict[str, Any]:
+    command = [sys.executable, __file__, "--root", str(root), "--level", str(concurrency)]
+    command += ["--waves", str(waves), "--latency", str(latency)]
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"level {concurrency} failed:\n{done.stderr}")
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def _report_levels(levels: list[dict[str, Any]], latency: float) -> bool:
+    base = levels[0]
+    base_mb = base["rss_here_mb"] + base["rss_gateway_mb"]
+    print(f"scale of concurrency: units, {CALLS_PER_ROLLOUT} model call a rollout, "
+          f"{latency * 1000:.0f} ms a call, reference upstream; base {base['concurrency']} "
+          "in flight")  # fmt: skip
+    ok = True
+    for level in levels:
+        concurrency, rate = level["concurrency"], level["rate"]
+        ideal = concurrency / (CALLS_PER_ROLLOUT * latency)
+        peak_mb = level["rss_here_mb"] + level["rss_gateway_mb"]
+        ceiling = 1000 / level["cpu_steady_ms"]
+        print(f"  {concurrency:5d} in flight: {rate:7.1f} rollouts/s of {ideal:.0f} ideal "
+              f"({rate / ideal:.0%}), {level['rollouts']} rollouts, {level['produced']} "
+              "records")  # fmt: skip
+        print(f"        peak RSS {level['rss_here_mb']:.1f} MB run + {level['rss_gateway_mb']:.1f} "
+              f"MB gateway, {level['open_files']} files open at most")  # fmt: skip
+        print(f"        CPU a rollout {level['cpu_here_ms']:.2f} ms run + "
+              f"{level['cpu_gateway_ms']:.2f} ms gateway (whole run); steady state "
+              f"{level['cpu_steady_ms']:.2f} ms run, so its one event loop allows "
+              f"{ceiling:.0f} rollouts/s")  # fmt: skip
+        ok &= level["produced"] == level["rollouts"]
+        if level is base:
+            continue
+        per_flight = (peak_mb - base_mb) / (concurrency - base["concurrency"])
+        print(f"        memory beyond the base: {per_flight * 1024:.0f} KB per rollout in flight")
+        ok &= rate >= RATE_BAR * ideal and per_flight < MEMORY_BAR_MB
+        if rate < RATE_BAR * ideal and ceiling < RATE_BAR * ideal:
+            print(f"        the bar needs {RATE_BAR * ideal:.0f} rollouts/s: more than the "
+                  "run's CPU allows")  # fmt: skip
+    print(f"  bars: rollouts/s ≥ {RATE_BAR:.0%} of the ideal, peak memory < {MEMORY_BAR_MB:g} MB "
+          "per rollout in flight beyond the base, a record for every rollout")  # fmt: skip
+    return ok
 
 
 _marks: ContextVar[list[float]] = ContextVar("marks")
 
 
+async def _marked(awaitable: Awaitable[T]) -> T:
+    """Await, marking the calling task's thread CPU time before and after (other rollouts
+    run on the thread meanwhile, so what lies between the marks is not this rollout's)."""
+    marks = _marks.get()
+    marks.append(time.thread_time())
+    try:
+        return await awaitable
+    finally:
+        marks.append(time.thread_time())
+
+
 class _Timed:
-    """An environment server proxy that marks when the dispatcher's await of ``run`` starts
-    and ends (in the calling task's context)."""
+    """An environment server proxy whose ``run`` is marked."""
 
     def __init__(self, inner: Any):
         self.inner = inner
         self.name, self.implementation = inner.name, inner.implementation
 
     async def run(self, request: Any) -> Any:
-        marks = _marks.get()
-        marks.append(time.thread_time())
-        try:
-            return await self.inner.run(request)
-        finally:
-            marks.append(time.thread_time())
+        return await _marked(self.inner.run(request))
 
 
-def _children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
+class _TimedGateway(GatewayProcess):
+    """The gateway process, its scripting marked."""
+
+    async def set_reference_script(self, rollout_id: str, steps: Any) -> None:
+        await _marked(super().set_reference_script(rollout_id, steps))
 
 
 def _instrument() -> list[float]:
-    """Patch the run so each attempt's synchronous time is recorded (bench only)."""
+    """Patch the run so each attempt's own synchronous time is recorded (bench only): the
+    thread CPU time of the attempt outside its awaits of the gateway and the server."""
     overheads: list[float] = []
     build = run.build_environment
     run.build_environment = lambda *a, **k: _Timed(build(*a, **k))  # type: ignore[assignment]
+    run.GatewayProcess = _TimedGateway  # type: ignore[misc]
     attempt = dispatch.Dispatcher._attempt
 
     async def timed_attempt(self: Any, item: Any, n: int) -> dict:
-        marks: list[float] = []
+        marks = [time.thread_time()]
         _marks.set(marks)
-        started = time.thread_time()
         row = await attempt(self, item, n)
-        ended = time.thread_time()
-        begun, returned = marks
-        overheads.append((begun - started) + (ended - returned))
+        marks.append(time.thread_time())
+        overheads.append(sum(marks[1::2]) - sum(marks[0::2]))  # the spans between awaits
         return row
 
     dispatch.Dispatcher._attempt = timed_attempt  # type: ignore[method-assign]
     return overheads
 
 
-async def _client_load(gateway: GatewayProcess, keys: list[str], requests: int) -> float:
-    """Requests/s of ``create_turn`` (the agents' call path) on the rollouts' first turn."""
-    params = _params(123, 45)
-    remaining = requests
-
-    async def worker(key: str) -> None:
-        nonlocal remaining
-        async with (
-            shared_connections(),
-            open_client(gateway, key, "root", ModelSettings()) as client,
-        ):
-            while remaining > 0:
-                remaining -= 1
-                await create_turn(client, "responses", "policy", params, params["input"], [TOOL])
-
-    started = time.perf_counter()
-    await asyncio.gather(*(worker(key) for key in keys))
-    return requests / (time.perf_counter() - started)
-
-
-def _model_call_rates(root: Path, concurrency: int, requests: int) -> tuple[float, float]:
-    """(raw requests/s, official client requests/s) for the first-turn request, each after a
-    warm-up, spread over ``concurrency`` capture files."""
-    return asyncio.run(_measure_model_calls(root, concurrency, requests))
-
-
-async def _measure_model_calls(root: Path, concurrency: int, requests: int) -> tuple[float, float]:
-    body = {"model": "policy", **_params(123, 45)}
+async def _model_call_rates(root: Path, concurrency: int, requests: int) -> tuple[float, float]:
+    """(raw requests/s, agents' client requests/s) of a units first turn, after a warm-up,
+    over ``concurrency`` capture files."""
     gateway = GatewayProcess(
         upstream_of(mode="scripted"),
         root / "load-captures",
         model_name="policy",
         model_server_name="policy_model",
-        script=SCRIPT,
+        script=[{"text": "168000"}],
     )
-    async with gateway:
-        rates = []
+    body = {"model": "policy", "input": PROMPT}
+    remaining = 0
+
+    async def client(key: str) -> None:
+        nonlocal remaining
+        async with open_client(gateway, key, "root", ModelSettings()) as openai:
+            while remaining > 0:
+                remaining -= 1
+                await create_turn(openai, "responses", "policy", {}, PROMPT, [])
+
+    rates = []
+    async with gateway, shared_connections(concurrency):
         for name in ("warmup", "raw", "client-warmup", "client"):
             keys = [f"{name}-{k}" for k in range(concurrency)]
             count = requests if name in ("raw", "client") else 200
+            started = time.perf_counter()
             if name.startswith("client"):
-                rates.append(await _client_load(gateway, keys, count))
+                remaining = count
+                await asyncio.gather(*(client(key) for key in keys))
             else:
                 urls = [gateway.url_for(key) for key in keys]
-                result = await run_load(urls, concurrency=concurrency, requests=count, body=body,
-                                        route="responses")  # fmt: skip
-                if result.errors:
-                    raise RuntimeError(f"{result.errors} load requests failed")
-                rates.append(result.requests_per_second)
-        return rates[1], rates[3]
+                load = await run_load(urls, concurrency=concurrency, requests=count, body=body,
+                                      route="responses")  # fmt: skip
+                if load.errors:
+                    raise RuntimeError(f"{load.errors} load requests failed")
+            rates.append(count / (time.perf_counter() - started))
+    return rates[1], rates[3]
+
+
+def _report_overhead(root: Path) -> bool:
+    raw_rps, client_rps = asyncio.run(_model_call_rates(root, OVERHEAD_CONCURRENCY, 3000))
+    overheads = _instrument()
+    with CpuMeter() as cpu:
+        result = run_units(
+            units_catalog(root),
+            root / "run-overhead",
+            concurrency=OVERHEAD_CONCURRENCY,
+            limit=OVERHEAD_ROLLOUTS,
+        )
+    per = 1000 / result.dispatched
+    overhead_ms = 1000 * sum(overheads) / len(overheads)
+    print(f"raw orchestration overhead ({result.dispatched} rollouts at concurrency "
+          f"{OVERHEAD_CONCURRENCY}, no latency; not a bar):")  # fmt: skip
+    print(f"  collection's own work   : {overhead_ms:.2f} ms per rollout")
+    print(f"  CPU per rollout         : {per * cpu.own:.2f} ms in the run's process (agent, "
+          f"servers, collection) + {per * cpu.children:.2f} ms in the gateway process")  # fmt: skip
+    print(f"  rollouts/s              : {result.rollouts_per_second:.1f} (the whole run, gateway "
+          "start and stop included)")  # fmt: skip
+    print(f"  a model call, raw HTTP  : {raw_rps:.0f} requests/s (what the gateway alone allows)")
+    print(f"  ... the agents' client  : {client_rps:.0f} requests/s (openai SDK, aiohttp)")
+    return result.totals.outcomes.produced == result.dispatched
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--tasks", type=int, default=1000)
-    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--levels", type=int, nargs="+", default=list(LEVELS))
+    parser.add_argument("--base", type=int, default=BASE)
+    parser.add_argument("--waves", type=int, default=WAVES, help="rollouts per level ÷ level")
+    parser.add_argument("--latency", type=float, default=LATENCY_S, help="seconds a model call")
+    parser.add_argument("--root", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--level", type=int, help=argparse.SUPPRESS)  # one level, in a child
     args = parser.parse_args()
+    if args.waves < 3:
+        parser.error("--waves must be at least 3 (a steady state between two waves)")
+    if args.level is not None:
+        print(json.dumps(_level(args.root, args.level, args.waves, args.latency)))
+        return 0
+    note = _raise_open_files(4 * max(args.levels) + 1024)
+    if note:
+        print(f"note: {note}")
     with tempfile.TemporaryDirectory(prefix="bench-rollouts-") as tmp:
         root = Path(tmp)
-        catalog = load_catalog(_configs(root, args.tasks), root / "data")
-        ensure_products(catalog, "arith", lambda message: None)
-        harness = load_harnesses(catalog.loaded.data)["simple_agent"]
-        raw_rps, client_rps = _model_call_rates(root, args.concurrency, requests=4000)
-        overheads = _instrument()
-        cpu_started, gateway_started = time.process_time(), _children_cpu()
-        result = run_rollouts(
-            catalog,
-            "arith",
-            harness,
-            root / "run",
-            upstream_of(mode="scripted"),
-            RunOptions(concurrency=args.concurrency, script=SCRIPT),
-            progress_stream=open("/dev/null", "w"),  # noqa: SIM115 - lives as long as the run
-        )
-        per_rollout = 1000.0 / max(result.dispatched, 1)
-        cpu_ms = per_rollout * (time.process_time() - cpu_started)
-        gateway_ms = per_rollout * (_children_cpu() - gateway_started)  # reaped when it stops
-    outcomes = result.totals.outcomes
-    produced = outcomes.produced
-    rate = result.rollouts_per_second
-    bound = raw_rps / CALLS_PER_ROLLOUT
-    overhead_ms = 1000.0 * sum(overheads) / len(overheads) if overheads else float("nan")
-    print(f"rollouts                 : {result.dispatched} ({produced} records, "
-          f"{outcomes.failed} failed) at concurrency {args.concurrency}")  # fmt: skip
-    print(f"rollouts/s               : {rate:.1f}  ({result.seconds:.1f} s)")
-    print(f"orchestration overhead   : {overhead_ms:.2f} ms per rollout (collection's own work)")
-    print(f"CPU per rollout          : {cpu_ms:.2f} ms here (agent, servers, collection) "
-          f"+ {gateway_ms:.2f} ms in the gateway process")  # fmt: skip
-    ceiling = client_rps / CALLS_PER_ROLLOUT
-    print(f"model calls, raw client  : {raw_rps:.0f} requests/s  (first-turn request, "
-          f"{args.concurrency} capture files)")  # fmt: skip
-    print(f"model calls, agent client: {client_rps:.0f} requests/s  (the same request through "
-          "the official openai client)")  # fmt: skip
-    print(f"bound (raw / {CALLS_PER_ROLLOUT} calls)     : {bound:.1f} rollouts/s")
-    print(f"ratio                    : {rate / bound:.1%} of the bound (bar {BAR:.0%})")
-    print(f"client ceiling           : {ceiling:.1f} rollouts/s = {ceiling / bound:.1%} of the "
-          f"bound; the run reaches {rate / ceiling:.0%} of it")  # fmt: skip
-    ok = produced == result.dispatched and rate >= BAR * bound
-    if not ok and ceiling < BAR * bound:
-        print("the official client's calls alone stay under the bar on this machine")
+        make_units(root, max(args.waves * max(args.levels), OVERHEAD_ROLLOUTS))
+        levels = [_run_level(root, c, args.waves, args.latency) for c in [args.base, *args.levels]]
+        ok = _report_levels(levels, args.latency)
+        print()
+        ok &= _report_overhead(root)
     print("PASS" if ok else "FAIL")
     return 0 if ok else 1
 

@@ -65,8 +65,9 @@ class Dispatcher:
 
         A fixed pool of workers pulls from one iterator, so memory does not grow with the
         number of rollouts (only ``concurrency`` of them exist as tasks at a time). The agents'
-        model clients share one HTTP session of at most ``concurrency`` connections (each
-        rollout in flight makes one call at a time), closed when the run is done.
+        model clients share one HTTP session of at most ``concurrency`` connections (the bundled
+        agents make one call at a time; a call beyond the bound waits for a free connection
+        rather than opening another file), closed when the run is done.
         """
         pending = iter(todo)
         workers = min(concurrency, len(todo))

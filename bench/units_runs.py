@@ -1,0 +1,96 @@
+"""The shape the rollout benches share: the bundled ``units`` benchmark with generated rows,
+run end to end (gateway child, simple agent, environment server, exact-match verifier) on
+the ``reference`` upstream, whose script for a units task is one text answer: one model call
+per rollout, and a verifier that costs next to nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import resource
+import shutil
+import time
+from pathlib import Path
+
+from gym_assets.rollouts.collection.products import ensure_products
+from gym_assets.rollouts.collection.run import RunOptions, RunResult, run_rollouts
+from gym_assets.rollouts.harnesses import load_harnesses, upstream_of
+from gym_assets.tasks.catalog import Catalog, load_catalog
+
+REPO = Path(__file__).resolve().parents[1]
+CALLS_PER_ROLLOUT = 1
+BENCHMARK = "units"
+
+
+def make_units(root: Path, tasks: int) -> Catalog:
+    """A copy of the bundled configs under ``root`` whose units benchmark has ``tasks``
+    generated rows, collated and planned under ``root/data``."""
+    configs = root / "configs"
+    shutil.copytree(REPO / "configs", configs)
+    units = configs / "benchmarks" / BENCHMARK
+    (units / "units_metrics.json").unlink()  # describes the bundled rows, not these
+    rng = random.Random(0)
+    with (units / "units.jsonl").open("w") as handle:
+        for index in range(tasks):
+            km = rng.randint(1, 999)
+            prompt = f"Convert {km} kilometres to metres. Reply with the number only."
+            row = {
+                "task_id": f"units-{index:06d}",
+                "responses_create_params": {"input": [{"role": "user", "content": prompt}]},
+                "task_data": {"expected_answer": str(km * 1000), "aliases": [f"{km * 1000} m"]},
+            }
+            handle.write(json.dumps(row) + "\n")
+    catalog = units_catalog(root)
+    ensure_products(catalog, BENCHMARK, lambda message: None)
+    return catalog
+
+
+def units_catalog(root: Path) -> Catalog:
+    """The catalog ``make_units`` wrote under ``root``."""
+    return load_catalog(root / "configs", root / "data")
+
+
+def run_units(
+    catalog: Catalog, out: Path, *, concurrency: int, limit: int, latency_s: float = 0.0
+) -> RunResult:
+    """``limit`` rollouts of the generated units tasks with the simple agent."""
+    harness = load_harnesses(catalog.loaded.data)["simple_agent"]
+    with open(os.devnull, "w") as quiet:
+        return run_rollouts(
+            catalog,
+            BENCHMARK,
+            harness,
+            out,
+            upstream_of(mode="reference", latency_s=latency_s),
+            RunOptions(concurrency=concurrency, limit=limit),
+            progress_stream=quiet,
+        )
+
+
+def cpu_seconds() -> tuple[float, float]:
+    """(this process, its reaped children) user + system CPU seconds so far."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime, children.ru_utime + children.ru_stime
+
+
+class CpuMeter:
+    """CPU of this process and of the children reaped while it is open (the gateway child
+    is reaped when its run ends), and wall time."""
+
+    def __enter__(self) -> CpuMeter:
+        self._own, self._children = cpu_seconds()
+        self._wall = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        own, children = cpu_seconds()
+        self.own = own - self._own
+        self.children = children - self._children
+        self.wall = time.perf_counter() - self._wall
+
+    @property
+    def total(self) -> float:
+        return self.own + self.children
