@@ -9,6 +9,7 @@ import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -101,11 +102,12 @@ def _records_written(path: Path) -> int:
     return path.read_bytes().count(b"\n") if path.is_file() else 0
 
 
-def test_sigkill_midway_then_resume_loses_and_duplicates_nothing(data, tmp_path):
-    out = tmp_path / "run"
+def _slow_run(data: Path, tmp_path: Path, **popen: Any) -> tuple[list[str], subprocess.Popen]:
+    """A run of 60 rollouts at 0.15 s a model call, and the same command without the latency
+    (for a resume); the run is let go once 10 rollouts are written."""
     script = _script(tmp_path, [{"text": "42"}])
     argv = [sys.executable, "-m", "gym_assets.cli", "rollouts", "--benchmark", "units",
-            "--harness", "simple_agent", "--out", str(out), "--upstream", "scripted",
+            "--harness", "simple_agent", "--out", str(tmp_path / "run"), "--upstream", "scripted",
             "--script", str(script), "--repeats", "2", "--concurrency", "4",
             "--configs", str(REPO / "configs"), "--data-root", str(data)]  # fmt: skip
     slow = subprocess.Popen(
@@ -114,6 +116,7 @@ def test_sigkill_midway_then_resume_loses_and_duplicates_nothing(data, tmp_path)
         stderr=subprocess.PIPE,
         text=True,
         cwd=REPO,
+        **popen,
     )
     assert slow.stderr is not None
     seen: list[str] = []
@@ -121,10 +124,17 @@ def test_sigkill_midway_then_resume_loses_and_duplicates_nothing(data, tmp_path)
         line = slow.stderr.readline()
         assert line, f"the run ended before 10 rollouts: {''.join(seen)}"
         seen.append(line)
+    return argv, slow
+
+
+def test_sigkill_midway_then_resume_loses_and_duplicates_nothing(data, tmp_path):
+    argv, slow = _slow_run(data, tmp_path)
     os.kill(slow.pid, signal.SIGKILL)
     slow.wait()
+    assert slow.stderr is not None
     assert slow.returncode == -signal.SIGKILL, slow.stderr.read()
     slow.stderr.close()
+    out = tmp_path / "run"
     records = RunFiles(out).records
     done_before = _records_written(records)
     assert 10 <= done_before < 60
@@ -137,3 +147,23 @@ def test_sigkill_midway_then_resume_loses_and_duplicates_nothing(data, tmp_path)
     assert max(keys.values()) == 1  # nothing twice
     assert not list(read_jsonl(RunFiles(out).failures))
     assert resumed.stdout.splitlines()[1].split()[:2] == ["60", "60"]
+
+
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)  # a shell's background job may ignore it
+
+
+def test_ctrl_c_stops_the_run_and_its_gateway_with_every_capture_whole(data, tmp_path):
+    _, slow = _slow_run(data, tmp_path, start_new_session=True, preexec_fn=_default_sigint)
+    os.killpg(slow.pid, signal.SIGINT)  # what Ctrl-C sends: the whole process group
+    _, stderr = slow.communicate(timeout=120)
+    assert slow.returncode == 130, stderr
+    assert stderr.rstrip().endswith("interrupted") and "Traceback" not in stderr
+    with pytest.raises(ProcessLookupError):  # the gateway child went with the run
+        os.killpg(slow.pid, 0)
+    files = RunFiles(tmp_path / "run")
+    assert not list(files.capture_dir.glob("*.incomplete"))
+    captures = sorted(files.capture_dir.glob("*.capture.jsonl"))
+    assert len(captures) >= len(list(read_jsonl(files.records))) >= 10
+    for capture in captures:  # the rollouts cut short too: their lines were written whole
+        assert all(json.loads(line) for line in capture.read_text().splitlines())
