@@ -5,8 +5,11 @@ functions over a pipe with plain data only and computes every verdict itself.
 
 * ``isolation``  — bubblewrap's namespaces, binds and uid drop; the limits; finding the tool.
 * ``policy``     — per run: which isolation, or a refusal unless ``--allow-unsandboxed``.
-* ``session``    — the trusted side of one single-use guest: start, load, call, kill.
-* ``guest``      — the program inside the sandbox (stdlib only).
+* ``session``    — the trusted side of one candidate's guest: load, call, end; single-use
+                   sandboxes.
+* ``workers``    — warm sandboxes reused task after task (a fork and a fresh uid per task).
+* ``guest``      — the program inside the sandbox that serves a candidate (stdlib only).
+* ``zygote``     — a warm sandbox's resident, forking one task process per task (stdlib only).
 * ``plain_data`` — the exact-type, bounded wire format both sides share (stdlib only).
 
 See docs/security.md for the threat model and what is (not) guaranteed.
@@ -17,15 +20,19 @@ from gym_assets.sandbox.policy import SandboxPolicy
 from gym_assets.sandbox.session import (
     TIMED_OUT,
     CandidateRaised,
+    Channel,
     GuestFault,
     GuestSession,
     SandboxStartError,
 )
+from gym_assets.sandbox.workers import GuestPool
 
 __all__ = [
     "TIMED_OUT",
     "CandidateRaised",
+    "Channel",
     "GuestFault",
+    "GuestPool",
     "GuestSession",
     "Isolation",
     "Limits",

@@ -1,4 +1,6 @@
-"""The program that runs inside the sandbox: ``python -I -S guest.py '<limits JSON>'``.
+"""The program that serves one candidate inside the sandbox: ``python -I -S guest.py
+'<limits JSON>'`` (a single-use sandbox), or ``run`` in a task process the warm worker's
+resident forked (``zygote.py``).
 
 It caps its own resources before it reads any untrusted code, keeps the protocol on private
 copies of stdin/stdout and points fds 0-2 at /dev/null (so nothing the code prints can reach the
@@ -71,8 +73,9 @@ def _call(namespace: dict, request: dict) -> dict:
     return {"value": value}
 
 
-def main() -> None:
-    _apply_limits(json.loads(sys.argv[1]))
+def run(limits: dict) -> None:
+    """Serve one candidate on fds 0 and 1 under ``limits``."""
+    _apply_limits(limits)
     inbox, outbox = _private_channel()
     _send(outbox, {"ready": True})
     namespace: dict = {"__name__": "candidate"}
@@ -92,4 +95,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run(json.loads(sys.argv[1]))

@@ -30,12 +30,15 @@ from typing import Literal
 from gym_assets.errors import UserError
 
 GUEST_DIR = Path(__file__).parent
-GUEST_FILES = ("guest.py", "plain_data.py")
+GUEST_FILES = ("guest.py", "plain_data.py", "zygote.py")
 GUEST_MOUNT = "/guest"
 SandboxKind = Literal["bwrap", "none"]
 _MiB = 1024 * 1024
 _SANDBOX_UIDS = (1_000_000_000, 1_100_000_000)  # far from any real account's uid
 _SYSTEM_DIRS = ("/usr", "/bin", "/lib", "/lib64", "/sbin")
+# possessor may view, read and search the inherited session keyring; nobody may write it
+_READ_ONLY_KEYRING = "0x0b000000"
+_RESIDENT_CAPS = "+setuid,+setgid,+chown,+kill,+dac_override,+fowner"
 INSTALL_HINT = "install them (Debian/Ubuntu: apt-get install bubblewrap keyutils)"
 
 
@@ -71,33 +74,55 @@ def guest_python() -> Path:
 
 @dataclass(frozen=True)
 class Isolation:
-    """A way to start the guest: ``command(limits)`` is its argv."""
+    """A way to start a guest: ``command`` is a single-use sandbox's argv, ``worker_command``
+    a warm worker's (bubblewrap as root only: see ``zygote.py``)."""
 
     kind: SandboxKind
     bwrap: str | None = None
     keyctl: str | None = None
     setpriv: str | None = None  # only when running as root
 
-    def command(self, limits: Limits, info_fd: int | None = None) -> list[str]:
-        """The guest's argv; bubblewrap reports its PID 1 on ``info_fd``."""
+    @property
+    def warm_workers(self) -> bool:
+        """Workers need a fresh uid per task, which only a root-started sandbox can grant."""
+        return self.kind == "bwrap" and self.setpriv is not None
+
+    def command(self, limits: Limits) -> list[str]:
+        """The argv of a sandbox serving one candidate and exiting."""
         python = guest_python()
+        guest = [str(python), "-I", "-S"]
         if self.kind == "none":
-            return [str(python), "-I", "-S", str(GUEST_DIR / "guest.py"), limits.guest_argument()]
-        assert self.bwrap is not None
-        argv = [self.bwrap, *_namespaces(as_root=self.setpriv is not None)]
-        if info_fd is not None:
-            argv += ["--info-fd", str(info_fd)]
-        argv += _system_view(python)
-        argv += _parents(GUEST_MOUNT)
-        for name in GUEST_FILES:
-            argv += ["--ro-bind", str(GUEST_DIR / name), f"{GUEST_MOUNT}/{name}"]
-        argv += ["--perms", "1777", "--size", str(limits.tmp_bytes), "--tmpfs", "/tmp"]
-        argv += ["--chdir", "/tmp", "--", str(self.keyctl), "session", "-"]
+            return [*guest, str(GUEST_DIR / "guest.py"), limits.guest_argument()]
+        argv = [*self._sandbox(python, limits, tmp_mode="1777"), "--"]
+        argv += [str(self.keyctl), "session", "-"]
         if self.setpriv is not None:
             uid = str(secrets.randbelow(_SANDBOX_UIDS[1] - _SANDBOX_UIDS[0]) + _SANDBOX_UIDS[0])
             argv += [self.setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups"]
             argv += ["--inh-caps=-all", "--bounding-set=-all", "--no-new-privs"]
-        return [*argv, str(python), "-I", "-S", f"{GUEST_MOUNT}/guest.py", limits.guest_argument()]
+        return [*argv, *guest, f"{GUEST_MOUNT}/guest.py", limits.guest_argument()]
+
+    def worker_command(self, limits: Limits, control_fd: int) -> list[str]:
+        """The argv of a warm worker: its resident keeps root with only the capabilities it
+        needs to hand each task a fresh uid and clean up after it, in a session keyring that
+        no task can write to; ``/tmp`` is writable for tasks only in their own directory."""
+        assert self.warm_workers and self.setpriv is not None
+        python = guest_python()
+        argv = [*self._sandbox(python, limits, tmp_mode="0755"), "--mqueue", "/dev/mqueue", "--"]
+        argv += [str(self.keyctl), "session", "-", "/bin/sh", "-c"]
+        argv += [f'{self.keyctl} setperm @s {_READ_ONLY_KEYRING} && exec "$@"', "sh"]
+        argv += [self.setpriv, f"--bounding-set=-all,{_RESIDENT_CAPS}", "--inh-caps=-all"]
+        argv += ["--no-new-privs", str(python), "-I", "-S", f"{GUEST_MOUNT}/zygote.py"]
+        return [*argv, limits.guest_argument(), str(control_fd)]
+
+    def _sandbox(self, python: Path, limits: Limits, *, tmp_mode: str) -> list[str]:
+        assert self.bwrap is not None
+        argv = [self.bwrap, *_namespaces(as_root=self.setpriv is not None)]
+        argv += _system_view(python)
+        argv += _parents(GUEST_MOUNT)
+        for name in GUEST_FILES:
+            argv += ["--ro-bind", str(GUEST_DIR / name), f"{GUEST_MOUNT}/{name}"]
+        argv += ["--perms", tmp_mode, "--size", str(limits.tmp_bytes), "--tmpfs", "/tmp"]
+        return [*argv, "--chdir", "/tmp"]
 
 
 def _namespaces(*, as_root: bool) -> list[str]:

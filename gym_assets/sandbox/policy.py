@@ -9,6 +9,7 @@ no sandbox can be made the run is refused before any rollout starts, unless the 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from types import TracebackType
 
 from gym_assets.sandbox.isolation import (
     INSTALL_HINT,
@@ -18,17 +19,44 @@ from gym_assets.sandbox.isolation import (
     find_isolation,
 )
 from gym_assets.sandbox.session import GuestSession, SandboxStartError
+from gym_assets.sandbox.workers import GuestPool, SingleUsePool, WarmPool
 
 
 @dataclass
 class SandboxPolicy:
+    """Also the owner of the run's guest pools: ``close`` (or leaving the ``with`` block) ends
+    every warm sandbox they hold."""
+
     allow_unsandboxed: bool = False
     _resolved: Isolation | None = field(default=None, init=False, repr=False)
+    _pools: dict[Limits, GuestPool] = field(default_factory=dict, init=False, repr=False)
+
+    def __enter__(self) -> SandboxPolicy:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
 
     def isolation(self) -> Isolation:
         if self._resolved is None:
             self._resolved = self._resolve()
         return self._resolved
+
+    def guests(self, limits: Limits) -> GuestPool:
+        """Where candidates under ``limits`` run: warm workers when the isolation allows them,
+        else a single-use sandbox each."""
+        if limits not in self._pools:
+            isolation = self.isolation()
+            pool = WarmPool if isolation.warm_workers else SingleUsePool
+            self._pools[limits] = pool(isolation, limits)
+        return self._pools[limits]
+
+    def close(self) -> None:
+        for pool in self._pools.values():
+            pool.close()
+        self._pools.clear()
 
     def _resolve(self) -> Isolation:
         isolation = find_isolation(allow_unsandboxed=self.allow_unsandboxed)

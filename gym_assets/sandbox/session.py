@@ -1,13 +1,16 @@
-"""The trusted side of one guest: start it, load a candidate, call its functions, kill it.
+"""The trusted side of one candidate's guest: load it, call its functions, end it.
 
-A guest is single-use: one candidate, then it is killed, so nothing can carry over from one
-task to the next. Everything the guest says is untrusted: each answer is one bounded line of
-plain data, read against a deadline. Failures are split by whose fault they are:
+Everything a guest says is untrusted: each answer is one bounded line of plain data, read
+against a deadline. Failures are split by whose fault they are:
 
 * ``SandboxStartError``: no guest came up (our machinery; the sample is masked);
 * ``GuestFault``: after the candidate's code arrived, the guest died, overran the deadline,
   sent junk or a value that is not plain data (the candidate's doing: a wrong answer);
 * ``CandidateRaised``: a candidate function raised an exception (an ordinary wrong answer).
+
+``Channel`` is the protocol over the two pipes of one candidate; where the guest lives is the
+subclass's business: ``GuestSession`` starts a single-use sandbox for it, ``workers`` forks it
+in a warm sandbox.
 """
 
 from __future__ import annotations
@@ -47,51 +50,40 @@ class CandidateRaised(Exception):
     """A candidate function raised; the message is the guest's description of it."""
 
 
-class GuestSession:
-    """One running guest. Use as a context manager; ``close`` kills the whole sandbox."""
+def read_before(deadline: float, fd: int) -> bytes:
+    """One read from ``fd``, or ``GuestFault(TIMED_OUT)`` once ``deadline`` has passed."""
+    readable = select.poll()
+    readable.register(fd, select.POLLIN)
+    remaining = deadline - time.monotonic()
+    if remaining <= 0 or not readable.poll(remaining * 1000):
+        raise GuestFault(TIMED_OUT)
+    return os.read(fd, 1 << 16)
 
-    def __init__(self, isolation: Isolation, limits: Limits) -> None:
-        self.isolation = isolation
+
+class Channel:
+    """The protocol with one candidate's guest over two pipes (ours to close)."""
+
+    def __init__(self, to_guest: int, from_guest: int) -> None:
         self.fault: GuestFault | None = None
+        self._to_guest: int | None = to_guest
+        self._from_guest = from_guest
         self._buffer = b""
         self._deadline = time.monotonic() + STARTUP_SECONDS
-        self._sandbox_init: int | None = None  # a pidfd of the sandbox's PID 1 (bubblewrap)
-        info_read, info_write = os.pipe() if isolation.kind == "bwrap" else (None, None)
-        try:
-            self._process = subprocess.Popen(
-                isolation.command(limits, info_fd=info_write),
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL,
-                env={},
-                cwd="/",
-                start_new_session=True,
-                pass_fds=() if info_write is None else (info_write,),
-            )
-        except OSError as exc:
-            raise SandboxStartError(f"cannot start the sandbox: {exc}") from exc
-        finally:
-            if info_write is not None:
-                os.close(info_write)
-        try:
-            if info_read is not None:
-                self._sandbox_init = self._open_sandbox_init(info_read)
-            ready = self._receive()
-        except GuestFault as exc:
-            self.close()
-            raise SandboxStartError(f"the sandbox did not start: {exc.reason}") from None
-        finally:
-            if info_read is not None:
-                os.close(info_read)
-        if ready != {"ready": True}:
-            self.close()
-            raise SandboxStartError("the sandbox did not start: unexpected greeting")
 
-    def __enter__(self) -> GuestSession:
+    def __enter__(self) -> Channel:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+    def greet(self) -> None:
+        """Wait for the guest's greeting; anything else means it did not start."""
+        try:
+            ready = self._receive()
+        except GuestFault as exc:
+            raise SandboxStartError(f"the sandbox did not start: {exc.reason}") from None
+        if ready != {"ready": True}:
+            raise SandboxStartError("the sandbox did not start: unexpected greeting")
 
     def load(self, source: str, timeout_s: float) -> None:
         """Run the candidate's source in the guest; the deadline starts now for every call."""
@@ -103,53 +95,26 @@ class GuestSession:
         return self._answer({"call": name, "args": list(args), "kwargs": dict(kwargs)}, "value")
 
     def close(self) -> None:
-        """End the guest: an intact one is asked to exit (end of input), then all is killed.
+        """End the guest and everything it started (the subclass's way)."""
+        raise NotImplementedError
 
-        Killing the sandbox's PID 1 makes the kernel kill and reap every process in its PID
-        namespace before PID 1 itself exits, and ``close`` waits for that exit (its pidfd turns
-        readable): so once ``close`` returns, nothing the candidate started is left.
-        """
-        if self.fault is None and self._process.poll() is None and self._process.stdin:
+    def _close_pipes(self) -> None:
+        if self._to_guest is not None:
             with contextlib.suppress(OSError):
-                self._process.stdin.close()
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self._process.wait(timeout=EXIT_GRACE_SECONDS)
-        if self._sandbox_init is not None:
-            with contextlib.suppress(ProcessLookupError):
-                signal.pidfd_send_signal(self._sandbox_init, signal.SIGKILL)
-            # readable once PID 1 has exited, which is after the kernel reaped its namespace
-            exited = select.poll()
-            exited.register(self._sandbox_init, select.POLLIN)
-            exited.poll(REAP_SECONDS * 1000)
-            os.close(self._sandbox_init)
-            self._sandbox_init = None
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self._process.pid, signal.SIGKILL)
-        self._process.wait()
-        for stream in (self._process.stdin, self._process.stdout):
-            if stream is not None:
-                with contextlib.suppress(OSError):
-                    stream.close()
+                os.close(self._to_guest)
+            self._to_guest = None
+        with contextlib.suppress(OSError):
+            os.close(self._from_guest)
 
-    def _open_sandbox_init(self, info_fd: int) -> int:
-        """A pidfd of the sandbox's PID 1, from bubblewrap's ``--info-fd`` report."""
-        report = b""
-        readable = select.poll()
-        readable.register(info_fd, select.POLLIN)
-        while chunk := self._read_before_deadline(info_fd, readable):
-            report += chunk
-            if len(report) > 4096:
-                break
-        try:
-            return os.pidfd_open(int(json.loads(report)["child-pid"]))
-        except (ValueError, KeyError, TypeError, OSError):
-            raise GuestFault(self._death()) from None
+    def _end_of_input(self) -> None:
+        """Tell an intact guest there is nothing more (it then exits)."""
+        if self._to_guest is not None:
+            os.close(self._to_guest)
+            self._to_guest = None
 
-    def _read_before_deadline(self, fd: int, readable: select.poll) -> bytes:
-        remaining = self._deadline - time.monotonic()
-        if remaining <= 0 or not readable.poll(remaining * 1000):
-            raise GuestFault(TIMED_OUT)
-        return os.read(fd, 1 << 16)
+    def _death(self) -> str:
+        """How the guest ended, as far as the subclass can tell."""
+        return "closed its channel"
 
     def _answer(self, request: dict[str, Any], key: str) -> Any:
         if self.fault is not None:
@@ -177,29 +142,24 @@ class GuestSession:
     def _send(self, request: dict[str, Any]) -> None:
         """Send a request; one that cannot cross (a program or an argument too large, built
         from what the candidate wrote or returned) is the candidate's fault like any other."""
-        stdin = self._process.stdin
-        assert stdin is not None
         try:
-            line = plain_data.encode(request).encode("ascii") + b"\n"
+            data = memoryview(plain_data.encode(request).encode("ascii") + b"\n")
         except plain_data.NotPlainData as exc:
             raise GuestFault(f"could not be sent its input ({exc})") from None
+        if self._to_guest is None:
+            raise GuestFault(self._death())
         try:
-            stdin.write(line)
-            stdin.flush()
-        except (BrokenPipeError, ValueError):  # ValueError: the pipe is already closed
+            while data:
+                data = data[os.write(self._to_guest, data) :]
+        except BrokenPipeError:
             raise GuestFault(self._death()) from None
 
     def _receive(self) -> Any:
-        stdout = self._process.stdout
-        assert stdout is not None
-        fd = stdout.fileno()
-        readable = select.poll()
-        readable.register(fd, select.POLLIN)
         while b"\n" not in self._buffer:
             if len(self._buffer) > plain_data.MAX_MESSAGE_BYTES:
                 limit = plain_data.MAX_MESSAGE_BYTES
                 raise GuestFault(f"sent more than {limit} bytes in one answer")
-            chunk = self._read_before_deadline(fd, readable)
+            chunk = read_before(self._deadline, self._from_guest)
             if not chunk:
                 raise GuestFault(self._death())
             self._buffer += chunk
@@ -209,11 +169,115 @@ class GuestSession:
         except plain_data.NotPlainData as exc:
             raise GuestFault(f"sent a malformed answer ({exc})") from None
 
-    def _death(self) -> str:
+
+class SandboxProcess:
+    """A started sandbox (bubblewrap, or a plain process for ``none``) and how to end it.
+
+    Under bubblewrap, killing the sandbox's PID 1 makes the kernel kill and reap every process
+    in its PID namespace before PID 1 itself exits, and ``kill`` waits for that exit (its
+    pidfd turns readable): so once ``kill`` returns, nothing started inside is left.
+    """
+
+    def __init__(
+        self, argv: list[str], *, isolation: Isolation, pass_fds: tuple[int, ...] = ()
+    ) -> None:
+        self._init: int | None = None  # a pidfd of the sandbox's PID 1 (bubblewrap)
+        info_read, info_write = os.pipe() if isolation.kind == "bwrap" else (None, None)
+        if info_write is not None:
+            argv = [argv[0], "--info-fd", str(info_write), *argv[1:]]
         try:
-            code = self._process.wait(timeout=1.0)
+            self.process = subprocess.Popen(
+                argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                env={},
+                cwd="/",
+                start_new_session=True,
+                pass_fds=pass_fds if info_write is None else (*pass_fds, info_write),
+            )
+        except OSError as exc:
+            raise SandboxStartError(f"cannot start the sandbox: {exc}") from exc
+        finally:
+            if info_write is not None:
+                os.close(info_write)
+        if info_read is not None:
+            try:
+                self._init = self._open_init(info_read)
+            except GuestFault as exc:
+                self.kill()
+                raise SandboxStartError(f"the sandbox did not start: {exc.reason}") from None
+            finally:
+                os.close(info_read)
+
+    def _open_init(self, info_fd: int) -> int:
+        """A pidfd of the sandbox's PID 1, from bubblewrap's ``--info-fd`` report."""
+        deadline = time.monotonic() + STARTUP_SECONDS
+        report = b""
+        while (chunk := read_before(deadline, info_fd)) and len(report) <= 4096:
+            report += chunk
+        try:
+            return os.pidfd_open(int(json.loads(report)["child-pid"]))
+        except (ValueError, KeyError, TypeError, OSError):
+            raise GuestFault(self.ending()) from None
+
+    def ending(self) -> str:
+        """How the sandbox ended (waiting a moment for it), for a fault's reason."""
+        try:
+            code = self.process.wait(timeout=1.0)
         except subprocess.TimeoutExpired:
             return "closed its channel"
-        if code < 0:
-            return f"was killed by signal {-code}"
-        return f"exited with code {code}"
+        return f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
+
+    def kill(self) -> None:
+        if self._init is not None:
+            with contextlib.suppress(ProcessLookupError):
+                signal.pidfd_send_signal(self._init, signal.SIGKILL)
+            exited = select.poll()
+            exited.register(self._init, select.POLLIN)
+            exited.poll(REAP_SECONDS * 1000)
+            os.close(self._init)
+            self._init = None
+            # bubblewrap reaps its PID 1 and exits; killing it first would leave a zombie
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(timeout=REAP_SECONDS)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait()
+        for stream in (self.process.stdin, self.process.stdout):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
+
+
+class GuestSession(Channel):
+    """A single-use sandbox holding one guest: started here, killed on ``close``."""
+
+    def __init__(self, isolation: Isolation, limits: Limits) -> None:
+        self.isolation = isolation
+        self._sandbox = SandboxProcess(isolation.command(limits), isolation=isolation)
+        process = self._sandbox.process
+        assert process.stdin is not None and process.stdout is not None
+        super().__init__(os.dup(process.stdin.fileno()), os.dup(process.stdout.fileno()))
+        try:
+            self.greet()
+        except SandboxStartError:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        """An intact guest is asked to exit (end of input) and given a moment; then the whole
+        sandbox is killed."""
+        if self.fault is None and self._sandbox.process.poll() is None:
+            self._end_of_input()
+            process = self._sandbox.process
+            if process.stdin is not None:
+                with contextlib.suppress(OSError):
+                    process.stdin.close()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(timeout=EXIT_GRACE_SECONDS)
+        self._sandbox.kill()
+        self._close_pipes()
+
+    def _death(self) -> str:
+        return self._sandbox.ending()

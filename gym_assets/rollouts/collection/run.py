@@ -223,6 +223,7 @@ def _build_servers(
     files: RunFiles,
     inputs: list[RolloutInput],
     notes: list[str],
+    sandbox: SandboxPolicy,
 ) -> _Servers:
     """The gateway (not started) and the environment servers running ``harness``: a bad
     server setting, or no sandbox for model-written code, is refused here."""
@@ -243,7 +244,6 @@ def _build_servers(
         model_server_name=model_server,
         script=options.script,
     )
-    sandbox = SandboxPolicy(allow_unsandboxed=options.allow_unsandboxed)
     return _Servers(
         gateway=gateway,
         environments={s: build_environment(config, s, gateway, sandbox) for s in servers},
@@ -321,11 +321,12 @@ def run_rollouts(
     files = RunFiles(Path(out_dir))
     target = Target.of(files.out_dir, ROLLOUTS_RUN, catalog.roots)
     notes: list[str] = []
-    with claimed_dir(target):
+    sandbox = SandboxPolicy(allow_unsandboxed=options.allow_unsandboxed)
+    with claimed_dir(target), sandbox:
         if options.resume:
             _check_logs(files, options.quarantine_corrupt, notes)
         inputs, fresh = _planned_inputs(files, benchmark, catalog, options, notes)
-        servers = _build_servers(catalog, harness, upstream, options, files, inputs, notes)
+        servers = _build_servers(catalog, harness, upstream, options, files, inputs, notes, sandbox)
         if fresh:
             _publish_inventory(files, target, inputs)
         claim_dir(Target.of(files.capture_dir, CAPTURES, catalog.roots))

