@@ -11,26 +11,43 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gym_assets import settings
-from gym_assets.conformance.bundle import InspectionInputError
-from gym_assets.conformance.catalogue_doc import DOC_PATH, write_catalogue
-from gym_assets.conformance.inspect import InspectionOptions, inspect_bundle
-from gym_assets.conformance.matrix import build_matrix, parse_harness
-from gym_assets.conformance.result import PROFILE_ID
-from gym_assets.conformance.scope import EvidenceScope
-from gym_assets.outputs.failures import OutputError
+from gym_assets.conformance.profiles import PROFILE_ID, PROFILES
+
+if TYPE_CHECKING:
+    from gym_assets.conformance.inspect import InspectionOptions
 
 INPUT_ERROR_EXIT = 2
-# What the reference runner treats as "could not inspect": input, I/O and decoding failures.
-# An --output that is refused or cannot be written (an OutputError) is one of them: nothing
-# was judged or published, and exit 1 would read as "gate not met".
-CHECKER_ERRORS = (InspectionInputError, OutputError, OSError, ValueError, RecursionError)
+
+
+def _explained_errors() -> tuple[type[Exception], ...]:
+    """Refusals whose message is one line for the user (never a payload)."""
+    from gym_assets.conformance.bundle import InspectionInputError
+    from gym_assets.outputs.failures import OutputError
+
+    return (InspectionInputError, OutputError)
+
+
+def _checker_errors() -> tuple[type[Exception], ...]:
+    """What the reference runner treats as "could not inspect": input, I/O and decoding failures.
+
+    An --output that is refused or cannot be written (an OutputError) is one of them: nothing
+    was judged or published, and exit 1 would read as "gate not met".
+    """
+    return (*_explained_errors(), OSError, ValueError, RecursionError)
 
 
 def _add_profile_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output", metavar="DIR", required=True, type=Path)
-    parser.add_argument("--profile", default=PROFILE_ID, help=f"default {PROFILE_ID}")
+    parser.add_argument(
+        "--profile",
+        default=PROFILE_ID,
+        help=f"check catalogue id (default {PROFILE_ID}); "
+        + ", ".join(other for other in PROFILES if other != PROFILE_ID)
+        + f" name the same checks, and reports record {PROFILE_ID}",
+    )
     parser.add_argument("--no-tools", action="store_true", help="tool evidence is out of scope")
     parser.add_argument("--no-verifier", action="store_true", help="grades are out of scope")
     parser.add_argument("--no-steps", action="store_true", help="step evidence is out of scope")
@@ -74,6 +91,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _options(args: argparse.Namespace, capture_dir: Path | None = None) -> InspectionOptions:
+    from gym_assets.conformance.inspect import InspectionOptions
+    from gym_assets.conformance.scope import EvidenceScope
+
     scope = EvidenceScope(
         tools=not args.no_tools,
         verifier=not args.no_verifier,
@@ -84,15 +104,17 @@ def _options(args: argparse.Namespace, capture_dir: Path | None = None) -> Inspe
 
 
 def _checker_error(exc: BaseException) -> int:
-    detail = f": {exc}" if isinstance(exc, InspectionInputError | OutputError) else ""
+    detail = f": {exc}" if isinstance(exc, _explained_errors()) else ""
     print(f"checker_error ({type(exc).__name__}){detail}; no report published", file=sys.stderr)
     return INPUT_ERROR_EXIT
 
 
 def run_inspect(args: argparse.Namespace) -> int:
+    from gym_assets.conformance.inspect import inspect_bundle
+
     try:
         inspection = inspect_bundle(args.bundle, args.output, _options(args, args.capture_dir))
-    except CHECKER_ERRORS as exc:
+    except _checker_errors() as exc:
         return _checker_error(exc)
     gate = "met" if inspection.gate_met else "not met"
     print(f"P0 gate {gate}: {inspection.report_dir}")
@@ -100,10 +122,12 @@ def run_inspect(args: argparse.Namespace) -> int:
 
 
 def run_matrix(args: argparse.Namespace) -> int:
+    from gym_assets.conformance.matrix import build_matrix, parse_harness
+
     try:
         harnesses = [parse_harness(value) for value in args.harness]
         matrix = build_matrix(harnesses, args.output, _options(args))
-    except CHECKER_ERRORS as exc:
+    except _checker_errors() as exc:
         return _checker_error(exc)
     gate = "every harness meets" if matrix.gate_met else "not every harness meets"
     print(f"{gate} the P0 gate: {matrix.matrix_dir}")
@@ -111,6 +135,8 @@ def run_matrix(args: argparse.Namespace) -> int:
 
 
 def run_catalogue(args: argparse.Namespace) -> int:
+    from gym_assets.conformance.catalogue_doc import DOC_PATH, write_catalogue
+
     path = write_catalogue(args.out or DOC_PATH, settings.configs_root())
     print(f"wrote {path}")
     return 0

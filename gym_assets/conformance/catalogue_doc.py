@@ -13,7 +13,8 @@ from pathlib import Path
 from gym_assets.conformance.artifact_checks import ARTIFACT_CHECKS, Applies
 from gym_assets.conformance.behavioral_checks import BEHAVIORAL_SPECS
 from gym_assets.conformance.health import ROLLOUT_HEALTH_CHECKS
-from gym_assets.conformance.result import PROFILE_ID, TE_NAMES
+from gym_assets.conformance.profiles import PROFILE_ID
+from gym_assets.conformance.result import TE_NAMES
 from gym_assets.outputs.claims import write_file
 from gym_assets.outputs.markers import CATALOGUE
 from gym_assets.outputs.targets import Target

@@ -38,8 +38,8 @@ from gym_assets.conformance.bundle import (
 from gym_assets.conformance.checker import check_record
 from gym_assets.conformance.engine import Row, Status
 from gym_assets.conformance.fingerprint import canonical_json, content_id
+from gym_assets.conformance.profiles import PROFILE_ID, PROFILES
 from gym_assets.conformance.result import (
-    PROFILE_ID,
     SCOPE_CLOSURE,
     TE_NAMES,
     CheckerResult,
@@ -55,7 +55,6 @@ from gym_assets.settings import configs_root
 SUMMARY_SCHEMA = "harness-evidence/v1"
 DECODER_VERSION = "gym-p0-evidence/v2"
 CHECKER_VERSION = "1.0.0"
-KNOWN_PROFILES = (PROFILE_ID,)
 RESULTS_FILE = "evidence_results.jsonl"
 SUMMARY_FILE = "evidence_summary.json"
 REPORT_FILE = "evidence_report.md"
@@ -79,12 +78,23 @@ class ReportConflictError(InspectionInputError):
 @dataclass(frozen=True)
 class InspectionOptions:
     """What the caller declares: the profile, the evidence scope, optional capture sidecars,
-    and the configs tree that reports may never be written over."""
+    and the configs tree that reports may never be written over.
+
+    ``profile`` may be any id of ``PROFILES``; it holds the id it denotes once constructed, so
+    reports record one id per catalogue. An unknown id is an ``InspectionInputError``.
+    """
 
     profile: str = PROFILE_ID
     scope: EvidenceScope = field(default_factory=EvidenceScope)
     capture_dir: Path | None = None
     configs_root: Path = field(default_factory=configs_root)
+
+    def __post_init__(self) -> None:
+        if self.profile not in PROFILES:
+            raise InspectionInputError(
+                f"unknown profile {self.profile!r}; known profiles: {', '.join(PROFILES)}"
+            )
+        object.__setattr__(self, "profile", PROFILES[self.profile])  # frozen: set once, here
 
     def output(self, path: Path, kind: Kind) -> Target:
         return Target(path, kind, self.configs_root, flag="--output")
@@ -309,14 +319,10 @@ def inspect_bundle(
 ) -> Inspection:
     """Check every record of a bundle and publish ``<output>/<report_id>/``.
 
-    Raises ``InspectionInputError`` (nothing published) for an unknown profile, a missing or
-    ambiguous bundle, a malformed or empty bundle, or inputs that changed while being read.
+    Raises ``InspectionInputError`` (nothing published) for a missing or ambiguous bundle, a
+    malformed or empty bundle, or inputs that changed while being read.
     """
     options = options or InspectionOptions()
-    if options.profile not in KNOWN_PROFILES:
-        raise InspectionInputError(
-            f"unknown profile {options.profile!r}; the only profile is {PROFILE_ID}"
-        )
     bundle_file = resolve_bundle(bundle)
     provenance = Provenance.snapshot(bundle_file, options.capture_dir)
     manifest = report_manifest(provenance, options)

@@ -15,10 +15,8 @@ from typing import Any
 
 from gym_assets.conformance.engine import Row, Status, Tier, gate_passes
 from gym_assets.conformance.evidence import TOKEN_FIELDS
+from gym_assets.conformance.profiles import PROFILE_ID
 from gym_assets.conformance.scope import EvidenceScope
-
-PROFILE_ID = "gym-p0/v3"
-"""The one conformance profile id; recorded in every result and report."""
 
 EVIDENCE_BASIS = "retained_artifacts"
 SCOPE_CLOSURE = "not_independently_witnessed"

@@ -8,7 +8,8 @@ import pytest
 
 from gym_assets.conformance.checker import CheckContext, check_record, select_record
 from gym_assets.conformance.engine import Check, CheckDefinitionError, Status
-from gym_assets.conformance.result import PROFILE_ID, TE_NAMES
+from gym_assets.conformance.profiles import PROFILE_ID
+from gym_assets.conformance.result import TE_NAMES
 from gym_assets.conformance.scope import EvidenceScope
 from gym_assets_tests.conformance.fixtures import (
     add_gap,

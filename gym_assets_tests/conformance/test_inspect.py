@@ -18,7 +18,7 @@ from gym_assets.conformance.inspect import (
     ReportConflictError,
     inspect_bundle,
 )
-from gym_assets.conformance.result import PROFILE_ID
+from gym_assets.conformance.profiles import PROFILE_ID
 from gym_assets.conformance.scope import EvidenceScope
 from gym_assets.outputs.markers import MARKER_NAME
 from gym_assets_tests.conformance import fixtures as fx
@@ -184,7 +184,28 @@ def test_unknown_profiles_exit_two_and_write_nothing(tmp_path, profile, capsys):
     out = tmp_path / "out"
     assert cli("inspect", "--bundle", str(bundle), "--output", str(out), "--profile", profile) == 2
     assert not out.exists()
-    assert "unknown profile" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert f"unknown profile {profile!r}; known profiles: gym-p0/v3, gym-p0/v1" in err
+
+
+def test_the_references_profile_id_gives_the_same_report_as_ours(tmp_path, capsys):
+    """``gym-p0/v1`` is the reference's id for this very catalogue (typed checks, per-check P0
+    gate): it is accepted, and the report records our id, so both names give one report."""
+    bundle = write_bundle(tmp_path / "bundle", [fx.baseline_record()])
+    out = tmp_path / "out"
+    assert cli("inspect", "--bundle", str(bundle), "--output", str(out)) == 0
+    assert (
+        cli("inspect", "--bundle", str(bundle), "--output", str(out), "--profile", "gym-p0/v1") == 0
+    )
+    (report,) = reports(out)
+    summary = json.loads((report / "evidence_summary.json").read_text())
+    assert summary["profile"] == PROFILE_ID
+    assert InspectionOptions(profile="gym-p0/v1").profile == PROFILE_ID
+
+
+def test_an_unknown_profile_is_refused_before_anything_is_read():
+    with pytest.raises(InspectionInputError, match="known profiles: gym-p0/v3, gym-p0/v1"):
+        InspectionOptions(profile="gym-p0/v2")
 
 
 def test_extra_hydra_style_arguments_are_usage_errors(tmp_path):

@@ -12,6 +12,7 @@ import pytest
 from gym_assets.cli import main
 from gym_assets.conformance.bundle import InspectionInputError
 from gym_assets.conformance.matrix import MATRIX_FILES, build_matrix, parse_harness
+from gym_assets.conformance.profiles import PROFILE_ID
 from gym_assets.outputs.markers import MARKER_NAME
 from gym_assets_tests.conformance import fixtures as fx
 
@@ -86,6 +87,17 @@ def test_cli_matrix_complete_versus_missing_payload(tmp_path, harnesses):
 def test_all_fulfilled_matrix_exits_zero(tmp_path, harnesses):
     matrix = build_matrix(harnesses[:1], tmp_path / "out")
     assert matrix.gate_met and matrix.exit_code == 0
+
+
+def test_a_matrix_under_the_references_profile_id_is_the_same_matrix(tmp_path, harnesses):
+    args = ["--harness", f"{harnesses[0][0]}={harnesses[0][1]}", "--output", str(tmp_path / "a")]
+    assert main(["conformance", "matrix", *args]) == 0
+    args[-1] = str(tmp_path / "b")
+    assert main(["conformance", "matrix", *args, "--profile", "gym-p0/v1"]) == 0
+    ours, theirs = matrix_dir(tmp_path / "a"), matrix_dir(tmp_path / "b")
+    assert ours.name == theirs.name
+    document = json.loads((theirs / "harness_evidence.json").read_text())
+    assert document["profile"] == PROFILE_ID
 
 
 class _Page(HTMLParser):
