@@ -3,7 +3,8 @@
 Each bound is far above what a real config or dataset needs and far below what would let a
 small hostile file exhaust time, memory or the interpreter's recursion limit: a YAML alias
 bomb, a JSON row nested ten thousand levels deep, or a repeat count that multiplies a taskset
-into billions of rows.
+into billions of rows. The defaults under these bounds, and a run's failure budgets, are here
+too: stdlib only, so the command line shows them in ``--help`` without importing the run.
 """
 
 from __future__ import annotations
@@ -26,4 +27,10 @@ MAX_REPEATS = 10_000
 
 # Rollouts in flight at once (``rollouts --concurrency``) and attempts at one rollout.
 MAX_CONCURRENCY = 1_024
+DEFAULT_CONCURRENCY = 16
 MAX_ATTEMPTS = 100
+DEFAULT_MAX_ATTEMPTS = 3
+
+# Shares of a run's rollouts that may fail, or be masked, before the run's checks fail.
+DEFAULT_MAX_FAILURE_RATE = 0.2
+DEFAULT_MAX_MASKED_SHARE = 0.05

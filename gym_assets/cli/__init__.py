@@ -3,43 +3,21 @@
 Each area registers its subcommands from its own module (``gym_assets/cli/<area>.py`` exposing
 ``register(subparsers)``); this module only builds the parser and maps errors to exit codes:
 0 success, 1 refusal (a ``UserError``: one clear message, no traceback), 2 usage error.
+
+Building the parser imports the standard library and a few stdlib-only modules (``settings``,
+``limits``, ``modes``, ``conformance.profiles``) and nothing else: each handler imports what it
+runs when it runs, so ``--help`` or a usage error costs an interpreter start, not the openai
+SDK, pydantic and the checks (``gym_assets_tests/test_cli_imports.py`` pins the list).
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
-from gym_assets import settings
+from gym_assets.cli import benchmarks, config, conformance, plans, rollouts
 from gym_assets.errors import UserError
-
-AREA_MODULES = ("config", "benchmarks", "plans", "conformance", "rollouts")
-
-
-def configs_root(value: str | None) -> Path:
-    """The configs root: ``--configs``, else ``$GYM_ASSETS_CONFIGS``, else ``./configs``."""
-    return settings.configs_root(value)
-
-
-def add_configs_flag(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--configs",
-        metavar="DIR",
-        default=None,
-        help="configs root (default: $GYM_ASSETS_CONFIGS or ./configs)",
-    )
-
-
-def add_data_root_flag(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--data-root",
-        metavar="DIR",
-        default=None,
-        help="where products are written (default: $GYM_ASSETS_DATA_ROOT or ./.gym_assets)",
-    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -48,14 +26,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Prepare, plan, run and audit LLM-agent evaluations.",
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for area in AREA_MODULES:
-        try:
-            module = importlib.import_module(f"gym_assets.cli.{area}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"gym_assets.cli.{area}":
-                raise
-            continue
-        module.register(subparsers)
+    for area in (config, benchmarks, plans, conformance, rollouts):
+        area.register(subparsers)
     return parser
 
 

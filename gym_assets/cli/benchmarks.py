@@ -6,17 +6,19 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gym_assets import settings
-from gym_assets.cli import add_configs_flag, add_data_root_flag
-from gym_assets.tasks.catalog import Benchmark, Catalog, load_catalog
-from gym_assets.tasks.pipeline import collate_benchmark
-from gym_assets.tasks.prepare import prepare_benchmark
-from gym_assets.tasks.validation import VALIDATION_MODES
+from gym_assets.cli.flags import add_configs_flag, add_data_root_flag
+from gym_assets.modes import VALIDATION_MODES
+
+if TYPE_CHECKING:
+    from gym_assets.tasks.catalog import Benchmark, Catalog
 
 
 def _catalog(args: argparse.Namespace) -> Catalog:
+    from gym_assets.tasks.catalog import load_catalog
+
     return load_catalog(settings.configs_root(args.configs), settings.data_root(args.data_root))
 
 
@@ -68,6 +70,8 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _prepare(args: argparse.Namespace) -> int:
+    from gym_assets.tasks.prepare import prepare_benchmark
+
     benchmark = _catalog(args).get(args.benchmark)
     result = prepare_benchmark(benchmark, use_cached=args.use_cached)
     verb = "prepared" if result.ran_prepare else "checked"
@@ -81,6 +85,9 @@ def _progress(message: str) -> None:
 
 
 def _collate(args: argparse.Namespace) -> int:
+    from gym_assets.tasks.pipeline import collate_benchmark
+    from gym_assets.tasks.prepare import prepare_benchmark
+
     catalog = _catalog(args)
     benchmark = catalog.get(args.benchmark)
     if benchmark.prepare_script is not None and not benchmark.rows_path.is_file():

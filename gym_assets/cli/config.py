@@ -6,13 +6,13 @@ import argparse
 import json
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from gym_assets.cli import add_configs_flag, configs_root
-from gym_assets.config.loader import LoadedConfig, load_configs
-from gym_assets.config.migrate import add_environment_servers
-from gym_assets.config.model import server_instances
-from gym_assets.config.routing import ROUTES, SERVER_NAME, routing_mode, servers_by_agent
+from gym_assets.cli.flags import add_configs_flag
+from gym_assets.settings import configs_root
+
+if TYPE_CHECKING:
+    from gym_assets.config.loader import LoadedConfig
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -54,10 +54,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _migrate(args: argparse.Namespace) -> int:
+    from gym_assets.config.migrate import add_environment_servers
+
     return add_environment_servers(list(args.paths), args.check, configs_root(args.configs))
 
 
 def _show(args: argparse.Namespace) -> int:
+    from gym_assets.config.loader import load_configs
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)  # printed below, once
         loaded = load_configs(configs_root(args.configs))
@@ -71,6 +75,9 @@ def _show(args: argparse.Namespace) -> int:
 
 def summarize(loaded: LoadedConfig) -> dict[str, Any]:
     """What resolution produced, as plain data (the ``--json`` output)."""
+    from gym_assets.config.model import server_instances
+    from gym_assets.config.routing import ROUTES, SERVER_NAME, routing_mode, servers_by_agent
+
     fronting = servers_by_agent(loaded.data)
     servers = []
     for server in server_instances(loaded.data).values():

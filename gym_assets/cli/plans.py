@@ -11,18 +11,16 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from gym_assets import settings
-from gym_assets.cli import add_configs_flag, add_data_root_flag
+from gym_assets.cli.flags import add_configs_flag, add_data_root_flag
 from gym_assets.errors import UserError
-from gym_assets.outputs.markers import PLAN_FILE
-from gym_assets.outputs.targets import Roots, Target
-from gym_assets.plans.build import file_tasks, refuse_prompt_template, require_one_benchmark
-from gym_assets.plans.model import TaskKey, load_plan, plan_json_schema
-from gym_assets.plans.pipeline import collated_tasks, plan_benchmark
-from gym_assets.plans.render import render_json, write_plan_file
-from gym_assets.plans.verify import PlanDiff, verify_plan
-from gym_assets.tasks.catalog import Benchmark, load_catalog
+
+if TYPE_CHECKING:
+    from gym_assets.plans.model import TaskKey
+    from gym_assets.plans.verify import PlanDiff
+    from gym_assets.tasks.catalog import Benchmark
 
 
 def task_ids_flag(value: str) -> list[str]:
@@ -36,6 +34,9 @@ def task_ids_flag(value: str) -> list[str]:
 
 
 def _benchmark(args: argparse.Namespace, name: str) -> Benchmark:
+    from gym_assets.plans.build import refuse_prompt_template
+    from gym_assets.tasks.catalog import load_catalog
+
     catalog = load_catalog(settings.configs_root(args.configs), settings.data_root(args.data_root))
     benchmark = catalog.get(name)
     refuse_prompt_template(benchmark.name, benchmark.dataset.prompt_config)
@@ -47,6 +48,13 @@ def _warn(message: str) -> None:
 
 
 def _plan(args: argparse.Namespace) -> int:
+    from gym_assets.outputs.markers import PLAN_FILE
+    from gym_assets.outputs.targets import Roots, Target
+    from gym_assets.plans.build import require_one_benchmark
+    from gym_assets.plans.model import plan_json_schema
+    from gym_assets.plans.pipeline import plan_benchmark
+    from gym_assets.plans.render import render_json, write_plan_file
+
     parser: argparse.ArgumentParser = args.plan_parser
     if args.schema:
         if args.benchmark or args.out or args.task_ids is not None:
@@ -95,6 +103,11 @@ def _report(diff: PlanDiff) -> None:
 
 
 def _verify(args: argparse.Namespace) -> int:
+    from gym_assets.plans.build import file_tasks
+    from gym_assets.plans.model import load_plan
+    from gym_assets.plans.pipeline import collated_tasks
+    from gym_assets.plans.verify import verify_plan
+
     plan = load_plan(args.plan)
     if args.taskset is not None:
         source = args.taskset

@@ -17,23 +17,23 @@ import sys
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gym_assets import settings
-from gym_assets.cli import add_configs_flag, add_data_root_flag
+from gym_assets.cli.flags import add_configs_flag, add_data_root_flag
 from gym_assets.errors import UserError
-from gym_assets.limits import MAX_ATTEMPTS, MAX_CONCURRENCY, MAX_REPEATS
-from gym_assets.rollouts.collection.checks import DEFAULT_MAX_MASKED_SHARE, masked_share
-from gym_assets.rollouts.collection.model_gateway import load_script
-from gym_assets.rollouts.collection.products import ensure_products
-from gym_assets.rollouts.collection.run import (
+from gym_assets.limits import (
     DEFAULT_CONCURRENCY,
-    RunOptions,
-    RunResult,
-    check_run_dir,
-    run_rollouts,
+    DEFAULT_MAX_ATTEMPTS,
+    DEFAULT_MAX_MASKED_SHARE,
+    MAX_ATTEMPTS,
+    MAX_CONCURRENCY,
+    MAX_REPEATS,
 )
-from gym_assets.rollouts.harnesses import UPSTREAM_MODES, get_harness, load_harnesses, upstream_of
-from gym_assets.tasks.catalog import load_catalog
+from gym_assets.modes import UPSTREAM_MODES
+
+if TYPE_CHECKING:
+    from gym_assets.rollouts.collection.run import RunResult
 
 
 def _count(maximum: int | None = None) -> Callable[[str], int]:
@@ -97,6 +97,13 @@ def _summary(result: RunResult) -> None:
 
 
 def _rollouts(args: argparse.Namespace) -> int:
+    from gym_assets.rollouts.collection.checks import masked_share
+    from gym_assets.rollouts.collection.model_gateway import load_script
+    from gym_assets.rollouts.collection.products import ensure_products
+    from gym_assets.rollouts.collection.run import RunOptions, check_run_dir, run_rollouts
+    from gym_assets.rollouts.harnesses import get_harness, load_harnesses, upstream_of
+    from gym_assets.tasks.catalog import load_catalog
+
     parser: argparse.ArgumentParser = args.rollouts_parser
     try:
         upstream = upstream_of(
@@ -178,7 +185,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--limit", type=_count(), metavar="N", help="first N tasks")
     parser.add_argument("--timeout", type=_positive_float, metavar="S", help="per rollout")
-    parser.add_argument("--max-attempts", type=_count(MAX_ATTEMPTS), default=3, metavar="N")
+    parser.add_argument(
+        "--max-attempts", type=_count(MAX_ATTEMPTS), default=DEFAULT_MAX_ATTEMPTS, metavar="N"
+    )
     parser.add_argument("--resume", action="store_true", help="continue the run in --out")
     parser.add_argument(
         "--quarantine-corrupt",
@@ -194,7 +203,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         type=_fraction,
         default=DEFAULT_MAX_MASKED_SHARE,
         metavar="F",
-        help="fail (exit 1) when more than this share of rollouts is masked (default 0.05)",
+        help="fail (exit 1) when more than this share of rollouts is masked "
+        f"(default {DEFAULT_MAX_MASKED_SHARE})",
     )
     parser.add_argument(
         "--allow-unsandboxed",

@@ -22,10 +22,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from gym_assets.config.locate import did_you_mean, locator_of
 from gym_assets.config.model import AGENTS, attributed_agent, server_instances
 from gym_assets.errors import ConfigError, UserError
+from gym_assets.modes import UpstreamMode
 
 HARNESSES_KEY = "harnesses"
-UpstreamMode = Literal["reference", "scripted", "openai"]
-UPSTREAM_MODES: tuple[str, ...] = ("reference", "scripted", "openai")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 

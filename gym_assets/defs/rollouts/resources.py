@@ -1,14 +1,18 @@
 """Resources of the rollouts asset: the model endpoint and how the harness runs."""
 
 from pathlib import Path
-from typing import Literal
 
 import dagster as dg
 
-from gym_assets.rollouts.collection.checks import DEFAULT_MAX_FAILURE_RATE, DEFAULT_MAX_MASKED_SHARE
-from gym_assets.rollouts.collection.ledger import DEFAULT_MAX_ATTEMPTS
+from gym_assets.limits import (
+    DEFAULT_CONCURRENCY,
+    DEFAULT_MAX_ATTEMPTS,
+    DEFAULT_MAX_FAILURE_RATE,
+    DEFAULT_MAX_MASKED_SHARE,
+)
+from gym_assets.modes import UpstreamMode
 from gym_assets.rollouts.collection.model_gateway import load_script
-from gym_assets.rollouts.collection.run import DEFAULT_CONCURRENCY, RunOptions
+from gym_assets.rollouts.collection.run import RunOptions
 from gym_assets.rollouts.contracts import Step
 from gym_assets.rollouts.harnesses import Upstream, upstream_of
 
@@ -18,7 +22,7 @@ class ModelEndpoint(dg.ConfigurableResource):
     holding the key; the key itself is read from the environment when the run starts and never
     enters config, logs or metadata. ``script_path`` (scripted upstream) is a JSON step list."""
 
-    upstream: Literal["reference", "scripted", "openai"] = "reference"
+    upstream: UpstreamMode = "reference"
     base_url: str | None = None
     api_key_env: str | None = None
     model: str | None = None

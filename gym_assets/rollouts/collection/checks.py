@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 
 from gym_assets.check_outcome import CheckOutcome
+from gym_assets.limits import DEFAULT_MAX_FAILURE_RATE, DEFAULT_MAX_MASKED_SHARE
 from gym_assets.plans.model import Plan
 from gym_assets.rollouts.collection.files import RunFiles, read_jsonl
 from gym_assets.rollouts.collection.inputs import RolloutInput
@@ -13,8 +14,6 @@ from gym_assets.rollouts.collection.metrics import latest_rows, summarize
 from gym_assets.rollouts.collection.plan_gate import PlanGate
 
 MAX_LISTED = 20
-DEFAULT_MAX_FAILURE_RATE = 0.2
-DEFAULT_MAX_MASKED_SHARE = 0.05
 
 
 def _inventory(files: RunFiles, flat_taskset: str) -> list[RolloutInput]:

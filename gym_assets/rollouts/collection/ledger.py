@@ -12,10 +12,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from gym_assets.limits import DEFAULT_MAX_ATTEMPTS
 from gym_assets.rollouts.collection.files import RunFiles, read_jsonl, repair_tail
 from gym_assets.rollouts.collection.inputs import ROLLOUT_INDEX, TASK_INDEX, RolloutInput
 
-DEFAULT_MAX_ATTEMPTS = 3
 Key = tuple[int, int]
 
 

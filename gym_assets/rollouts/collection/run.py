@@ -31,6 +31,7 @@ from gym_assets.config.model import MODELS, attributed_agent, bound_resources_se
 from gym_assets.config.model import server_instances as instances_of
 from gym_assets.errors import UserError
 from gym_assets.io import atomic_write_text
+from gym_assets.limits import DEFAULT_CONCURRENCY, DEFAULT_MAX_ATTEMPTS
 from gym_assets.outputs.claims import State, claim_dir, claimed_dir, preflight_dir
 from gym_assets.outputs.failures import OutputError
 from gym_assets.outputs.markers import CAPTURES, ROLLOUTS_RUN
@@ -47,7 +48,7 @@ from gym_assets.rollouts.collection.files import (
 )
 from gym_assets.rollouts.collection.gateway_process import GatewayProcess
 from gym_assets.rollouts.collection.inputs import RolloutInput, materialize_inputs
-from gym_assets.rollouts.collection.ledger import DEFAULT_MAX_ATTEMPTS, Ledger
+from gym_assets.rollouts.collection.ledger import Ledger
 from gym_assets.rollouts.collection.metrics import RunTotals, aggregate, latest_rows, summarize
 from gym_assets.rollouts.collection.model_gateway import require_ready
 from gym_assets.rollouts.collection.plan_gate import PlanGate
@@ -60,7 +61,6 @@ from gym_assets.tasks.catalog import Benchmark, Catalog
 from gym_assets.tasks.pipeline import collated_path
 from gym_assets.tasks.task_inputs import SingleAgentTurnTaskInput
 
-DEFAULT_CONCURRENCY = 16
 DEFAULT_MODEL = ("policy", "policy_model")  # (model id, model server) when the config names none
 
 
