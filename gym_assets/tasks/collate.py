@@ -46,8 +46,8 @@ from gym_assets.tasks.materialize import (
 from gym_assets.tasks.metrics import (
     DatasetMetrics,
     dump_metrics,
-    metrics_differences,
     metrics_document,
+    sidecar_differences,
 )
 from gym_assets.tasks.prompts import PromptConfig, load_prompt_config
 from gym_assets.tasks.schemas import (
@@ -615,7 +615,7 @@ def _settle_document(
             stored = parse_json_bytes(path.read_bytes())
         except ValueError:
             stored = {"(unreadable)": True}
-        differences = metrics_differences(stored, document)
+        differences = sidecar_differences(stored, document)
         if not differences:
             report.outputs.append(_json_output(path, path.read_bytes()))
             return

@@ -54,6 +54,26 @@ FRAMEWORK_METRICS = frozenset(
 )
 MAX_LABELS = 100
 SKIPPED_OTHER_FIELDS = ("responses_create_params", "response")
+# Every field the reference's dataset declaration can dump into a sidecar's header. A sidecar
+# written by NeMo Gym carries the ones our declaration model has no field for (for instance a
+# benchmark's ``prepare_dependencies``), and may lack ours (``license``).
+REFERENCE_DECLARATION_FIELDS = frozenset(
+    {
+        "name",
+        "type",
+        "jsonl_fpath",
+        "taskset",
+        "num_repeats",
+        "source",
+        "gitlab_identifier",
+        "huggingface_identifier",
+        "license",
+        "prepare_script",
+        "prompt_config",
+        "agent",
+        "prepare_dependencies",
+    }
+)
 
 
 # ASCII whitespace (what ``bytes.split`` splits on) -> b" ", every other byte -> b"x".
@@ -420,6 +440,24 @@ def _same_multiset(old: list[Any], new: list[Any]) -> bool:
         else:
             return False
     return True
+
+
+def sidecar_differences(stored: Any, computed: Mapping[str, Any]) -> list[str]:
+    """``metrics_differences`` of a stored sidecar and the computed one, header read as such.
+
+    A declaration field that only the stored header has (NeMo Gym's ``prepare_dependencies``,
+    ``source``, ...) says how the other writer models a declaration, not what the data holds,
+    so it is no conflict. A metric is never such a field: its value is a summary object.
+    """
+    if isinstance(stored, Mapping):
+        stored = {
+            key: value
+            for key, value in stored.items()
+            if key in computed
+            or key not in REFERENCE_DECLARATION_FIELDS
+            or isinstance(value, Mapping)
+        }
+    return metrics_differences(stored, computed)
 
 
 def metrics_differences(old: Any, new: Any, path: str = "") -> list[str]:
