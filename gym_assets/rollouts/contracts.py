@@ -94,7 +94,7 @@ class EnvironmentServer(Protocol):
     implementation: str
 
     async def run(self, request: EpisodeRequest | Mapping[str, Any]) -> EpisodeResponse | dict:
-        """A native request gets an ``EpisodeResponse``; a legacy flat row gets a flat dict."""
+        """An episode request gets an ``EpisodeResponse``; a legacy flat row gets a flat dict."""
         ...
 
     async def aggregate_metrics(self, verify_responses: Sequence[Mapping[str, Any]]) -> dict: ...

@@ -10,6 +10,6 @@
 * ``observations`` — ``ng_agent_observations`` bundles built through the evidence models.
 * ``resources``    — the session-keeping base of the bundled resources servers.
 * ``responses``    — reading Responses objects and input items.
-* ``legacy``       — flat rows: identity, native form, ``_ng_failure_*`` answers.
+* ``legacy``       — flat rows: identity, episode request, ``_ng_failure_*`` answers.
 * ``registry``     — build environment and resources servers from a resolved config.
 """

@@ -1,4 +1,4 @@
-"""Flat (legacy) rows: their episode identity, their native form, and flat failure answers."""
+"""Flat (legacy) rows: their episode identity, their episode request, and flat failure answers."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ def episode_id_of(row: Mapping[str, Any]) -> EpisodeId:
     return EpisodeId(rollout_id=rollout_id, attempt=int(row.get("_ng_attempt_index", 0)))
 
 
-def native_request_of(row: Mapping[str, Any], taskset: str) -> EpisodeRequest:
+def episode_request_of(row: Mapping[str, Any], taskset: str) -> EpisodeRequest:
     """The episode a flat row describes (its task input: every non-routing, non-``_ng_`` key)."""
     task_id = source_task_id(row) or str(row.get("_ng_task_index", 0))
     return EpisodeRequest.model_validate(

@@ -87,7 +87,7 @@ class EpisodeRunner:
     async def run(
         self, request: EpisodeRequest | Mapping[str, Any], protocol: Protocol
     ) -> EpisodeResponse:
-        """Run ``protocol`` for a native request (a mapping is validated as one first)."""
+        """Run ``protocol`` for an episode request (a mapping is validated as one first)."""
         if not isinstance(request, EpisodeRequest):
             request = EpisodeRequest.model_validate(request)
         if self._slots is not None:

@@ -9,6 +9,7 @@ import pytest
 
 from gym_assets.config.loader import LoadedConfig
 from gym_assets.rollouts.episodes.agents import ToolGrant
+from gym_assets.rollouts.episodes.legacy import episode_request_of
 from gym_assets.rollouts.episodes.registry import build_environment, build_resources
 from gym_assets.rollouts.episodes.sessions import SessionConflict
 from gym_assets.rollouts.gateway import (
@@ -200,6 +201,8 @@ def test_legacy_run_and_the_legacy_agent_relay(start_gateway, bundled_config: Lo
     result = run(relay.run({**row, "_ng_rollout_id": "explicit"}))
     assert result["reward"] == 1.0 and result["_ng_rollout_id"] == "explicit"
     assert result["ng_agent_observations"]["source"] == "simple_agent"
+    with pytest.raises(TypeError, match="relays flat rows to a legacy agent, not episode requests"):
+        run(relay.run(episode_request_of(row, "arith")))
 
 
 def test_legacy_environment_refuses_misrouted_rows_and_flattens_failures(
@@ -222,7 +225,7 @@ def test_legacy_environment_refuses_misrouted_rows_and_flattens_failures(
     assert failed["_ng_failure_stage"] == "agent" and failed["_ng_failure_terminal"] is True
     assert "reward" not in failed
 
-    native = run(
+    episode = run(
         env.run(
             {
                 "episode_id": {"rollout_id": "n"},
@@ -230,4 +233,4 @@ def test_legacy_environment_refuses_misrouted_rows_and_flattens_failures(
             }
         )
     )
-    assert native.failure is not None and native.failure.stage == "agent"
+    assert episode.failure is not None and episode.failure.stage == "agent"

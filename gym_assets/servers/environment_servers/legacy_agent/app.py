@@ -30,7 +30,7 @@ class LegacyAgentRelay:
 
     async def run(self, request: EpisodeRequest | Mapping[str, Any]) -> EpisodeResponse | dict:
         if isinstance(request, EpisodeRequest):
-            raise TypeError(f"{self.name} relays flat rows to a legacy agent, not native requests")
+            raise TypeError(f"{self.name} relays flat rows to a legacy agent, not episode requests")
         return await self.agent.run(request)
 
     async def aggregate_metrics(self, verify_responses: Sequence[Mapping[str, Any]]) -> dict:

@@ -3,7 +3,7 @@
 A flat row (``responses_create_params`` plus task fields) runs as a native episode whose task
 input is the row; the answer is the flat verify row, or ``_ng_failure_*`` fields. A row whose
 ``task_source`` or ``agent_ref`` names another server than the bound ones is refused — it was
-routed to the wrong place. A native request gets the native response.
+routed to the wrong place. An episode request gets the episode response.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 
 from gym_assets.rollouts.contracts import ResourcesServer
 from gym_assets.rollouts.episodes.agents import Agent
-from gym_assets.rollouts.episodes.legacy import failure_row, native_request_of
+from gym_assets.rollouts.episodes.legacy import episode_request_of, failure_row
 from gym_assets.rollouts.episodes.runner import EnvironmentSettings
 from gym_assets.rollouts.protocol import EpisodeFailure, EpisodeRequest, EpisodeResponse
 from gym_assets.servers.environment_servers.single_agent_turn.app import (
@@ -36,7 +36,7 @@ class SingleAgentTurnLegacy(SingleAgentTurn):
         refusal = self._misrouted(request)
         if refusal is not None:
             return failure_row(EpisodeFailure.of(refusal, terminal=True, kind="protocol_violation"))
-        response = await super().run(native_request_of(request, self.name))
+        response = await super().run(episode_request_of(request, self.name))
         assert isinstance(response, EpisodeResponse)
         if response.failure is not None:
             return failure_row(response.failure)

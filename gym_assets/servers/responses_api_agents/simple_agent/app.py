@@ -26,7 +26,7 @@ from pydantic import Field
 from gym_assets.conformance.evidence import ToolStatus
 from gym_assets.rollouts.contracts import GatewayHandle, ResourcesServer
 from gym_assets.rollouts.episodes.agents import AgentSession, SessionAgent, ToolGrant
-from gym_assets.rollouts.episodes.legacy import episode_id_of, native_request_of
+from gym_assets.rollouts.episodes.legacy import episode_id_of, episode_request_of
 from gym_assets.rollouts.episodes.model_calls import ModelSettings, add_usage
 from gym_assets.rollouts.episodes.observations import Invocation
 
@@ -137,7 +137,7 @@ class SimpleAgent(SessionAgent):
         if self.resources is None:
             raise ToolAccessError(f"agent {self.name!r} has no resources_server for a legacy run")
         resources = self.resources
-        request = native_request_of(row, LEGACY_TASKSET)
+        request = episode_request_of(row, LEGACY_TASKSET)
         episode = episode_id_of(row)
         params = row["responses_create_params"]
         task_data = {
