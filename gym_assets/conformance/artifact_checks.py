@@ -24,7 +24,7 @@ from typing import Any
 
 from gym_assets.conformance.engine import Check, Kind, Tier, Verdict
 from gym_assets.conformance.evidence import TOKEN_FIELDS, GapEffect, gap_effect
-from gym_assets.conformance.record_view import RecordView, lookup
+from gym_assets.conformance.record_view import RecordView, as_list, lookup, response_metadata
 from gym_assets.conformance.refs import MODEL_REF_SCHEMA, NONBLANK, NULLABLE_NONBLANK, REF_SCHEMA
 from gym_assets.conformance.scope import EvidenceScope
 
@@ -51,8 +51,7 @@ class Applies(StrEnum):
 
 
 def _failure_declared(view: RecordView) -> bool:
-    record = view.record if isinstance(view.record, dict) else {}
-    return record.get("mask_sample") is True or record.get("evaluation_completed") is False
+    return view.row.get("mask_sample") is True or view.row.get("evaluation_completed") is False
 
 
 APPLIES: Mapping[Applies, Callable[[EvidenceScope, RecordView], bool]] = {
@@ -309,12 +308,12 @@ def content_previous_response(view: RecordView) -> Verdict:
         previous = request.get("previous_response_id") if isinstance(request, dict) else None
         if not previous:
             continue
-        server = view.meta(call).get("model_ref")
+        server = response_metadata(call).get("model_ref")
         earlier = [
             c
             for c in view.calls[:i]
-            if view.meta(c).get("response_id") == previous
-            and view.meta(c).get("model_ref") == server
+            if response_metadata(c).get("response_id") == previous
+            and response_metadata(c).get("model_ref") == server
         ]
         retained = len(earlier) == 1 and all(
             earlier[0].get(k) is not None for k in ("request", "response")
@@ -350,9 +349,7 @@ def tools_request(view: RecordView) -> Verdict:
             item
             for inv in view.invocations
             if inv["invocation_id"] == tool["invocation_id"]
-            for item in (
-                inv.get("conversation") if isinstance(inv.get("conversation"), list) else []
-            )
+            for item in as_list(inv.get("conversation"))
             if isinstance(item, dict)
             and item.get("type") == "function_call"
             and item.get("call_id") == tool["tool_call_id"]
@@ -423,7 +420,7 @@ def steps_attempt_accounting(view: RecordView) -> Verdict:
     policy = [i for i in range(len(view.calls)) if i not in view.helper_calls]
     bad = [f"{CALLS}[{i}]" for i in sorted(view.helper_calls) if uses[i]]
     for i in policy:
-        status = view.meta(view.calls[i]).get("status_code")
+        status = response_metadata(view.calls[i]).get("status_code")
         is_error = isinstance(status, int) and not isinstance(status, bool) and status >= 400
         if uses[i] > 1 or (uses[i] == 0 and not is_error):
             bad.append(f"{CALLS}[{i}]")

@@ -21,7 +21,15 @@ from typing import Any, Protocol
 
 from gym_assets.conformance.checker import CheckContext, CheckSource
 from gym_assets.conformance.engine import Check, Kind, Results, Tier
+from gym_assets.conformance.evidence import TOKEN_FIELDS
 from gym_assets.conformance.fingerprint import canonical_json, exchange_fingerprint
+from gym_assets.conformance.record_view import (
+    RecordView,
+    as_list,
+    as_mapping,
+    response_metadata,
+    token_stats,
+)
 from gym_assets.conformance.witness import Witness, WitnessedAttempt, WitnessedToolCall
 
 WITNESS_LOCATION = "witness.json"
@@ -52,14 +60,6 @@ class Prescription:
     http_errors: tuple[int, ...] = ()
     terminal_error: bool = False
     expected_reward: float = 1.0
-
-
-def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
 
 
 def _same_json(left: Any, right: Any) -> bool:
@@ -99,28 +99,21 @@ _RESPONSES_USAGE = (
     ("total_tokens",),
     ("input_tokens_details", "cached_tokens"),
 )
-_TOKEN_FIELDS = (
-    "prompt_tokens",
-    "completion_tokens",
-    "reasoning_tokens",
-    "total_tokens",
-    "cached_tokens",
-)
 
 
 def _dig(value: Any, path: tuple[str, ...]) -> Any:
     for key in path:
-        value = _mapping(value).get(key)
+        value = as_mapping(value).get(key)
     return value
 
 
 def _is_chat_request(request: Any) -> bool:
-    return "messages" in _mapping(request)
+    return "messages" in as_mapping(request)
 
 
 def witnessed_usage(request: Any, response: Any) -> list[Any]:
     """Token counts as the provider sent them; an omitted count is ``None``, never zero."""
-    usage = _mapping(response).get("usage")
+    usage = as_mapping(response).get("usage")
     paths = _CHAT_USAGE if _is_chat_request(request) else _RESPONSES_USAGE
     return [_dig(usage, path) for path in paths]
 
@@ -129,23 +122,23 @@ def witnessed_finish(request: Any, response: Any) -> Any:
     """Chat completions carry a finish reason on the first choice; other bodies have none."""
     if not _is_chat_request(request):
         return None
-    choices = _list(_mapping(response).get("choices"))
-    return _mapping(choices[0]).get("finish_reason") if choices else None
+    choices = as_list(as_mapping(response).get("choices"))
+    return as_mapping(choices[0]).get("finish_reason") if choices else None
 
 
 def _response_facts(attempt: WitnessedAttempt) -> list[Any]:
-    body = _mapping(attempt.response)
+    body = as_mapping(attempt.response)
     return [body.get("id"), body.get("status"), witnessed_finish(attempt.request, attempt.response)]
 
 
 def _saved_response_facts(call: Mapping[str, Any]) -> list[Any]:
-    meta = _mapping(call.get("response_metadata"))
+    meta = response_metadata(call)
     return [meta.get("response_id"), meta.get("response_status"), meta.get("finish_reason")]
 
 
 def _saved_tokens(call: Mapping[str, Any]) -> list[Any]:
-    stats = _mapping(call.get("token_stats"))
-    return [stats.get(name) for name in _TOKEN_FIELDS]
+    stats = token_stats(call)
+    return [stats.get(name) for name in TOKEN_FIELDS]
 
 
 ExchangeFacts = tuple[Callable[[WitnessedAttempt], Any], Callable[[Mapping[str, Any]], Any]]
@@ -167,16 +160,16 @@ class BehavioralContext:
     fingerprint: Fingerprint = exchange_fingerprint
 
     @cached_property
-    def trajectory(self) -> Mapping[str, Any]:
-        return _mapping(_mapping(self.record).get("ng_trajectory"))
+    def saved(self) -> RecordView:
+        return RecordView(self.record)
 
     @cached_property
     def saved_calls(self) -> list[Mapping[str, Any]]:
-        return [_mapping(c) for c in _list(self.trajectory.get("model_calls"))]
+        return [as_mapping(c) for c in self.saved.calls]
 
     @cached_property
     def saved_tools(self) -> list[Mapping[str, Any]]:
-        return [_mapping(t) for t in _list(self.trajectory.get("tool_calls"))]
+        return [as_mapping(t) for t in self.saved.tools]
 
     @cached_property
     def saved_tool_by_id(self) -> dict[Any, Mapping[str, Any]]:
@@ -194,7 +187,7 @@ class BehavioralContext:
     # ------------------------------------------------------------------ model exchanges
 
     def _saved_fp(self, call: Mapping[str, Any]) -> str:
-        status = _mapping(call.get("response_metadata")).get("status_code")
+        status = response_metadata(call).get("status_code")
         return self.fingerprint(call.get("request"), status, call.get("response"))
 
     def exchanges_match(self, view: str) -> bool:
@@ -227,12 +220,12 @@ class BehavioralContext:
             return []
         owner = saved.get("invocation_id")
         found = []
-        for invocation in _list(self.trajectory.get("invocations")):
-            invocation = _mapping(invocation)
+        for invocation in self.saved.invocations:
+            invocation = as_mapping(invocation)
             if invocation.get("invocation_id") != owner:
                 continue
-            for item in _list(invocation.get("conversation")):
-                item = _mapping(item)
+            for item in as_list(invocation.get("conversation")):
+                item = as_mapping(item)
                 if item.get("type") == "function_call" and item.get("call_id") == tool_id:
                     found.append(item)
         return found
@@ -280,7 +273,7 @@ def _verifier_answer(ctx: BehavioralContext) -> bool:
 
 
 def _saved_reward(ctx: BehavioralContext) -> bool:
-    reward = _mapping(ctx.record).get("reward")
+    reward = ctx.saved.row.get("reward")
     return _is_number(reward) and reward == ctx.prescription.expected_reward
 
 

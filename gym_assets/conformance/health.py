@@ -21,6 +21,7 @@ from typing import Any
 from gym_assets.conformance.bundle import parse_row
 from gym_assets.conformance.checker import CheckContext, CheckSource
 from gym_assets.conformance.engine import Check, Kind, Results, Tier
+from gym_assets.conformance.record_view import RecordView, response_metadata, token_stats
 from gym_assets.conformance.scope import EvidenceScope
 from gym_assets.errors import ConfigError
 
@@ -62,31 +63,16 @@ def _nonblank(value: Any) -> bool:
     return isinstance(value, str) and bool(value.strip())
 
 
-def _trajectory(record: Mapping[str, Any]) -> Mapping[str, Any]:
-    value = record.get("ng_trajectory")
-    return value if isinstance(value, Mapping) else {}
-
-
-def _model_calls(record: Mapping[str, Any]) -> list[Mapping[str, Any]] | None:
-    calls = _trajectory(record).get("model_calls")
-    if not isinstance(calls, list):
+def _model_calls(view: RecordView) -> list[Mapping[str, Any]] | None:
+    """The retained calls that are objects; ``None`` when there is no array to read."""
+    if not view.has_list("model_calls"):
         return None
-    return [c for c in calls if isinstance(c, Mapping)]
-
-
-def _metadata(call: Mapping[str, Any]) -> Mapping[str, Any]:
-    value = call.get("response_metadata")
-    return value if isinstance(value, Mapping) else {}
-
-
-def _tokens(call: Mapping[str, Any]) -> Mapping[str, Any]:
-    value = call.get("token_stats")
-    return value if isinstance(value, Mapping) else {}
+    return [c for c in view.calls if isinstance(c, Mapping)]
 
 
 def is_successful_call(call: Mapping[str, Any]) -> bool:
     """An HTTP 2xx exchange without an error category: the only calls that carry tokens."""
-    meta = _metadata(call)
+    meta = response_metadata(call)
     status = meta.get("status_code")
     return (
         isinstance(status, int)
@@ -96,8 +82,8 @@ def is_successful_call(call: Mapping[str, Any]) -> bool:
     )
 
 
-def _successful_calls(record: Mapping[str, Any]) -> list[Mapping[str, Any]] | None:
-    calls = _model_calls(record)
+def _successful_calls(view: RecordView) -> list[Mapping[str, Any]] | None:
+    calls = _model_calls(view)
     return None if calls is None else [c for c in calls if is_successful_call(c)]
 
 
@@ -108,9 +94,8 @@ def _verdict(unhealthy: bool) -> str:
 # ---------------------------------------------------------------- judges (record -> verdict)
 
 
-def _missing_agent_turns(record: Mapping[str, Any]) -> str:
-    turns = _trajectory(record).get("turns")
-    return _verdict(not (isinstance(turns, list) and turns))
+def _missing_agent_turns(view: RecordView) -> str:
+    return _verdict(not view.turns)
 
 
 def _hollow_turn(turn: Any) -> bool:
@@ -119,41 +104,38 @@ def _hollow_turn(turn: Any) -> bool:
     return turn.get("answer") is None and turn.get("reasoning_content") is None
 
 
-def _agent_turn_hollow(record: Mapping[str, Any]) -> str:
-    trajectory = _trajectory(record)
-    turns = trajectory.get("turns")
-    gaps = trajectory.get("gaps")
+def _agent_turn_hollow(view: RecordView) -> str:
     gap_codes = {
         g.get("code")
-        for g in (gaps if isinstance(gaps, list) else [])
+        for g in view.gaps
         if isinstance(g, Mapping) and isinstance(g.get("code"), str)
     }
     if gap_codes & HOLLOW_TURN_GAPS:
         return UNHEALTHY
-    if not isinstance(turns, list) or not turns:
+    if not view.turns:
         return UNOBSERVED
-    return _verdict(any(_hollow_turn(t) for t in turns))
+    return _verdict(any(_hollow_turn(t) for t in view.turns))
 
 
-def _zero_completion_tokens(record: Mapping[str, Any]) -> str:
-    calls = _successful_calls(record)
+def _zero_completion_tokens(view: RecordView) -> str:
+    calls = _successful_calls(view)
     if calls is None:
         return UNOBSERVED
-    return _verdict(any(_tokens(c).get("completion_tokens") == 0 for c in calls))
+    return _verdict(any(token_stats(c).get("completion_tokens") == 0 for c in calls))
 
 
-def _missing_token_counts(record: Mapping[str, Any]) -> str:
-    calls = _successful_calls(record)
+def _missing_token_counts(view: RecordView) -> str:
+    calls = _successful_calls(view)
     if calls is None:
         return UNOBSERVED
     fields = ("prompt_tokens", "completion_tokens", "total_tokens")
-    return _verdict(any(_count(_tokens(c).get(f)) is None for c in calls for f in fields))
+    return _verdict(any(_count(token_stats(c).get(f)) is None for c in calls for f in fields))
 
 
-def _capture_mismatch(record: Mapping[str, Any]) -> str:
+def _capture_mismatch(view: RecordView) -> str:
     """The capture attachment and the trajectory must list the same call ids, same multiplicity."""
-    calls = _model_calls(record)
-    capture = record.get("ng_model_call_capture")
+    calls = _model_calls(view)
+    capture = view.row.get("ng_model_call_capture")
     if calls is None:
         return UNOBSERVED
     if capture is None:
@@ -166,28 +148,28 @@ def _capture_mismatch(record: Mapping[str, Any]) -> str:
     return _verdict(kept != seen)
 
 
-def _model_call_failed(record: Mapping[str, Any]) -> str:
+def _model_call_failed(view: RecordView) -> str:
     """A call the server answered 2xx whose body nevertheless reports a failure."""
-    calls = _model_calls(record)
+    calls = _model_calls(view)
     if calls is None:
         return UNOBSERVED
 
     def failed(call: Mapping[str, Any]) -> bool:
-        status = _metadata(call).get("status_code")
+        status = response_metadata(call).get("status_code")
         if not (isinstance(status, int) and 200 <= status < 300):
             return False
         response = call.get("response")
         body_error = isinstance(response, Mapping) and response.get("error") is not None
-        return body_error or _metadata(call).get("response_status") == "failed"
+        return body_error or response_metadata(call).get("response_status") == "failed"
 
     return _verdict(any(failed(c) for c in calls))
 
 
-def _token_count_mismatch(record: Mapping[str, Any]) -> str:
+def _token_count_mismatch(view: RecordView) -> str:
     """The rollout's reported usage must equal the sum over its successful calls."""
-    response = record.get("response")
+    response = view.row.get("response")
     usage = response.get("usage") if isinstance(response, Mapping) else None
-    calls = _successful_calls(record)
+    calls = _successful_calls(view)
     if not isinstance(usage, Mapping) or calls is None:
         return UNOBSERVED
     compared = False
@@ -195,7 +177,7 @@ def _token_count_mismatch(record: Mapping[str, Any]) -> str:
         reported = next((_count(usage.get(k)) for k in usage_keys if k in usage), None)
         if reported is None:
             continue
-        counts = [_count(_tokens(c).get(field)) for c in calls]
+        counts = [_count(token_stats(c).get(field)) for c in calls]
         if any(c is None for c in counts):
             return UNOBSERVED
         if sum(counts) != reported:  # type: ignore[arg-type]
@@ -204,15 +186,17 @@ def _token_count_mismatch(record: Mapping[str, Any]) -> str:
     return HEALTHY if compared else UNOBSERVED
 
 
-def _runaway_generation(record: Mapping[str, Any]) -> str:
-    calls = _successful_calls(record)
+def _runaway_generation(view: RecordView) -> str:
+    calls = _successful_calls(view)
     if calls is None:
         return UNOBSERVED
-    return _verdict(any(_metadata(c).get("finish_reason") in RUNAWAY_FINISH_REASONS for c in calls))
+    return _verdict(
+        any(response_metadata(c).get("finish_reason") in RUNAWAY_FINISH_REASONS for c in calls)
+    )
 
 
-def _ended_on_failed_call(record: Mapping[str, Any]) -> str:
-    calls = _model_calls(record)
+def _ended_on_failed_call(view: RecordView) -> str:
+    calls = _model_calls(view)
     if not calls:
         return UNOBSERVED
     return _verdict(not is_successful_call(calls[-1]))
@@ -223,7 +207,7 @@ class RolloutHealthCheck:
     """One rollout-scope health check: what it looks for, and whether it reads agent turns."""
 
     id: str
-    judge: Callable[[Mapping[str, Any]], str]
+    judge: Callable[[RecordView], str]
     summary: str
     reads_turns: bool = False
     when_unreadable: str = UNOBSERVED
@@ -233,7 +217,7 @@ class RolloutHealthCheck:
         return f"health.{self.id}"
 
 
-def _readable(record: Mapping[str, Any]) -> str:
+def _readable(view: RecordView) -> str:
     return HEALTHY
 
 
@@ -299,7 +283,8 @@ def judge_rollout(item: HealthInput) -> dict[str, str]:
     """Every rollout health verdict for one input line (a non-object line is unreadable)."""
     if not isinstance(item.record, Mapping):
         return {c.id: c.when_unreadable for c in ROLLOUT_HEALTH_CHECKS}
-    return {c.id: c.judge(item.record) for c in ROLLOUT_HEALTH_CHECKS}
+    view = RecordView(item.record)
+    return {c.id: c.judge(view) for c in ROLLOUT_HEALTH_CHECKS}
 
 
 def validate_expectations(expectations: Mapping[str, str] | None) -> dict[str, str]:

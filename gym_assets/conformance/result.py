@@ -16,6 +16,7 @@ from typing import Any
 from gym_assets.conformance.engine import Row, Status, Tier, gate_passes
 from gym_assets.conformance.evidence import TOKEN_FIELDS
 from gym_assets.conformance.profiles import PROFILE_ID
+from gym_assets.conformance.record_view import RecordView, token_stats
 from gym_assets.conformance.scope import EvidenceScope
 
 EVIDENCE_BASIS = "retained_artifacts"
@@ -161,11 +162,8 @@ def findings_for(rows: Iterable[Row], source: str) -> tuple[Finding, ...]:
 
 def token_availability(record: object) -> dict[str, TokenAvailability]:
     """Counts of retained calls with a non-null value per token field (null = unknown)."""
-    trajectory = record.get("ng_trajectory") if isinstance(record, dict) else None
-    calls = trajectory.get("model_calls") if isinstance(trajectory, dict) else None
-    calls = calls if isinstance(calls, list) else []
-    stats = [c.get("token_stats") if isinstance(c, dict) else None for c in calls]
-    stats = [s if isinstance(s, dict) else {} for s in stats]
+    calls = RecordView(record).calls
+    stats = [token_stats(call) for call in calls]
     return {
         name: TokenAvailability(sum(s.get(name) is not None for s in stats), len(calls))
         for name in TOKEN_FIELDS
