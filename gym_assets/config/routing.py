@@ -30,16 +30,16 @@ from gym_assets.config.model import (
     server_instances,
 )
 from gym_assets.errors import ConfigError
+from gym_assets.modes import ROUTING_MODES, RoutingMode
 from gym_assets.tasks.materialize import is_materialized
 
 ROUTES = "environment_server_routes"
 MODE = "environment_routing_mode"
 SERVER_NAME = "environment_server_name"
-ROUTING_MODES = ("agent", "legacy", "taskset")
 MIGRATE_HINT = "gym-assets config add-environment-servers"
 
 
-def routing_mode(config: Mapping[str, Any], locate: Locate | None = None) -> str:
+def routing_mode(config: Mapping[str, Any], locate: Locate | None = None) -> RoutingMode:
     """``environment_routing_mode``, defaulting to ``agent``."""
     mode = config.get(MODE)
     if mode is None:
@@ -49,7 +49,7 @@ def routing_mode(config: Mapping[str, Any], locate: Locate | None = None) -> str
             f"environment_routing_mode must be one of {', '.join(ROUTING_MODES)}; got {mode!r}.",
             **(locate or locator_of(config))(MODE),
         )
-    return str(mode)
+    return mode
 
 
 def validate_routing(config: Mapping[str, Any], locate: Locate = nowhere) -> None:

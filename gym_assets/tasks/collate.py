@@ -20,7 +20,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from gym_assets.config.model import ENVIRONMENTS, MODELS, DeclaredDataset, bound_resources_server
+from gym_assets.config.model import (
+    ENVIRONMENTS,
+    MODELS,
+    DatasetType,
+    DeclaredDataset,
+    bound_resources_server,
+)
 from gym_assets.config.routing import resolve_dataset_agent, taskset_environment_server
 from gym_assets.errors import ConfigError, UserError
 from gym_assets.io import (
@@ -30,6 +36,7 @@ from gym_assets.io import (
     json_line,
     parse_json_bytes,
 )
+from gym_assets.modes import COLLATION_MODES, CollationMode, ValidationLevel, ValidationMode
 from gym_assets.tasks.collation_model import (
     CollationInput,
     CollationReport,
@@ -63,7 +70,7 @@ from gym_assets.tasks.schemas import (
 )
 from gym_assets.tasks.validation import TaskDataValidator, resolve_validation_mode
 
-IN_SCOPE_TYPES = {
+IN_SCOPE_TYPES: Mapping[CollationMode, tuple[DatasetType, ...]] = {
     "train_preparation": ("train", "validation", "benchmark"),
     "example_validation": ("example",),
 }
@@ -158,8 +165,8 @@ def collate(
     inputs: Sequence[CollationInput],
     output_dir: Path,
     *,
-    mode: str = "train_preparation",
-    validation: str = "auto",
+    mode: CollationMode = "train_preparation",
+    validation: ValidationMode = "auto",
     overwrite_metrics_conflicts: bool = False,
     progress: Callable[[str], None] | None = None,
     servers_package: str = SERVERS_PACKAGE,
@@ -171,7 +178,7 @@ def collate(
     collated output behind; a metrics conflict writes only the ``*_conflict.json`` files.
     """
     if mode not in IN_SCOPE_TYPES:
-        raise UserError(f"unknown collation mode {mode!r}; use one of {', '.join(IN_SCOPE_TYPES)}")
+        raise UserError(f"unknown collation mode {mode!r}; use one of {', '.join(COLLATION_MODES)}")
     validation_mode = resolve_validation_mode(validation, mode)
     report = CollationReport(mode=mode, validation_mode=validation_mode)
     say = progress or (lambda _message: None)
@@ -306,7 +313,7 @@ def _plan(
     item: CollationInput,
     output_dir: Path,
     used: set[Path],
-    validation_mode: str,
+    validation_mode: ValidationLevel,
     schemas: _SchemaCache,
     package: str,
 ) -> _Plan:
@@ -378,7 +385,7 @@ def _collate_type(
     dataset_type: str,
     plans: Sequence[_Plan],
     output_dir: Path,
-    validation_mode: str,
+    validation_mode: ValidationLevel,
     report: CollationReport,
     say: Callable[[str], None],
 ) -> _Stage:
@@ -508,7 +515,7 @@ def _task_of(
     return task
 
 
-def _finish_dataset(plan: _Plan, validation_mode: str, report: CollationReport) -> None:
+def _finish_dataset(plan: _Plan, validation_mode: ValidationLevel, report: CollationReport) -> None:
     summary = plan.summary
     source = plan.input.source_path
     if summary.taskset is not None:
@@ -542,7 +549,9 @@ def _finish_dataset(plan: _Plan, validation_mode: str, report: CollationReport) 
         )
 
 
-def _check_duplicates(state: _TypeState, validation_mode: str, report: CollationReport) -> None:
+def _check_duplicates(
+    state: _TypeState, validation_mode: ValidationLevel, report: CollationReport
+) -> None:
     report.duplicate_task_id_count += state.duplicate_count
     report.duplicate_task_ids.extend(state.duplicates)
     if not state.duplicate_count or validation_mode == "off":

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from gym_assets.config.model import DeclaredDataset
+from gym_assets.modes import CollationMode, ValidationLevel
 
 
 @dataclass(frozen=True)
@@ -59,8 +60,8 @@ class DatasetSummary:
 class CollationReport:
     """Everything a run produced and found, small enough to show as asset metadata."""
 
-    mode: str
-    validation_mode: str
+    mode: CollationMode
+    validation_mode: ValidationLevel
     outputs: list[OutputFile] = field(default_factory=list)
     rows: int = 0  # rows written to the collated {type}.jsonl files, repeats included
     tasks: int = 0  # distinct tasks: source rows of taskset datasets

@@ -16,6 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from gym_assets.io import atomic_write_text
+from gym_assets.modes import CollationMode, ValidationMode
 from gym_assets.outputs.claims import claimed_dir, rebuilt_dir
 from gym_assets.outputs.markers import METRICS, PREPARED, TASKSET
 from gym_assets.outputs.targets import Target, is_within
@@ -24,7 +25,7 @@ from gym_assets.tasks.collate import collate
 from gym_assets.tasks.collation_model import CollationInput, CollationReport
 
 REPORT_NAME = "collation_report.json"
-COLLATION_MODE = "train_preparation"
+COLLATION_MODE: CollationMode = "train_preparation"
 
 
 def collated_path(taskset_dir: Path, benchmark: Benchmark) -> Path:
@@ -74,7 +75,7 @@ def collate_benchmark(
     name: str,
     output_dir: Path,
     *,
-    validation: str = "warn",
+    validation: ValidationMode = "warn",
     overwrite_metrics_conflicts: bool = False,
     progress: Callable[[str], None] | None = None,
 ) -> CollationReport:

@@ -20,10 +20,10 @@ from typing import Any
 from pydantic import ValidationError
 
 from gym_assets.errors import UserError
+from gym_assets.modes import VALIDATION_MODES, CollationMode, ValidationLevel
 from gym_assets.tasks.materialize import COLLECTOR_PREFIX, ID_FIELDS, ROUTING_KEYS, is_materialized
 from gym_assets.tasks.schemas import TaskSchema
 
-VALIDATION_MODES = ("off", "warn", "error", "auto")
 MAX_REPORTED_ERRORS = 5
 MAX_ERROR_CHARS = 400
 # Containers whose contents are task fields; spliced to the top level in this order.
@@ -31,7 +31,7 @@ TASK_FIELD_CONTAINERS = ("verifier_metadata", "task_data")
 _IDS = frozenset(ID_FIELDS)
 
 
-def resolve_validation_mode(requested: str, collation_mode: str) -> str:
+def resolve_validation_mode(requested: str, collation_mode: CollationMode) -> ValidationLevel:
     """``auto`` is ``error`` when validating examples, ``warn`` when preparing training data."""
     if requested not in VALIDATION_MODES:
         raise UserError(

@@ -8,6 +8,7 @@ from gym_assets.defs.metadata import as_failure, markdown_table
 from gym_assets.defs.partitions import benchmark_partitions
 from gym_assets.defs.resources import GymWorkspace
 from gym_assets.errors import UserError
+from gym_assets.modes import ValidationMode
 from gym_assets.tasks.pipeline import collate_benchmark
 from gym_assets.tasks.prepare import prepare_benchmark
 
@@ -45,7 +46,7 @@ class CollationConfig(dg.Config):
     """How strictly to validate task data (off | warn | error | auto) and whether a changed
     metrics sidecar may be overwritten."""
 
-    validation: str = "warn"
+    validation: ValidationMode = "warn"
     overwrite_metrics_conflicts: bool = False
 
 
