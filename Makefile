@@ -27,7 +27,7 @@ $(DAGSTER_HOME)/dagster.yaml: dagster.yaml
 	cp dagster.yaml $(DAGSTER_HOME)/dagster.yaml
 
 demo: setup $(DAGSTER_HOME)/dagster.yaml  ## materialize every asset of the bundled configs
-	$(BIN)/python -m gym_assets.defs.demo
+	$(BIN)/python -m gym_assets.definitions
 
 test: setup  ## run the whole test suite
 	$(BIN)/python -m pytest

@@ -2,8 +2,11 @@
 
 Its default executor is in-process, so a run of assets picked in the UI (Dagster's implicit
 asset job) costs what ``benchmark_job`` costs: no asset here needs a process per step (see
-docs/operations.md, "Executors").
+docs/operations.md, "Executors"). Run as a program (``make demo``), it materializes the
+bundled configs with these definitions.
 """
+
+import sys
 
 import dagster as dg
 
@@ -32,3 +35,8 @@ defs = dg.Definitions(
         "harness_runner": HarnessRunner(),
     },
 )
+
+if __name__ == "__main__":
+    from gym_assets.defs.demo import main
+
+    sys.exit(main(defs))

@@ -4,6 +4,9 @@ Runs in-process against ``$DAGSTER_HOME`` (``.dagster_home/`` under ``make``) so
 show up in ``make ui`` afterwards, then prints one line per benchmark and where outputs lie.
 After the benchmarks it collects ``rollouts`` for HumanEval with the simple agent on the
 offline reference upstream, so every task is verified by really running its unit tests.
+
+The demo is handed the Definitions object (``python -m gym_assets.definitions`` runs it):
+``defs/`` is what ``definitions.py`` is built from, so it never imports it back.
 """
 
 from __future__ import annotations
@@ -13,7 +16,6 @@ import time
 
 import dagster as dg
 
-from gym_assets.definitions import defs
 from gym_assets.defs.partitions import benchmark_partitions, harness_partitions
 from gym_assets.defs.resources import GymWorkspace
 from gym_assets.rollouts.harnesses import load_harnesses
@@ -47,7 +49,7 @@ def _add_partitions(instance: dg.DagsterInstance, name: str, keys: list[str]) ->
         instance.add_dynamic_partitions(name, missing)
 
 
-def _rollout_summary(instance: dg.DagsterInstance) -> tuple[bool, list[str]]:
+def _rollout_summary(defs: dg.Definitions, instance: dg.DagsterInstance) -> tuple[bool, list[str]]:
     """Materialize the demo rollouts partition with its checks; one summary row."""
     started = time.monotonic()
     label = " × ".join(DEMO_ROLLOUTS.values())
@@ -89,7 +91,7 @@ def _print_table(headers: list[str], rows: list[list[str]]) -> None:
         print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
 
 
-def main() -> int:
+def main(defs: dg.Definitions) -> int:
     instance = dg.DagsterInstance.get()
     workspace = GymWorkspace()
     catalog = workspace.catalog()
@@ -120,7 +122,7 @@ def main() -> int:
         )
     headers = ["benchmark", "run", "planned tasks", "checks passed", "failing checks", "time"]
     _print_table(headers, rows)
-    rollouts_ok, rollout_row = _rollout_summary(instance)
+    rollouts_ok, rollout_row = _rollout_summary(defs, instance)
     ok &= rollouts_ok
     _print_table(ROLLOUT_HEADERS, [rollout_row])
     layout = workspace.layout
@@ -131,7 +133,3 @@ def main() -> int:
     print(f"rollouts      : {layout.root.resolve() / 'rollouts'}/<benchmark>/<harness>/")
     print(f"dagster home  : {instance.root_directory}  (see it with `make ui`)")
     return 0 if ok else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())
