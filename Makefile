@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 export DAGSTER_HOME := $(CURDIR)/.dagster_home
 
-.PHONY: setup sandbox-tool demo test ui lint format bench clean
+.PHONY: setup sandbox-tool demo test test-fast ui lint format bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -31,6 +31,9 @@ demo: setup $(DAGSTER_HOME)/dagster.yaml  ## materialize every asset of the bund
 
 test: setup  ## run the whole test suite
 	$(BIN)/python -m pytest
+
+test-fast: setup  ## the suite without the slow tests (gym_assets_tests/conftest.py says which)
+	$(BIN)/python -m pytest -m "not slow"
 
 ui: setup $(DAGSTER_HOME)/dagster.yaml  ## serve the Dagster UI on 127.0.0.1:3000
 	$(BIN)/dagster dev -h 127.0.0.1 -p 3000 -w workspace.yaml

@@ -55,6 +55,7 @@ class Case:
     message: str  # a regex the one stderr line must contain
     creates: tuple[str, ...] = ()  # globs of relative paths the command may create
     cleanup: Callable[[Path], None] | None = None
+    slow: bool = False  # it makes a whole rollouts run first: left out of make test-fast
 
 
 def run(argv: list[str]) -> int:
@@ -969,10 +970,10 @@ OUTPUT_PATH_CASES = [
     Case("plan-file-changed-after-we-wrote-it", out_at(PLAN, changed_plan), 1,
          r"plan.json: was changed after gym-assets wrote it"),
     Case("fresh-run-over-a-foreign-file", run_with_foreign_file, 1,
-         r"run: holds .*notes.txt, which a rollouts run does not write"),
+         r"run: holds .*notes.txt, which a rollouts run does not write", slow=True),
     Case("resume-with-a-corrupt-middle-line", resume_with_corrupt_middle_line, 1,
          r"rollouts.jsonl:1: damaged line \(not a JSON object\); resume with "
-         r"--quarantine-corrupt"),
+         r"--quarantine-corrupt", slow=True),
     Case("read-only-location", out_at(COLLATE, read_only), 1,
          r"mnt/out: cannot write: Read-only file system$", cleanup=unmount),
     Case("disk-full", out_at(PLAN, disk_full), 1,
@@ -987,7 +988,8 @@ OUTPUT_PATH_CASES = [
          r"^checker_error \(OutputError\): .*mine: exists and was not written by gym-assets .*"
          r"choose another --output or remove it yourself; no report published$"),
     Case("conformance-matrix-output-holds-a-rollouts-run", matrix_into_a_rollouts_run, 2,
-         r"run: holds a rollouts run, not a conformance matrix; choose another --output"),
+         r"run: holds a rollouts run, not a conformance matrix; choose another --output",
+         slow=True),
     Case("catalogue-over-a-page-written-by-hand", catalogue_over_a_page_written_by_hand, 1,
          r"notes.txt: exists and was not written by gym-assets"),
     Case("migrate-a-file-outside-the-configs-root", migrate_outside_the_configs, 2,
@@ -1023,7 +1025,10 @@ def test_the_corpus_is_large_and_its_ids_unique() -> None:
     assert len({case.id for case in CASES}) == len(CASES)
 
 
-@pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
+@pytest.mark.parametrize(
+    "case",
+    [pytest.param(case, id=case.id, marks=pytest.mark.slow if case.slow else ()) for case in CASES],
+)
 def test_bad_input_is_refused_in_one_line_and_writes_nothing(
     case: Case, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:

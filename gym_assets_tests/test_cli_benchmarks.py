@@ -267,6 +267,7 @@ def test_validation_error_mode_refuses_bad_task_data(data: Path, tmp_path: Path,
     assert not out.exists()
 
 
+@pytest.mark.slow  # three fresh interpreters
 def test_exit_codes_through_a_real_process(tmp_path: Path) -> None:
     executable = Path(sys.executable).with_name("gym-assets")  # the installed console script
     assert executable.is_file(), executable

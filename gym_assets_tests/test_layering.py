@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 PACKAGE = Path(__file__).resolve().parents[1] / "gym_assets"
 WIRING = {PACKAGE / "definitions.py", PACKAGE / "defs"}
 
@@ -47,6 +49,7 @@ def test_the_dagster_wiring_never_imports_the_definitions_built_from_it():
     assert offenders == []
 
 
+@pytest.mark.slow  # a fresh interpreter imports the run and the inspector
 def test_the_command_line_runs_without_loading_dagster():
     code = (
         "import sys; from gym_assets.cli import build_parser; build_parser(); "

@@ -70,6 +70,7 @@ def test_humaneval_wrong_body_scores_zero(he) -> None:
     assert result["test_result"].startswith("failed")
 
 
+@pytest.mark.slow  # waits out the verifier's timeout
 def test_humaneval_infinite_loop_is_stopped_by_the_timeout(he) -> None:
     result = _verify_code(he, _humaneval_task(), _body("    while True:\n        pass"))
     assert result["reward"] == 0.0 and result["test_result"] == "timed out"
