@@ -41,6 +41,7 @@ ui: setup $(DAGSTER_HOME)/dagster.yaml  ## serve the Dagster UI on 127.0.0.1:300
 lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/pyright
 
 format: setup
 	$(BIN)/ruff format .

@@ -16,6 +16,7 @@ from typing import Any
 from gym_assets.config.locate import Locate, did_you_mean
 from gym_assets.config.model import RESERVED_TOP_LEVEL_KEYS
 from gym_assets.errors import ConfigError
+from gym_assets.json_shapes import is_mapping
 
 INHERIT_KEY = "_inherit_from"
 COPY_KEY = "_copy"
@@ -49,7 +50,7 @@ def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str
     """``base`` with ``override`` on top: mappings merge key by key, other values replace."""
     merged = copy.deepcopy(dict(base))
     for key, value in override.items():
-        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
+        if is_mapping(value) and is_mapping(merged.get(key)):
             merged[key] = deep_merge(merged[key], value)
         else:
             merged[key] = copy.deepcopy(value)
@@ -89,9 +90,7 @@ def apply_inheritance(raw: Mapping[str, Any], locate: Locate) -> Inheritance:
 
 
 def _inherits(name: str, block: Any) -> bool:
-    return (
-        name not in RESERVED_TOP_LEVEL_KEYS and isinstance(block, Mapping) and INHERIT_KEY in block
-    )
+    return name not in RESERVED_TOP_LEVEL_KEYS and is_mapping(block) and INHERIT_KEY in block
 
 
 def _base_name(raw: Mapping[str, Any], name: str, block: Mapping[str, Any], locate: Locate) -> str:
@@ -102,8 +101,8 @@ def _base_name(raw: Mapping[str, Any], name: str, block: Mapping[str, Any], loca
             f"got {base!r}.",
             **locate(name, INHERIT_KEY),
         )
-    if base in RESERVED_TOP_LEVEL_KEYS or not isinstance(raw.get(base), Mapping):
-        hint = did_you_mean(base, [key for key, value in raw.items() if isinstance(value, Mapping)])
+    if base in RESERVED_TOP_LEVEL_KEYS or not is_mapping(raw.get(base)):
+        hint = did_you_mean(base, [key for key, value in raw.items() if is_mapping(value)])
         what = "is not defined" if base not in raw else "is not a server instance"
         raise ConfigError(
             f"'{name}' inherits from '{base}', which {what}.{hint} Point `_inherit_from` at "

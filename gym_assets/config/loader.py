@@ -19,6 +19,7 @@ from gym_assets.config.locate import locator_of
 from gym_assets.config.resolve import resolve_config
 from gym_assets.config.yaml_source import KeyPath, parse_yaml_file, yaml_files_under
 from gym_assets.errors import ConfigError
+from gym_assets.json_shapes import is_mapping
 
 
 @dataclass(frozen=True)
@@ -28,7 +29,7 @@ class SourceMap:
     root: Path
     raw: Mapping[str, Any]
     nodes: dict[KeyPath, tuple[Path, int]]
-    relays: Mapping[str, str] = field(default_factory=dict)  # generated relay -> its agent
+    relays: Mapping[str, str] = field(default_factory=dict[str, str])  # relay -> its agent
 
     def where(self, *path: Any) -> tuple[Path, int]:
         """The deepest known node on ``path``, looking through inheritance; line 0 if none."""
@@ -52,7 +53,7 @@ class SourceMap:
             return
         seen = {path[0]}
         block = self.raw.get(path[0])
-        while isinstance(block, Mapping) and isinstance(block.get(INHERIT_KEY), str):
+        while is_mapping(block) and isinstance(block.get(INHERIT_KEY), str):
             base = block[INHERIT_KEY]
             if base in seen:
                 return
@@ -130,7 +131,7 @@ def load_configs(root: Path) -> LoadedConfig:
         parsed = parse_yaml_file(file)
         if parsed.data is None:
             continue
-        if not isinstance(parsed.data, Mapping):
+        if not is_mapping(parsed.data):
             raise ConfigError(
                 f"the top level of a config file must be a mapping of instance names to their "
                 f"settings; this file holds a {type(parsed.data).__name__}.",

@@ -33,6 +33,7 @@ from gym_assets.config.relays import (
 from gym_assets.config.yaml_source import expand_yaml_paths, parse_yaml_text
 from gym_assets.errors import ConfigError
 from gym_assets.io import atomic_write_bytes
+from gym_assets.json_shapes import is_mapping
 from gym_assets.outputs.targets import is_within
 
 HEADER = "# Environment servers added by `gym-assets config add-environment-servers`."
@@ -86,8 +87,8 @@ def _read(path: Path, configs_root: Path) -> _Document:
         raise ConfigError(f"cannot read the file: {exc}", path=path) from None
     data = parse_yaml_text(text, path).data
     if data is None:
-        data = {}
-    if not isinstance(data, Mapping):
+        data = dict[str, Any]()
+    if not is_mapping(data):
         raise ConfigError(
             f"the top level must be a mapping of instance names; got {type(data).__name__}",
             path=path,
@@ -97,7 +98,7 @@ def _read(path: Path, configs_root: Path) -> _Document:
 
 def _is_moved(block: Any) -> bool:
     return (
-        isinstance(block, Mapping)
+        is_mapping(block)
         and isinstance(block.get(INHERIT_KEY), str)
         and (block.get(COPY_KEY) is not True)
     )
@@ -133,7 +134,7 @@ def _plan(documents: list[_Document]) -> list[tuple[_Document, dict[str, str]]]:
         return movers[agent.name] > 1
 
     taken = set(everything)
-    plans = []
+    plans: list[tuple[_Document, dict[str, str]]] = []
     for document in documents:
         agents = [
             candidates[name]

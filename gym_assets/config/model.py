@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from gym_assets.json_shapes import is_mapping
 from gym_assets.limits import MAX_REPEATS
 
 RESOURCES = "resources_servers"
@@ -71,18 +72,18 @@ def server_instance(name: str, block: Any) -> ServerInstance | None:
     A block defines a server when it holds exactly one known kind with exactly one
     implementation mapping; anything else is not a server (reserved keys, malformed blocks).
     """
-    if not isinstance(block, Mapping):
+    if not is_mapping(block):
         return None
     kinds = [kind for kind in SERVER_KINDS if kind in block]
     if len(kinds) != 1:
         return None
     impls = block[kinds[0]]
-    if not isinstance(impls, Mapping) or len(impls) != 1:
+    if not is_mapping(impls) or len(impls) != 1:
         return None
     ((impl, impl_config),) = impls.items()
     if impl_config is None:
-        impl_config = {}
-    if not isinstance(impl_config, Mapping):
+        impl_config = dict[str, Any]()
+    if not is_mapping(impl_config):
         return None
     return ServerInstance(
         name=str(name), kind=kinds[0], implementation=str(impl), config=impl_config
@@ -107,9 +108,9 @@ def agent_references(server_config: Mapping[str, Any]) -> list[tuple[str, Mappin
     A field is an agent reference when its value is a mapping whose ``type`` is
     ``responses_api_agents``, or when it is the ``agent_server`` field and has no type.
     """
-    refs = []
+    refs: list[tuple[str, Mapping[str, Any]]] = []
     for field, value in server_config.items():
-        if not isinstance(value, Mapping):
+        if not is_mapping(value):
             continue
         ref_type = value.get("type")
         if ref_type == AGENTS or (field == "agent_server" and ref_type is None):
@@ -129,7 +130,7 @@ def agent_names(server_config: Mapping[str, Any]) -> list[str]:
 def attributed_agent(server_config: Mapping[str, Any]) -> str | None:
     """The agent an environment server's results are credited to, if there is exactly one."""
     agent_server = server_config.get("agent_server")
-    if isinstance(agent_server, Mapping):
+    if is_mapping(agent_server):
         name = agent_server.get("name")
         return None if name is None else str(name)
     names = agent_names(server_config)
@@ -139,7 +140,7 @@ def attributed_agent(server_config: Mapping[str, Any]) -> str | None:
 def bound_resources_server(server_config: Mapping[str, Any]) -> str | None:
     """The resources server an environment server binds through ``resources_server``."""
     ref = server_config.get("resources_server")
-    if isinstance(ref, Mapping) and ref.get("type", RESOURCES) in (RESOURCES, None):
+    if is_mapping(ref) and ref.get("type", RESOURCES) in (RESOURCES, None):
         name = ref.get("name")
         return None if name is None else str(name)
     return None

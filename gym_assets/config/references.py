@@ -24,6 +24,7 @@ from gym_assets.config.model import (
     server_instances,
 )
 from gym_assets.errors import ConfigError
+from gym_assets.json_shapes import is_mapping
 
 UNSET = "???"  # the marker of a value a template leaves for its users to fill in
 UNTYPED_REFERENCE_KINDS = {
@@ -42,7 +43,7 @@ def server_references(config: Mapping[str, Any]) -> Iterator[tuple[str, str, Map
     ``agent_server``) without a type.
     """
     for field, value in config.items():
-        if not isinstance(value, Mapping):
+        if not is_mapping(value):
             continue
         kind = value.get("type") or UNTYPED_REFERENCE_KINDS.get(str(field))
         if kind in SERVER_KINDS:

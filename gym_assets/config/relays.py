@@ -24,6 +24,7 @@ from gym_assets.config.model import (
     server_instances,
 )
 from gym_assets.config.references import UNSET
+from gym_assets.json_shapes import is_mapping
 
 STRICT_FLAG = "error_on_agent_without_environment_server"
 RELAY_IMPLEMENTATION = "legacy_agent"
@@ -93,7 +94,7 @@ def is_template(agent: ServerInstance) -> bool:
     whose ``resources_server`` is explicitly null (an omitted binding may still be inherited).
     """
     binding = agent.config.get("resources_server")
-    if isinstance(binding, Mapping):
+    if is_mapping(binding):
         return binding.get("name") == UNSET
     explicitly_unbound = "resources_server" in agent.config and binding is None
     return explicitly_unbound and agent.implementation in NATIVE_SESSION_AGENT_TYPES
@@ -150,7 +151,7 @@ def _unfronted_error(
 def deprecation_message(relays: Mapping[str, str], locate: Locate) -> str:
     """The one warning for all generated relays: what happened, and the two ways to fix it."""
     names = ", ".join(f"`{agent}`" for agent in relays.values())
-    blocks = []
+    blocks: list[str] = []
     for server, agent in relays.items():
         where = locate(agent)
         origin = f"# for {agent}" + (f", defined in {where['path']}" if where else "")

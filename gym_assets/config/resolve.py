@@ -27,6 +27,7 @@ from gym_assets.config.references import check_server_references, retarget_renam
 from gym_assets.config.relays import STRICT_FLAG, deprecation_message, front_every_agent
 from gym_assets.config.routing import validate_routing
 from gym_assets.errors import ConfigError
+from gym_assets.json_shapes import is_list, is_mapping
 
 
 @dataclass(frozen=True)
@@ -58,7 +59,8 @@ def resolve_config(raw: Mapping[str, Any], locate: Locate = nowhere) -> Resoluti
     return Resolution(data=data, warnings=warnings, relays=relays)
 
 
-def _check_top_level_keys(raw: Mapping[str, Any], locate: Locate) -> None:
+def _check_top_level_keys(raw: Mapping[Any, Any], locate: Locate) -> None:
+    """YAML keys may be numbers or null, whatever the caller's type says: check each one."""
     for key in raw:
         if not isinstance(key, str) or not key:
             raise ConfigError(
@@ -71,7 +73,7 @@ def _check_top_level_keys(raw: Mapping[str, Any], locate: Locate) -> None:
 def _check_server_blocks(data: Mapping[str, Any], locate: Locate) -> None:
     """A block that mentions a server kind must define exactly one server."""
     for name, block in data.items():
-        if name in RESERVED_TOP_LEVEL_KEYS or not isinstance(block, Mapping):
+        if name in RESERVED_TOP_LEVEL_KEYS or not is_mapping(block):
             continue
         kinds = [kind for kind in SERVER_KINDS if block.get(kind) is not None]
         if not kinds:
@@ -83,14 +85,14 @@ def _check_server_blocks(data: Mapping[str, Any], locate: Locate) -> None:
                 **locate(name),
             )
         implementations = block[kinds[0]]
-        if not isinstance(implementations, Mapping) or len(implementations) != 1:
+        if not is_mapping(implementations) or len(implementations) != 1:
             raise ConfigError(
                 f"'{name}': {kinds[0]} must hold exactly one implementation, written as "
                 f"`{kinds[0]}: {{<implementation>: {{...settings}}}}`.",
                 **locate(name, kinds[0]),
             )
         ((implementation, settings),) = implementations.items()
-        if settings is not None and not isinstance(settings, Mapping):
+        if settings is not None and not is_mapping(settings):
             raise ConfigError(
                 f"'{name}': the settings of {kinds[0]}.{implementation} must be a mapping; got "
                 f"{type(settings).__name__}.",
@@ -111,7 +113,7 @@ def _check_datasets(data: Mapping[str, Any], locate: Locate) -> None:
     for server in declaring:
         at = (server.name, server.kind, server.implementation, "datasets")
         datasets = server.config["datasets"]
-        if not isinstance(datasets, list):
+        if not is_list(datasets):
             raise ConfigError(
                 f"'{server.name}': datasets must be a list of dataset entries; got "
                 f"{type(datasets).__name__}.",

@@ -30,6 +30,7 @@ from gym_assets.config.model import (
     server_instances,
 )
 from gym_assets.errors import ConfigError
+from gym_assets.json_shapes import is_mapping
 from gym_assets.modes import ROUTING_MODES, RoutingMode
 from gym_assets.tasks.materialize import is_materialized
 
@@ -56,7 +57,7 @@ def validate_routing(config: Mapping[str, Any], locate: Locate = nowhere) -> Non
     """Check the routing keys: the mode's requirements, and that routes name real servers."""
     mode = routing_mode(config, locate)
     routes = config.get(ROUTES)
-    if routes is not None and not isinstance(routes, Mapping):
+    if routes is not None and not is_mapping(routes):
         raise ConfigError(
             "environment_server_routes must map each taskset name to the environment server "
             f"that runs it, e.g. `environment_server_routes: {{my_taskset: my_env}}`; got "
@@ -123,7 +124,7 @@ def taskset_environment_server(config: Mapping[str, Any], taskset: str) -> Serve
     """The environment server a taskset is routed to (reference §5.1 steps 1–2)."""
     locate = locator_of(config)
     routes = config.get(ROUTES)
-    target = routes.get(taskset) if isinstance(routes, Mapping) else None
+    target = routes.get(taskset) if is_mapping(routes) else None
     if not isinstance(target, str) or not target:
         raise ConfigError(
             f"No Environment Server route for taskset '{taskset}'; set environment_server_routes."
@@ -131,8 +132,8 @@ def taskset_environment_server(config: Mapping[str, Any], taskset: str) -> Serve
             **locate(ROUTES),
         )
     block = config.get(target)
-    implementations = block.get(ENVIRONMENTS) if isinstance(block, Mapping) else None
-    if not isinstance(implementations, Mapping) or len(implementations) != 1:
+    implementations = block.get(ENVIRONMENTS) if is_mapping(block) else None
+    if not is_mapping(implementations) or len(implementations) != 1:
         environments = [n for n, s in server_instances(config).items() if s.kind == ENVIRONMENTS]
         raise ConfigError(
             f"Taskset '{taskset}' route '{target}' must name an Environment Server."
@@ -142,7 +143,7 @@ def taskset_environment_server(config: Mapping[str, Any], taskset: str) -> Serve
             **locate(ROUTES, taskset),
         )
     ((implementation, server_config),) = implementations.items()
-    if not isinstance(server_config, Mapping):
+    if not is_mapping(server_config):
         raise ConfigError(
             f"Environment Server '{target}' must have a configuration mapping under "
             f"environment_servers.{implementation}.",
@@ -152,11 +153,11 @@ def taskset_environment_server(config: Mapping[str, Any], taskset: str) -> Serve
 
 
 def _is_agent_block(block: Any) -> bool:
-    return isinstance(block, Mapping) and AGENTS in block
+    return is_mapping(block) and AGENTS in block
 
 
 def _is_resources_block(block: Any) -> bool:
-    return isinstance(block, Mapping) and RESOURCES in block
+    return is_mapping(block) and RESOURCES in block
 
 
 def resolve_dataset_agent(
@@ -174,7 +175,7 @@ def resolve_dataset_agent(
     locate = locator_of(config)
     block = config.get(declaring_instance)
     if not (_is_agent_block(block) or _is_resources_block(block)):
-        instances = [name for name, value in config.items() if isinstance(value, Mapping)]
+        instances = [name for name, value in config.items() if is_mapping(value)]
         raise ConfigError(
             f"Datasets of '{declaring_instance}' cannot be routed: "
             + (
@@ -230,7 +231,7 @@ def _taskset_agent(
         return declaring
     binding = server.config.get("resources_server")
     if not (
-        isinstance(binding, Mapping)
+        is_mapping(binding)
         and binding.get("name") == declaring
         and (binding.get("type") or RESOURCES) == RESOURCES
     ):
@@ -257,7 +258,7 @@ def _flat_agent(config: Mapping[str, Any], declaring: str, pin: str | None, loca
         server.name
         for server in server_instances(config).values()
         if server.is_agent
-        and isinstance(server.config.get("resources_server"), Mapping)
+        and is_mapping(server.config.get("resources_server"))
         and server.config["resources_server"].get("name") == declaring
     ]
     listed = f"[{', '.join(candidates)}]" if candidates else "none"
@@ -333,7 +334,7 @@ def environment_server_for_row(config: Mapping[str, Any], row: Mapping[str, Any]
     taskset = row["task_id"].get("taskset") if is_materialized(row) else None
     if isinstance(taskset, str) and taskset:
         routes = config.get(ROUTES)
-        target = routes.get(taskset) if isinstance(routes, Mapping) else None
+        target = routes.get(taskset) if is_mapping(routes) else None
         if not isinstance(target, str) or not target:
             raise ConfigError(
                 f"No environment server route is configured for taskset '{taskset}'; add "

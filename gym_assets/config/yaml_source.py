@@ -65,23 +65,40 @@ class _StrictLoader(yaml.SafeLoader):
         self._depth = 0  # mappings and lists open around the node being composed
 
     def compose_node(self, parent: Node | None, index: Any) -> Node:
-        event = self.peek_event()
+        event = self._next_event()
         if isinstance(event, AliasEvent):
-            return self._alias(super().compose_node(parent, index), event)
+            return self._alias(self._compose(parent, index), event)
         opens = isinstance(event, CollectionStartEvent)
         self._depth += opens
         self._check_depth(self._depth, event)
-        node = super().compose_node(parent, index)
+        node = self._compose(parent, index)
         self._depth -= opens
+        children: list[Node] = []
         if isinstance(node, MappingNode):
             children = [child for pair in node.value for child in pair]
-        else:
-            children = node.value if isinstance(node, SequenceNode) else []
+        elif isinstance(node, SequenceNode):
+            children = node.value
         extents = [self._extent[id(child)] for child in children]
         self._extent[id(node)] = (
             1 + sum(nodes for nodes, _ in extents),
             opens + max((levels for _, levels in extents), default=0),
         )
+        return node
+
+    # PyYAML's stubs leave these unannotated, or wider than what the code returns: typed here.
+    def _next_event(self) -> object:
+        return self.peek_event()  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+
+    def value_of(self, node: Node) -> Any:
+        return self.construct_object(node, deep=True)  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+
+    def document_of(self, node: Node) -> Any:
+        return self.construct_document(node)  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+
+    def _compose(self, parent: Node | None, index: Any) -> Node:
+        node = super().compose_node(parent, index)
+        # PyYAML's compose_node returns a node or raises; its stub also allows None.
+        assert node is not None
         return node
 
     def _alias(self, node: Node, event: AliasEvent) -> Node:
@@ -117,7 +134,7 @@ class _StrictLoader(yaml.SafeLoader):
         for key_node, _ in node.value:
             if key_node.tag == _MERGE_TAG or not isinstance(key_node, ScalarNode):
                 continue
-            key = self.construct_object(key_node, deep=True)
+            key = self.value_of(key_node)
             line = key_node.start_mark.line + 1
             if key in seen:
                 raise _DuplicateKeyError(
@@ -159,7 +176,7 @@ def parse_yaml_text(text: str, path: Path) -> ParsedYaml:
     try:
         loader = _StrictLoader(text)  # the reader refuses control characters right here
         node = loader.get_single_node()
-        data = None if node is None else loader.construct_document(node)
+        data = None if node is None else loader.document_of(node)
         lines: dict[KeyPath, int] = {}
         if node is not None:
             _record_lines(loader, node, (), lines)
@@ -180,7 +197,7 @@ def parse_yaml_text(text: str, path: Path) -> ParsedYaml:
         ) from None
     finally:
         if loader is not None:
-            loader.dispose()
+            loader.dispose()  # pyright: ignore[reportUnknownMemberType]  # unannotated in the stub
     return ParsedYaml(path=path, data=data, lines=lines)
 
 
@@ -201,7 +218,7 @@ def _record_lines(
         for key_node, value_node in node.value:
             if not isinstance(key_node, ScalarNode) or key_node.tag == _MERGE_TAG:
                 continue
-            child = (*path, loader.construct_object(key_node))
+            child = (*path, loader.value_of(key_node))
             lines[child] = key_node.start_mark.line + 1
             _record_lines(loader, value_node, child, lines)
     elif isinstance(node, SequenceNode):

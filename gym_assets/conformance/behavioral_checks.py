@@ -46,10 +46,14 @@ class ScenarioPrescription(Protocol):
     Tool exit codes are not here: the witness records the code prescribed for each call.
     """
 
-    tool_steps: int
-    http_errors: tuple[int, ...]
-    terminal_error: bool
-    expected_reward: float
+    @property
+    def tool_steps(self) -> int: ...
+    @property
+    def http_errors(self) -> tuple[int, ...]: ...
+    @property
+    def terminal_error(self) -> bool: ...
+    @property
+    def expected_reward(self) -> float: ...
 
 
 @dataclass(frozen=True)

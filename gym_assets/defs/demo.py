@@ -16,13 +16,13 @@ import time
 
 import dagster as dg
 
-from gym_assets.defs.partitions import benchmark_partitions, harness_partitions
+from gym_assets.defs.partitions import BENCHMARK, HARNESS
 from gym_assets.defs.resources import GymWorkspace
 from gym_assets.rollouts.harnesses import load_harnesses
 
 DEMO_JOB = "benchmark_job"
 ROLLOUTS_JOB = "rollouts_job"
-DEMO_ROLLOUTS = {"benchmark": "humaneval", "harness": "simple_agent"}
+DEMO_ROLLOUTS = {BENCHMARK: "humaneval", HARNESS: "simple_agent"}
 ROLLOUT_HEADERS = ["rollouts", "run", "verified", "reward mean", "pass@1", "checks passed"]
 ROLLOUT_HEADERS += ["failing checks", "time"]
 QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
@@ -96,8 +96,8 @@ def main(defs: dg.Definitions) -> int:
     workspace = GymWorkspace()
     catalog = workspace.catalog()
     names = catalog.names()
-    _add_partitions(instance, benchmark_partitions.name, names)
-    _add_partitions(instance, harness_partitions.name, list(load_harnesses(catalog.loaded.data)))
+    _add_partitions(instance, BENCHMARK, names)
+    _add_partitions(instance, HARNESS, list(load_harnesses(catalog.loaded.data)))
     job = defs.resolve_job_def(DEMO_JOB)
     rows: list[list[str]] = []
     ok = True

@@ -2,8 +2,12 @@
 
 import dagster as dg
 
-benchmark_partitions = dg.DynamicPartitionsDefinition(name="benchmark")
-harness_partitions = dg.DynamicPartitionsDefinition(name="harness")
+BENCHMARK = "benchmark"
+HARNESS = "harness"
+"""The dynamic partition sets' names (``instance.add_dynamic_partitions`` takes the name)."""
+
+benchmark_partitions = dg.DynamicPartitionsDefinition(name=BENCHMARK)
+harness_partitions = dg.DynamicPartitionsDefinition(name=HARNESS)
 rollout_partitions = dg.MultiPartitionsDefinition(
-    {"benchmark": benchmark_partitions, "harness": harness_partitions}
+    {BENCHMARK: benchmark_partitions, HARNESS: harness_partitions}
 )

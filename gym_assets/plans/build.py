@@ -19,6 +19,7 @@ from typing import Any
 
 from gym_assets.errors import UserError
 from gym_assets.io import iter_jsonl
+from gym_assets.json_shapes import is_mapping
 from gym_assets.plans.canonical import digest
 from gym_assets.plans.model import GymStamp, Plan, TaskTable
 from gym_assets.tasks.materialize import (
@@ -71,7 +72,7 @@ class PlanBuilder:
     """Accumulates rows one at a time; ``finish`` applies the refusals and sorts."""
 
     def __init__(self, benchmark: str, taskset: str, source: Path | None = None):
-        if not isinstance(taskset, str) or not taskset:
+        if not taskset:
             raise UserError(f"Benchmark {benchmark!r}: taskset must be a non-empty string")
         self.benchmark = benchmark
         self.taskset = taskset
@@ -102,7 +103,7 @@ class PlanBuilder:
             # An ordinary flat row (own id, no task envelope) takes task_input_of directly,
             # skipping the envelope materialize_task would build (a sixth of the per-row
             # time); any other row gets the full conversion, which raises its own refusal.
-            if task_id and "task_input" not in row and not isinstance(row.get("task_id"), Mapping):
+            if task_id and "task_input" not in row and not is_mapping(row.get("task_id")):
                 task_input = task_input_of(row)
             else:
                 task_input = materialize_task(row, self.taskset)["task_input"]

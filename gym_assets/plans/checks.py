@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
 
 import jsonschema
@@ -10,7 +11,13 @@ from pydantic import ValidationError
 
 from gym_assets.check_outcome import CheckOutcome
 from gym_assets.errors import UserError
-from gym_assets.plans.model import Plan, describe_validation_error, plan_json_schema, validate_plan
+from gym_assets.plans.model import (
+    Plan,
+    TaskKey,
+    describe_validation_error,
+    plan_json_schema,
+    validate_plan,
+)
 from gym_assets.plans.pipeline import collated_tasks, plan_benchmark
 from gym_assets.plans.render import plan_text
 from gym_assets.plans.verify import verify_plan
@@ -19,7 +26,7 @@ from gym_assets.tasks.catalog import Benchmark
 MAX_LISTED = 20
 
 
-def _ids(keys) -> list[str]:
+def _ids(keys: Iterable[TaskKey]) -> list[str]:
     return [key.task_id for key in keys][:MAX_LISTED]
 
 
@@ -30,7 +37,8 @@ def plan_schema_valid(path: Path) -> CheckOutcome:
     except (OSError, ValueError) as exc:
         return CheckOutcome(False, f"{path} is not readable JSON: {type(exc).__name__}")
     errors = sorted(
-        jsonschema.Draft202012Validator(plan_json_schema()).iter_errors(document),
+        # The stub's second, deprecated overload of iter_errors is unannotated.
+        jsonschema.Draft202012Validator(plan_json_schema()).iter_errors(document),  # pyright: ignore[reportUnknownMemberType]
         key=lambda error: list(error.absolute_path),
     )
     if errors:

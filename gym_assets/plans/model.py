@@ -13,12 +13,13 @@ import functools
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, NamedTuple, overload
+from typing import Any, Literal, NamedTuple, cast, overload
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gym_assets.errors import UserError
 from gym_assets.io import read_json_file
+from gym_assets.json_shapes import is_list, is_mapping
 
 SCHEMA_LABEL = "nemo-gym.eval-plan.v1"
 DIGEST_PATTERN = r"^sha256:[0-9a-f]{64}$"
@@ -118,7 +119,8 @@ class TaskKey(NamedTuple):
     task_id: str
 
 
-_new_task = functools.partial(tuple.__new__, PlannedTask)  # PlannedTask(...) at C speed
+_str_tuple: type[tuple[str, ...]] = tuple
+_new_task = functools.partial(_str_tuple.__new__, PlannedTask)  # PlannedTask(...) at C speed
 
 
 class TaskTable(Sequence[PlannedTask]):
@@ -167,7 +169,8 @@ class TaskTable(Sequence[PlannedTask]):
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Sequence):
             return NotImplemented
-        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+        items = cast("Sequence[object]", other)
+        return len(self) == len(items) and all(a == b for a, b in zip(self, items, strict=True))
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -254,7 +257,7 @@ def load_plan(path: str | Path) -> Plan:
     """
     path = Path(path)
     document = read_json_file(path, "plan")
-    if not isinstance(document, dict):
+    if not is_mapping(document):
         raise UserError("not an eval plan: expected a JSON object", path=path)
     label = document.get("schema")
     if label != SCHEMA_LABEL:
@@ -264,7 +267,7 @@ def load_plan(path: str | Path) -> Plan:
             path=path,
         )
     raw_tasks = document.get("tasks")
-    if not isinstance(raw_tasks, list):
+    if not is_list(raw_tasks):
         raise UserError("not a valid eval plan: 'tasks' must be a list", path=path)
     try:
         model = EvalPlan.model_validate({**document, "tasks": []}, extra="ignore")

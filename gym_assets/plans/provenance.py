@@ -72,7 +72,7 @@ def current_gym(root: Path | None = None) -> GymStamp:
 
 def recorded_config_paths(paths: Iterable[Path], root: Path | None) -> tuple[str, ...]:
     """Config paths as the plan records them: POSIX, relative to ``root`` when inside it."""
-    recorded = []
+    recorded: list[str] = []
     for path in paths:
         resolved = Path(path).resolve()
         if root is not None and resolved.is_relative_to(root.resolve()):

@@ -39,7 +39,7 @@ def iter_plan_text(plan: Plan) -> Iterator[str]:
         return
     yield head[: -len(_EMPTY_TASKS_TAIL)] + '"tasks": [\n'
     quoted_tasksets: dict[str, str] = {}
-    pieces = []
+    pieces: list[str] = []
     separator = ""
     for taskset, task_id, digest in plan.tasks:
         quoted_taskset = quoted_tasksets.get(taskset)

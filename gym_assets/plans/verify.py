@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from gym_assets.errors import UserError
 from gym_assets.io import iter_jsonl
+from gym_assets.json_shapes import is_mapping
 from gym_assets.limits import MAX_PRODUCT_NESTING
 from gym_assets.plans.canonical import digest
 from gym_assets.plans.model import (
@@ -109,7 +110,7 @@ def taskset_tasks(
     taskset for such a benchmark is its name); without one, each yields ``None``.
     """
     for line, row in iter_jsonl(path, max_depth=MAX_PRODUCT_NESTING):
-        has_envelope = isinstance(row.get("task_id"), Mapping), "task_input" in row
+        has_envelope = is_mapping(row.get("task_id")), "task_input" in row
         if not any(has_envelope):
             try:
                 flat = _flat_task(row, flat_taskset)

@@ -73,6 +73,14 @@ def _call(namespace: dict, request: dict) -> dict:
     return {"value": value}
 
 
+def _request(line: bytes) -> dict:
+    """The trusted side sends objects only; anything else ends the session like bad data."""
+    request = decode(line)
+    if type(request) is not dict:
+        raise NotPlainData(f"a request is an object, not a {type(request).__name__}")
+    return request
+
+
 def run(limits: dict) -> None:
     """Serve one candidate on fds 0 and 1 under ``limits``."""
     _apply_limits(limits)
@@ -81,7 +89,7 @@ def run(limits: dict) -> None:
     namespace: dict = {"__name__": "candidate"}
     loaded = False
     for line in inbox:
-        request = decode(line)
+        request = _request(line)
         if not loaded:
             try:
                 exec(compile(request["load"], "<candidate>", "exec"), namespace)

@@ -45,13 +45,14 @@ def _tagged(value: object, depth: int) -> object:
         return value
     if depth >= MAX_DEPTH:
         raise NotPlainData(f"value is nested deeper than {MAX_DEPTH} levels")
-    if kind is list:
+    if type(value) is list:
         return [_tagged(item, depth + 1) for item in value]
-    if kind is dict:
+    if type(value) is dict:
         return {"dict": [[_tagged(k, depth + 1), _tagged(v, depth + 1)] for k, v in value.items()]}
-    for tag, container in _TAGGED.items():
-        if kind is container:
-            return {tag: [_tagged(item, depth + 1) for item in value]}
+    if isinstance(value, tuple | set | frozenset):
+        for tag, container in _TAGGED.items():
+            if kind is container:  # the exact type: a subclass is not plain data
+                return {tag: [_tagged(item, depth + 1) for item in value]}
     raise NotPlainData(f"a {kind.__name__} is not plain data")
 
 
@@ -88,7 +89,12 @@ def _check_depth(value: object, depth: int) -> object:
         return value
     if depth >= MAX_DEPTH:
         raise NotPlainData(f"value is nested deeper than {MAX_DEPTH} levels")
-    items = (*value.keys(), *value.values()) if type(value) is dict else value
+    if type(value) is dict:
+        items = (*value.keys(), *value.values())
+    elif isinstance(value, list | tuple | set | frozenset):
+        items = value
+    else:  # json.loads and _untag make nothing else
+        raise NotPlainData(f"a {type(value).__name__} is not plain data")
     for item in items:
         _check_depth(item, depth + 1)
     return value

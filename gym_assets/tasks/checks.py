@@ -93,7 +93,7 @@ def task_ids_unique(collated: Path, report: Mapping[str, Any]) -> CheckOutcome:
             clashes.add(identity)
     listed = [f"{t}/{i}" if t else i for t, i in sorted(clashes)][:MAX_LISTED]
     reported = list(report.get("duplicate_task_ids", []))
-    metadata = {"rows": rows, "distinct_ids": len(digests)}
+    metadata: dict[str, Any] = {"rows": rows, "distinct_ids": len(digests)}
     if clashes or reported:
         metadata["ids_with_different_inputs"] = listed
         metadata["ids_from_several_source_lines"] = reported[:MAX_LISTED]
@@ -139,7 +139,7 @@ def stable_task_ids(collated: Path) -> CheckOutcome:
             positional += 1
             if len(examples) < MAX_LISTED:
                 examples.append(str(row["task_id"].get("task_id")))
-    metadata = {"tasks_rows": total, "positional_rows": positional}
+    metadata: dict[str, Any] = {"tasks_rows": total, "positional_rows": positional}
     if positional:
         metadata["examples"] = examples
         return CheckOutcome(

@@ -14,7 +14,7 @@ import types
 import typing
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, cast
 
 from pydantic import BaseModel, TypeAdapter
 
@@ -192,4 +192,4 @@ def load_metrics_hook(
             f"Invalid dataset metrics hook for {where}: dataset_metrics.py must define a "
             "callable `compute_task_metrics(task_input)`"
         )
-    return hook
+    return cast(MetricsHook, hook)  # what it returns is checked at each call

@@ -5,7 +5,7 @@ import json
 import dagster as dg
 
 from gym_assets.defs.jobs import benchmark_job
-from gym_assets.defs.partitions import benchmark_partitions, harness_partitions
+from gym_assets.defs.partitions import BENCHMARK, HARNESS, benchmark_partitions
 from gym_assets.defs.resources import GymWorkspace
 from gym_assets.rollouts.harnesses import load_harnesses
 from gym_assets.tasks.fingerprint import catalog_fingerprints
@@ -28,7 +28,7 @@ def config_change_sensor(
     catalog = workspace.catalog()
     _add_harness_partitions(context.instance, list(load_harnesses(catalog.loaded.data)))
     current = catalog_fingerprints(catalog)
-    known = set(context.instance.get_dynamic_partitions(benchmark_partitions.name))
+    known = set(context.instance.get_dynamic_partitions(BENCHMARK))
     new_partitions = sorted(name for name in current if name not in known)
     changed = [name for name, digest in current.items() if previous.get(name) != digest]
     if not changed and not new_partitions:
@@ -54,7 +54,7 @@ def config_change_sensor(
 def _add_harness_partitions(instance: dg.DagsterInstance, harnesses: list[str]) -> None:
     """Harness partitions follow the registry, not a change: added directly, so they exist
     on every tick whatever the benchmarks do (and the run requests stay the benchmarks')."""
-    known = set(instance.get_dynamic_partitions(harness_partitions.name))
+    known = set(instance.get_dynamic_partitions(HARNESS))
     missing = [name for name in harnesses if name not in known]
     if missing:
-        instance.add_dynamic_partitions(harness_partitions.name, missing)
+        instance.add_dynamic_partitions(HARNESS, missing)

@@ -30,7 +30,7 @@ def corrupted_keys(keys: Iterable[Key], fraction: float, seed: int) -> frozenset
 
 def corrupt(steps: Sequence[Step]) -> list[Step]:
     """The script with its final text step replaced by a wrong answer (or one appended)."""
-    corrupted = [dict(step) for step in steps]
+    corrupted: list[Step] = [dict(step) for step in steps]
     for index in range(len(corrupted) - 1, -1, -1):
         if "text" in corrupted[index]:
             corrupted[index] = {"text": WRONG_ANSWER}

@@ -99,7 +99,7 @@ def _claim_by_session(
     claimed: set[str] = set()
     for call in calls:
         session = call.get("client_session_id")
-        if call["model_call_id"] not in owner and session in by_id:
+        if call["model_call_id"] not in owner and isinstance(session, str) and session in by_id:
             owner[call["model_call_id"]] = session
             by_id[session]["model_calls"].append(_canonical_ref(call))
             claimed.add(session)
@@ -259,7 +259,9 @@ def project(
         trajectory = _project(capture, observations, task_id, rollout_id, resolved)
     except (ValidationError, KeyError, TypeError, ValueError) as exc:
         gap = _gap(GapCode.TRAJECTORY_PROJECTION_FAILED, detail=type(exc).__name__)
-        minimal = TrajectoryRecord(task_id=task_id, rollout_id=rollout_id, gaps=[gap])
+        minimal = TrajectoryRecord.model_validate(
+            {"task_id": task_id, "rollout_id": rollout_id, "gaps": [gap]}
+        )
         return capture, minimal.model_dump(mode="json")
     stripped = {
         **capture,

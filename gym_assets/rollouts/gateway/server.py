@@ -81,7 +81,7 @@ class _Exchange:
     __slots__ = ("dialect", "request", "request_raw", "session", "started", "t0", "ttft")
 
     def __init__(self, dialect: Dialect, raw: bytes, request: dict | None, session: str | None):
-        self.dialect = dialect
+        self.dialect: Dialect = dialect
         self.request = request
         self.request_raw = None if request is not None else raw.decode("utf-8", "replace")
         self.session = session

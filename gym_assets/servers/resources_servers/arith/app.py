@@ -50,7 +50,7 @@ class CalculationError(ValueError):
     """The expression is not plain integer arithmetic."""
 
 
-def calculate(expression: str) -> int:
+def calculate(expression: object) -> int:
     if not isinstance(expression, str) or len(expression) > MAX_EXPRESSION_CHARS:
         raise CalculationError(
             f"expression must be a string of at most {MAX_EXPRESSION_CHARS} chars"

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic.config import JsonDict
 
-_FROM_VERIFIER_METADATA = {"legacy_location": "verifier_metadata"}
+_FROM_VERIFIER_METADATA: JsonDict = {"legacy_location": "verifier_metadata"}
 
 
 class TaskData(BaseModel):

@@ -9,7 +9,7 @@ resolution: the distinct resolving actions taken must be exactly ``expected_reso
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -117,7 +117,7 @@ class SupportDesk(SessionResources[Desk]):
         }
         return Desk(order)
 
-    def tools(self, session_id: str) -> list[Mapping[str, Any]]:
+    def tools(self, session_id: str) -> Sequence[Mapping[str, Any]]:
         return TOOLS
 
     async def call_tool(self, session_id: str, name: str, arguments: Mapping) -> str:
