@@ -30,6 +30,7 @@ from gym_assets.config.model import (
 )
 from gym_assets.config.routing import environment_server_for_agent, resolve_dataset_agent
 from gym_assets.errors import ConfigError, UserError
+from gym_assets.json_shapes import is_mapping
 from gym_assets.outputs.targets import Roots, is_within
 from gym_assets.tasks.layout import Layout
 
@@ -105,7 +106,8 @@ def _fronting_server(config: Mapping[str, Any], decl: DeclaredDataset) -> str | 
     ``route_resolves`` check reports why)."""
     taskset = decl.dataset.taskset
     if taskset is not None:
-        return (config.get("environment_server_routes") or {}).get(taskset)
+        routes = config.get("environment_server_routes")
+        return routes.get(taskset) if is_mapping(routes) else None
     try:
         agent = resolve_dataset_agent(config, decl.instance.name, decl.dataset.agent)
         return environment_server_for_agent(config, agent) if agent else None

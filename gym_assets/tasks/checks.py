@@ -21,6 +21,7 @@ from gym_assets.config.routing import (
 )
 from gym_assets.errors import ConfigError
 from gym_assets.io import iter_jsonl
+from gym_assets.json_shapes import is_mapping
 from gym_assets.limits import MAX_PRODUCT_NESTING
 from gym_assets.tasks.catalog import Benchmark, Catalog
 from gym_assets.tasks.materialize import ID_FIELDS, is_materialized, source_task_id
@@ -38,13 +39,12 @@ def task_data_valid(report: Mapping[str, Any]) -> CheckOutcome:
             "task data was not validated (validation: off); re-collate with warn or error",
             warn_only=True,
         )
-    problems = []
-    for item in report.get("validation_reports", []):
-        issues = {kind: item.get(kind) or {} for kind in _KEY_PROBLEMS}
-        if item.get("error_rows") or any(issues.values()):
+    problems: list[Any] = []
+    for item in report.get("validation_reports", ()):
+        if item.get("error_rows") or any(item.get(kind) for kind in _KEY_PROBLEMS):
             problems.append(item)
-    rows = sum(int(item.get("rows", 0)) for item in report.get("validation_reports", []))
-    metadata = {"validated_rows": rows, "reports": len(report.get("validation_reports", []))}
+    rows = sum(int(item.get("rows", 0)) for item in report.get("validation_reports", ()))
+    metadata = {"validated_rows": rows, "reports": len(report.get("validation_reports", ()))}
     if problems:
         metadata["summary"] = report.get("validation_summary", "")
         failed = sum(int(item.get("error_rows", 0)) for item in problems)
@@ -134,7 +134,7 @@ def stable_task_ids(collated: Path) -> CheckOutcome:
             continue
         total += 1
         task_input = row.get("task_input")
-        has_own = isinstance(task_input, Mapping) and source_task_id(task_input) is not None
+        has_own = is_mapping(task_input) and source_task_id(task_input) is not None
         if not has_own and "_ng_task_index" not in row:
             positional += 1
             if len(examples) < MAX_LISTED:

@@ -62,18 +62,20 @@ class CollationReport:
 
     mode: CollationMode
     validation_mode: ValidationLevel
-    outputs: list[OutputFile] = field(default_factory=list)
+    outputs: list[OutputFile] = field(default_factory=list[OutputFile])
     rows: int = 0  # rows written to the collated {type}.jsonl files, repeats included
     tasks: int = 0  # distinct tasks: source rows of taskset datasets
-    tasksets: list[str] = field(default_factory=list)
-    datasets: list[DatasetSummary] = field(default_factory=list)
-    duplicate_task_ids: list[str] = field(default_factory=list)  # the first collate.KEPT_DUPLICATES
+    tasksets: list[str] = field(default_factory=list[str])
+    datasets: list[DatasetSummary] = field(default_factory=list[DatasetSummary])
+    duplicate_task_ids: list[str] = field(
+        default_factory=list[str]
+    )  # the first collate.KEPT_DUPLICATES
     duplicate_task_id_count: int = 0
-    validation_reports: list[dict[str, Any]] = field(default_factory=list)
+    validation_reports: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])
     validation_summary: str = ""
-    metrics: dict[str, dict[str, Any]] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
-    preview: list[dict[str, Any]] = field(default_factory=list)
+    metrics: dict[str, dict[str, Any]] = field(default_factory=dict[str, dict[str, Any]])
+    warnings: list[str] = field(default_factory=list[str])
+    preview: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])
 
     @property
     def positional_ids(self) -> dict[str, int]:

@@ -11,13 +11,19 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from typing import Protocol
 
+from gym_assets.json_shapes import is_mapping
 from gym_assets.tasks.catalog import Benchmark, Catalog
 
 FINGERPRINT_LENGTH = 16
 
 
-def _hash_file(digest: hashlib._Hash, path: Path) -> None:
+class _Digest(Protocol):
+    def update(self, data: bytes, /) -> None: ...
+
+
+def _hash_file(digest: _Digest, path: Path) -> None:
     digest.update(str(path.name).encode())
     if not path.is_file():
         digest.update(b"<missing>")
@@ -32,8 +38,9 @@ def benchmark_fingerprint(catalog: Catalog, benchmark: Benchmark) -> str:
     config = catalog.loaded.data
     names = [benchmark.instance, benchmark.environment_server, *benchmark.agents]
     blocks = {name: config.get(name) for name in names if name}
-    routes = config.get("environment_server_routes") or {}
-    blocks["route"] = routes.get(benchmark.dataset.taskset) if benchmark.dataset.taskset else None
+    routes = config.get("environment_server_routes")
+    taskset = benchmark.dataset.taskset
+    blocks["route"] = routes.get(taskset) if taskset and is_mapping(routes) else None
     digest = hashlib.sha256(json.dumps(blocks, sort_keys=True, default=str).encode())
     sources = [benchmark.prepare_script or benchmark.rows_path, benchmark.prompt_config_path]
     for path in sources:

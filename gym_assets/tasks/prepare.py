@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, cast
 
 from gym_assets.errors import UserError
 from gym_assets.io import PUBLISHED_FILE_MODE, iter_jsonl
@@ -134,7 +134,10 @@ def _run_script(
                 f"{exc} (at {last.filename}:{last.lineno})",
                 path=benchmark.prepare_script,
             ) from None
-        if not isinstance(returned, str | os.PathLike) or Path(returned).resolve() != tmp.resolve():
+        if (
+            not isinstance(returned, str | os.PathLike)
+            or Path(cast("str | os.PathLike[str]", returned)).resolve() != tmp.resolve()
+        ):
             raise UserError(
                 f"the prepare script of '{benchmark.name}' returned {returned!r}; expected the "
                 "output_fpath it was given (write the rows there and return it)",

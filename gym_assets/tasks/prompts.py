@@ -16,6 +16,7 @@ from typing import Any
 
 from gym_assets.config.yaml_source import parse_yaml_file
 from gym_assets.errors import UserError
+from gym_assets.json_shapes import is_mapping
 
 
 @dataclass(frozen=True)
@@ -34,8 +35,8 @@ class PromptConfig:
         """
         params = row.get("responses_create_params")
         if params is None:
-            params = {}
-        if not isinstance(params, Mapping):
+            params = dict[str, Any]()
+        if not is_mapping(params):
             raise UserError(
                 f"responses_create_params must be an object to apply the prompt config {self.path}",
                 path=source,
@@ -49,7 +50,7 @@ class PromptConfig:
                 path=source,
                 line=line,
             )
-        messages = []
+        messages: list[dict[str, str]] = []
         if self.system is not None:
             messages.append(
                 {"role": "system", "content": self._render(self.system, row, source, line)}
@@ -97,7 +98,7 @@ def load_prompt_config(path: str | Path) -> PromptConfig:
     if not path.is_file():
         raise UserError("prompt config not found; check the dataset's prompt_config", path=path)
     document = parse_yaml_file(path).data  # the config loader's bounds apply here too
-    if not isinstance(document, Mapping):
+    if not is_mapping(document):
         raise UserError("a prompt config must be a mapping with `user` (and `system`)", path=path)
     unknown = sorted(set(document) - {"user", "system"})
     if unknown:
