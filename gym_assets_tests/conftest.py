@@ -27,6 +27,7 @@ SLOW_MODULES = frozenset(
         "sandbox/test_hostile_completions.py",
         "sandbox/test_hostile_runs.py",
         "sandbox/test_session.py",
+        "sandbox/test_workers.py",
     }
 )
 
