@@ -9,11 +9,12 @@ import pytest
 
 from gym_assets.config.loader import load_configs
 from gym_assets.config.migrate import add_environment_servers
-from gym_assets.config.routing import environment_server_for_row, resolve_dataset_agent
+from gym_assets.config.routing import resolve_dataset_agent
 from gym_assets.errors import UserError
 from gym_assets.plans.build import refuse_prompt_template
 from gym_assets.tasks.catalog import load_catalog
 from gym_assets.tasks.pipeline import collate_benchmark
+from gym_assets.tasks.row_routing import environment_server_for_row
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "docs" / "examples"
 

@@ -60,3 +60,27 @@ def test_the_command_line_runs_without_loading_dagster():
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
     assert result.stdout.strip() == "False"
+
+
+def _library_imports(path: Path) -> set[str]:
+    """The ``gym_assets`` areas a module imports (``gym_assets.tasks`` for any module in it)."""
+    areas = set()
+    for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+        names = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module]
+        areas.update(".".join(n.split(".")[:2]) for n in names if n.startswith("gym_assets."))
+    return areas
+
+
+def test_the_config_layer_imports_no_layer_built_on_it():
+    # tasks, plans and everything above read configs; an import back would be a cycle
+    above = {"tasks", "plans", "rollouts", "servers", "conformance", "sandbox", "defs", "cli"}
+    offenders = {
+        str(path.relative_to(PACKAGE)): sorted(areas)
+        for path in sorted((PACKAGE / "config").rglob("*.py"))
+        if (areas := {a for a in _library_imports(path) if a.split(".")[1] in above})
+    }
+    assert offenders == {}

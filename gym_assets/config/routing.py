@@ -32,7 +32,6 @@ from gym_assets.config.model import (
 from gym_assets.errors import ConfigError
 from gym_assets.json_shapes import is_mapping
 from gym_assets.modes import ROUTING_MODES, RoutingMode
-from gym_assets.tasks.materialize import is_materialized
 
 ROUTES = "environment_server_routes"
 MODE = "environment_routing_mode"
@@ -328,10 +327,11 @@ def environment_server_for_agent(config: Mapping[str, Any], agent: str) -> str:
     return servers[0]
 
 
-def environment_server_for_row(config: Mapping[str, Any], row: Mapping[str, Any]) -> str | None:
-    """The server a row is stamped with before dispatch; None means "find it by agent" (§8.2)."""
+def environment_server_for_taskset(config: Mapping[str, Any], taskset: object) -> str | None:
+    """The server a row of ``taskset`` is stamped with before dispatch (§8.2); a flat row
+    (``taskset`` None, or not a usable name) follows the routing mode, where None means "find
+    it by agent". Reading the taskset off a row is ``gym_assets.tasks.row_routing``'s job."""
     locate = locator_of(config)
-    taskset = row["task_id"].get("taskset") if is_materialized(row) else None
     if isinstance(taskset, str) and taskset:
         routes = config.get(ROUTES)
         target = routes.get(taskset) if is_mapping(routes) else None

@@ -16,7 +16,7 @@ from gym_assets.config.errors import (
 from gym_assets.config.loader import load_configs
 from gym_assets.config.routing import (
     environment_server_for_agent,
-    environment_server_for_row,
+    environment_server_for_taskset,
     resolve_dataset_agent,
     servers_by_agent,
     taskset_environment_server,
@@ -248,7 +248,7 @@ def test_agent_fronted_by_two_servers_is_ambiguous_when_routed_by_agent():
         environment_server_for_agent(config(second), "agent_a")
     # case 59: the same agent's rows are accepted when stamped through legacy mode
     legacy = config(second, "environment_routing_mode: legacy\nenvironment_server_name: env_a2\n")
-    assert environment_server_for_row(legacy, {"responses_create_params": {}}) == "env_a2"
+    assert environment_server_for_taskset(legacy, None) == "env_a2"
 
 
 def test_agent_without_server_cannot_be_routed_by_agent():
@@ -263,10 +263,8 @@ def test_unknown_agent_is_named_with_a_suggestion():
         environment_server_for_agent(config(), "agent_x")
 
 
-# -- rows (§8.2, cases 55-57) ------------------------------------------------------------------
+# -- rows by taskset (§8.2, cases 55-57; reading a row's taskset: tasks/test_row_routing) -------
 
-TASK = {"task_id": {"taskset": "t", "task_id": "0"}, "task_input": {}}
-FLAT = {"responses_create_params": {"input": "hi"}}
 MODES = {
     "agent": "",
     "legacy": "environment_routing_mode: legacy\nenvironment_server_name: env_b\n",
@@ -275,32 +273,32 @@ MODES = {
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_materialized_row_goes_to_its_route_in_every_mode(mode):
-    assert environment_server_for_row(config(ROUTES, MODES[mode]), TASK) == "env_a"
+def test_a_taskset_goes_to_its_route_in_every_mode(mode):
+    assert environment_server_for_taskset(config(ROUTES, MODES[mode]), "t") == "env_a"
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_materialized_row_without_route_is_refused(mode):
+def test_a_taskset_without_route_is_refused(mode):
     cfg = config("environment_server_routes: {other: env_a}\n", MODES[mode])
     with pytest.raises(ConfigError, match="No environment server route is configured for taskset"):
-        environment_server_for_row(cfg, TASK)
+        environment_server_for_taskset(cfg, "t")
 
 
 def test_flat_rows_follow_the_mode():
-    assert environment_server_for_row(config(ROUTES, MODES["agent"]), FLAT) is None
-    assert environment_server_for_row(config(ROUTES, MODES["legacy"]), FLAT) == "env_b"
+    assert environment_server_for_taskset(config(ROUTES, MODES["agent"]), None) is None
+    assert environment_server_for_taskset(config(ROUTES, MODES["legacy"]), None) == "env_b"
     with pytest.raises(ConfigError, match="taskset routing requires rows containing"):
-        environment_server_for_row(config(ROUTES, MODES["taskset"]), FLAT)
+        environment_server_for_taskset(config(ROUTES, MODES["taskset"]), None)
 
 
-def test_row_with_an_unusable_taskset_is_flat():
-    row = {"task_id": {"taskset": "", "task_id": "0"}, "task_input": {}}
-    assert environment_server_for_row(config(ROUTES), row) is None
+@pytest.mark.parametrize("unusable", ["", 7, None])
+def test_an_unusable_taskset_is_flat(unusable):
+    assert environment_server_for_taskset(config(ROUTES), unusable) is None
 
 
 def test_unknown_routing_mode_is_refused_for_rows():
     with pytest.raises(ConfigError, match="must be one of agent, legacy, taskset"):
-        environment_server_for_row(config("environment_routing_mode: magic\n"), FLAT)
+        environment_server_for_taskset(config("environment_routing_mode: magic\n"), None)
 
 
 # -- validation at load (§8.1 and routes), with file:line --------------------------------------

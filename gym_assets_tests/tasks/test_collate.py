@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ConfigDict
 
-from gym_assets.config.routing import environment_server_for_row
 from gym_assets.errors import ConfigError, UserError
 from gym_assets.tasks.collate import collate
 from gym_assets.tasks.collation_model import CollationInput
+from gym_assets.tasks.row_routing import environment_server_for_row
 from gym_assets.tasks.task_inputs import SingleAgentTurnTaskInput
 from gym_assets_tests.tasks.conftest import (
     agent,

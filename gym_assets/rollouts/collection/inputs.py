@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gym_assets.config.routing import environment_server_for_row
 from gym_assets.conformance.evidence import make_rollout_id
 from gym_assets.errors import UserError
 from gym_assets.io import iter_jsonl
@@ -24,6 +23,7 @@ from gym_assets.limits import MAX_PRODUCT_NESTING, MAX_REPEATS
 from gym_assets.plans.canonical import canonical_json
 from gym_assets.tasks.catalog import Benchmark
 from gym_assets.tasks.materialize import is_materialized, source_task_id, task_input_of
+from gym_assets.tasks.row_routing import environment_server_for_row
 
 TASK_INDEX = "_ng_task_index"
 ROLLOUT_INDEX = "_ng_rollout_index"
