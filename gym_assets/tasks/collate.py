@@ -11,10 +11,8 @@ refused run leaves the previous outputs untouched and source files are never wri
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import hashlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,6 +56,7 @@ from gym_assets.tasks.metrics import (
 )
 from gym_assets.tasks.prompts import PromptConfig, load_prompt_config
 from gym_assets.tasks.schemas import (
+    REQUEST_FIELD,
     SERVERS_PACKAGE,
     SINGLE_AGENT_SCHEMA,
     SchemaLoadError,
@@ -68,6 +67,7 @@ from gym_assets.tasks.schemas import (
     owner_dir,
     resources_dir,
 )
+from gym_assets.tasks.task_inputs import request_is_valid
 from gym_assets.tasks.validation import TaskDataValidator, resolve_validation_mode
 
 IN_SCOPE_TYPES: Mapping[CollationMode, tuple[DatasetType, ...]] = {
@@ -194,13 +194,12 @@ def collate(
     ]
     stages: dict[str, _Stage] = {}
     try:
-        with _gc_paused():
-            for dataset_type in types:
-                type_plans = [p for p in plans if p.summary.type == dataset_type]
-                if type_plans:
-                    stages[dataset_type] = _collate_type(
-                        dataset_type, type_plans, output_dir, validation_mode, report, say
-                    )
+        for dataset_type in types:
+            type_plans = [p for p in plans if p.summary.type == dataset_type]
+            if type_plans:
+                stages[dataset_type] = _collate_type(
+                    dataset_type, type_plans, output_dir, validation_mode, report, say
+                )
         conflicts = _settle_metrics(plans, stages, output_dir, report, overwrite_metrics_conflicts)
     except BaseException:
         for stage in stages.values():
@@ -219,22 +218,6 @@ def collate(
             "Found conflicting aggregate metrics that need to be corrected: " + "; ".join(conflicts)
         )
     return report
-
-
-@contextlib.contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while rows stream through.
-
-    Parsed JSON holds no reference cycles, so reference counting frees every row; but each row
-    allocates a few dozen containers, which would trigger a collection pass every few rows.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _refuse_model_server_datasets(inputs: Sequence[CollationInput]) -> None:
@@ -435,10 +418,12 @@ def _collate_dataset(
     ids = IdTypeTally()
     source_rows = 0
     for line, row in iter_jsonl(source):
-        if not add_metrics(row, repeats):
+        valid_request = request_is_valid(row.get(REQUEST_FIELD))  # asked once per row
+        if not add_metrics(row, repeats, valid_request):
             summary.malformed_tasks += 1
         if prompt is not None:
             row = prompt.apply(row, source=source, line=line)
+            valid_request = request_is_valid(row[REQUEST_FIELD])  # the rendered request
         if row.pop("agent_ref", _MISSING) is not _MISSING:
             summary.agent_ref_stripped += 1
         state.source_task_index += 1
@@ -452,11 +437,11 @@ def _collate_dataset(
         if taskset is None:
             row["task_source"] = instance
             if validate is not None:
-                validate(row, line)
+                validate(row, line, valid_request=valid_request)
         else:  # a task carries no task_source: materialization would drop the stamp
             row = _task_of(row, own_id is not None, taskset, state, declaration, line, summary)
             if validate is not None:
-                validate(row["task_input"], line, task_input=True)
+                validate(row["task_input"], line, task_input=True, valid_request=valid_request)
         try:
             data = json_line(row)
         except UnicodeEncodeError:

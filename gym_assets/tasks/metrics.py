@@ -234,12 +234,19 @@ class DatasetMetrics:
         self.extras: dict[str, Summary] = {}
         self.malformed_tasks = 0
 
-    def add_row(self, row: dict[str, Any], repeats: int = 1) -> bool:
-        """Count one source row ``repeats`` times; False if it is a malformed task (left out)."""
+    def add_row(
+        self, row: dict[str, Any], repeats: int = 1, valid_request: bool | None = None
+    ) -> bool:
+        """Count one source row ``repeats`` times; False if it is a malformed task (left out).
+
+        ``valid_request`` is ``request_is_valid`` of the row's request when the caller has it.
+        """
         if "task_input" in row and is_materialized(row):
             return self._add_task(row, repeats)
         params = row.get("responses_create_params")
-        if type(params) is dict and request_is_valid(params):
+        if valid_request is None:
+            valid_request = request_is_valid(params)
+        if valid_request:
             self._add_run_request(params, repeats)
         else:
             words = word_count({k: v for k, v in row.items() if not k.startswith(COLLECTOR_PREFIX)})

@@ -26,8 +26,7 @@ from gym_assets.config.model import (
     bound_resources_server,
     server_instances,
 )
-from gym_assets.tasks.fast_accept import Test, exact_types_test
-from gym_assets.tasks.task_inputs import SingleAgentTaskData, request_is_valid
+from gym_assets.tasks.task_inputs import SingleAgentTaskData
 
 SERVERS_PACKAGE = "gym_assets.servers"
 SINGLE_AGENT_ENVIRONMENTS = frozenset(
@@ -87,9 +86,9 @@ class TaskSchema:
     adapter: TypeAdapter[Any]
     fields: frozenset[str]
     legacy_fields: frozenset[str]
-    # A cheap test that is True only when the adapter would accept the fields; when it is
-    # False the adapter runs and reports the errors. Saves a model build per row.
-    accepts: Test | None = None
+    # The schema checks the request and nothing else (the single-agent environments): a row
+    # whose request is already known to be valid passes without being validated again.
+    request_only: bool = False
 
 
 def _models_of(annotation: Any) -> Iterator[type[BaseModel]]:
@@ -124,18 +123,11 @@ def task_schema(name: str, task_data: Any) -> TaskSchema:
             if isinstance(extra, Mapping) and extra.get("legacy_location") == LEGACY_LOCATION:
                 legacy.add(key)
     display = task_data.__name__ if isinstance(task_data, type) else name
-    return TaskSchema(
-        display, adapter, frozenset(fields), frozenset(legacy), exact_types_test(task_data)
-    )
-
-
-def _has_valid_request(fields: dict[str, Any], hidden: frozenset[str]) -> bool:
-    params = fields.get("responses_create_params")
-    return type(params) is dict and REQUEST_FIELD not in hidden and request_is_valid(params)
+    return TaskSchema(display, adapter, frozenset(fields), frozenset(legacy))
 
 
 SINGLE_AGENT_SCHEMA = replace(
-    task_schema("SingleAgentTaskData", SingleAgentTaskData), accepts=_has_valid_request
+    task_schema("SingleAgentTaskData", SingleAgentTaskData), request_only=True
 )
 
 

@@ -10,9 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
-
-from gym_assets.tasks.fast_accept import exact_types_test
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
 
 class TaskId(BaseModel):
@@ -39,34 +37,17 @@ class ResponsesCreateParams(BaseModel):
     stream: Literal[False] | None = None
 
 
-_REQUEST_VALIDATOR = ResponsesCreateParams.__pydantic_validator__
-_REQUEST_ACCEPTS = exact_types_test(ResponsesCreateParams)
-_last_request: tuple[object, bool] = (None, False)
+_REQUEST = TypeAdapter(ResponsesCreateParams)
 
 
 def request_is_valid(params: object) -> bool:
-    """Whether ``params`` validates as ``ResponsesCreateParams``.
+    """Whether ``params``, a parsed JSON value, validates as ``ResponsesCreateParams``.
 
-    Collation asks this twice per row (metrics classify the row by it, and it is the whole of
-    the single-agent schema), always about the same object, so the last answer is kept.
+    Collation asks once per row and hands the answer to both places that need it (the row's
+    metrics and the single-agent schema, which checks nothing else).
     """
-    global _last_request
-    last_params, last_valid = _last_request
-    if last_params is params:
-        return last_valid
-    valid = (
-        type(params) is dict
-        and _REQUEST_ACCEPTS is not None
-        and _REQUEST_ACCEPTS(params, frozenset())
-    )
-    if not valid:
-        try:
-            _REQUEST_VALIDATOR.validate_python(params)
-            valid = True
-        except ValidationError:
-            valid = False
-    _last_request = (params, valid)
-    return valid
+    # Only a JSON object can be a request; pydantic's yes/no answer builds no error to discard.
+    return type(params) is dict and _REQUEST.validator.isinstance_python(params)
 
 
 class SingleAgentTaskData(BaseModel):

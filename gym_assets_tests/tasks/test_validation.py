@@ -18,6 +18,7 @@ from gym_assets.tasks.schemas import (
     load_task_schema,
     task_schema,
 )
+from gym_assets.tasks.task_inputs import request_is_valid
 from gym_assets.tasks.validation import (
     TaskDataValidator,
     normalize_row,
@@ -267,82 +268,16 @@ def test_bundled_schemas_load() -> None:
     assert load_metrics_hook("resources_servers", "arith") is None
 
 
-class Scalars(BaseModel):
-    name: str
-    count: int
-    ratio: float = 0.5
-    flag: bool = False
-
-
-class ClosedScalars(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    name: str
-
-
-@pytest.mark.parametrize(
-    "fields",
-    [
-        {"name": "a", "count": 1},
-        {"name": "a", "count": 1, "ratio": 1.5, "flag": True, "extra": [1]},
-        {"name": "a", "count": 1, "ratio": 2},  # int for float: left to pydantic, valid
-        {"name": "a", "count": True},
-        {"name": "a", "count": "1"},
-        {"name": 1, "count": 1},
-        {"count": 1},
-    ],
-)
-def test_fast_acceptance_agrees_with_full_validation(fields: dict) -> None:
-    for model in (Scalars, ClosedScalars):
-        schema = task_schema("s", model)
-        assert schema.accepts is not None
-        try:
-            schema.adapter.validate_python(fields)
-            valid = True
-        except Exception:
-            valid = False
-        if schema.accepts(fields, frozenset()):
-            assert valid
-    assert task_schema("s", Answer).accepts is not None
-    assert task_schema("s", City).accepts is not None  # json_schema_extra changes nothing
-    closed = task_schema("s", ClosedScalars).accepts
-    assert closed is not None
-    assert closed({"name": "a", "other": 1}, frozenset({"other"}))  # hidden keys are not extras
-    assert not closed({"name": "a", "other": 1}, frozenset())
-
-
-def test_request_model_has_a_fast_test() -> None:
-    from gym_assets.tasks.fast_accept import exact_types_test
-    from gym_assets.tasks.task_inputs import ResponsesCreateParams, request_is_valid
-
-    accepts = exact_types_test(ResponsesCreateParams)
-    assert accepts is not None
-    none: frozenset[str] = frozenset()
-    assert accepts({"input": "x", "temperature": 0.5, "stream": False, "other": {"a": 1}}, none)
-    assert not accepts({"input": 3}, none)
-    assert not accepts({"stream": True}, none)
-    assert not accepts({"temperature": 1}, none)  # left to pydantic, which accepts it
-    assert request_is_valid({"temperature": 1})
-    for bad in ({"input": 3}, {"stream": True}, {"tools": {}}, [], None):
+def test_request_is_valid_is_pydantics_verdict() -> None:
+    assert request_is_valid({"input": "x", "temperature": 0.5, "stream": False, "other": {"a": 1}})
+    assert request_is_valid({"temperature": 1})  # an integer is a valid float
+    for bad in ({"input": 3}, {"stream": True}, {"tools": {}}, [], None, "x"):
         assert not request_is_valid(bad)
 
 
-def test_models_with_validators_or_constraints_get_no_fast_test() -> None:
-    from pydantic import field_validator
-
-    class Checked(BaseModel):
-        name: str
-
-        @field_validator("name")
-        @classmethod
-        def _upper(cls, value: str) -> str:
-            return value.upper()
-
-    class Constrained(BaseModel):
-        name: str = Field(min_length=3)
-
-    assert task_schema("s", Checked).accepts is None
-    assert task_schema("s", Constrained).accepts is None
-    assert task_schema("s", QA).accepts is not None
+class OwnsTheRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    responses_create_params: dict[str, int]
 
 
 _json_scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text()
@@ -351,22 +286,36 @@ _json = st.recursive(
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner, max_size=3),
     max_leaves=8,
 )
+_requests = st.dictionaries(
+    st.sampled_from(["input", "tools", "temperature", "stream", "x"]), _json, max_size=4
+)
 
 
 @settings(max_examples=300, deadline=None)
 @given(
-    st.dictionaries(
-        st.sampled_from(["input", "tools", "temperature", "stream", "name", "count", "x"]),
-        _json,
-        max_size=5,
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "responses_create_params": _requests | _json,
+            "expected_answer": _json,
+            "verifier_metadata": st.fixed_dictionaries(
+                {}, optional={"responses_create_params": _requests, "expected_answer": _json}
+            ),
+        },
     )
 )
-def test_fast_tests_never_accept_what_pydantic_refuses(fields: dict) -> None:
-    from gym_assets.tasks.fast_accept import exact_types_test
-    from gym_assets.tasks.task_inputs import ResponsesCreateParams
-
-    for model in (ResponsesCreateParams, Scalars, ClosedScalars):
-        accepts = exact_types_test(model)
-        assert accepts is not None
-        if accepts(fields, frozenset()):
-            model.model_validate(fields)
+def test_a_known_valid_request_gives_the_report_full_validation_gives(row: dict) -> None:
+    # collation passes request_is_valid(row request) so the single-agent schema is not run
+    # twice; whatever the row, the report must be the one full validation writes
+    for owner in (None, Answer, OwnsTheRequest):
+        reports = []
+        for known in (request_is_valid(row.get("responses_create_params")), False):
+            validator = TaskDataValidator(
+                server_name="test",
+                dataset_fpath="data.jsonl",
+                environment=SINGLE_AGENT_SCHEMA,
+                owner=task_schema("owner", owner) if owner is not None else None,
+            )
+            validator.validate(row, 1, valid_request=known)
+            reports.append(validator.report.to_dict())
+        assert reports[0] == reports[1]
