@@ -1,12 +1,14 @@
 """Benchmark collation against a parse + canonical-dump + hash floor measured in the same run.
 
-Generates a taskset JSONL (default 1,000,000 rows of about 500 bytes, with IDs) in a temp dir,
-collates it through the real ``collate()`` (validation on: the routed single-agent schema plus
-the resources server's schema), and prints rows/s, peak RSS and the ratio of collation time to
-the floor. Bar: ratio <= 2.0 and peak RSS < 400 MB. The ratio is taken on CPU time (both
-wall and CPU figures are printed): on a shared machine wall time mostly measures the neighbours.
+Generates a benchmark of 1,000,000 and 3,000,000 rows of about 530 bytes (with IDs) in a
+configs tree of its own, and runs the real ``gym-assets collate`` on each size in a fresh child
+process (validation on: the routed single-agent schema plus the resources server's schema).
+Prints rows/s, the child's peak RSS and the ratio of its CPU time to the floor's (both wall and
+CPU figures are printed; on a shared machine wall time mostly measures the neighbours).
+Bars: CPU ratio <= 1.5 at each size, peak RSS < 200 MB up to 1,000,000 rows, and peak RSS at
+the largest size <= 1.2 x the smallest (memory does not grow with rows).
 
-    .venv/bin/python bench/collate.py [--rows N] [--keep]
+    .venv/bin/python bench/collate.py [--rows N --rows M ...] [--keep]
 """
 
 from __future__ import annotations
@@ -15,17 +17,12 @@ import argparse
 import hashlib
 import json
 import random
-import resource
 import shutil
 import sys
 import tempfile
-import time
-import warnings
 from pathlib import Path
 
-from gym_assets.config.model import iter_declared_datasets
-from gym_assets.tasks.collate import collate
-from gym_assets.tasks.collation_model import CollationInput
+from measure import Timer, run_command, size_bars, write_prefix
 
 WORDS = [
     "alpha",
@@ -44,8 +41,28 @@ WORDS = [
     "xi",
     "omicron",
 ]
-RATIO_BAR = 2.0
-RSS_BAR_MB = 400
+SIZES = [1_000_000, 3_000_000]
+CONFIG = """\
+environment_server_routes: {bench: bench_environment}
+error_on_agent_without_environment_server: true
+bench_resources:
+  resources_servers:
+    arith:
+      entrypoint: app.py
+      datasets:
+        - {name: bench, type: benchmark, jsonl_fpath: bench.jsonl, taskset: bench}
+bench_agent:
+  responses_api_agents:
+    simple_agent:
+      entrypoint: app.py
+      resources_server: {type: resources_servers, name: bench_resources}
+bench_environment:
+  environment_servers:
+    single_agent_turn:
+      entrypoint: app.py
+      agent_server: {type: responses_api_agents, name: bench_agent}
+      resources_server: {type: resources_servers, name: bench_resources}
+"""
 
 
 def generate(path: Path, rows: int) -> int:
@@ -74,91 +91,60 @@ def generate(path: Path, rows: int) -> int:
     return path.stat().st_size
 
 
-def floor(path: Path) -> tuple[float, float]:
-    """(wall, CPU) seconds to parse each line, dump it canonically and hash it: nothing else."""
-    start, cpu = time.perf_counter(), time.process_time()
-    digest = hashlib.sha256()
-    with path.open("r", encoding="utf-8") as handle:
-        for line in handle:
-            text = json.dumps(
-                json.loads(line), sort_keys=True, separators=(",", ":"), ensure_ascii=False
-            )
-            digest.update(text.encode("utf-8"))
-    return time.perf_counter() - start, time.process_time() - cpu
+def floor(path: Path) -> float:
+    """CPU seconds to parse each line, dump it canonically and hash it: nothing else."""
+    with Timer() as timer:
+        digest = hashlib.sha256()
+        with path.open("r", encoding="utf-8") as handle:
+            for line in handle:
+                text = json.dumps(
+                    json.loads(line), sort_keys=True, separators=(",", ":"), ensure_ascii=False
+                )
+                digest.update(text.encode("utf-8"))
+    return timer.cpu
 
 
-def bench_config() -> dict:
-    return {
-        "environment_server_routes": {"bench": "bench_environment"},
-        "bench_resources": {
-            "resources_servers": {
-                "arith": {
-                    "entrypoint": "app.py",
-                    "datasets": [
-                        {
-                            "name": "bench",
-                            "type": "train",
-                            "jsonl_fpath": "bench.jsonl",
-                            "taskset": "bench",
-                        }
-                    ],
-                }
-            }
-        },
-        "bench_agent": {
-            "responses_api_agents": {
-                "simple_agent": {
-                    "entrypoint": "app.py",
-                    "resources_server": {"type": "resources_servers", "name": "bench_resources"},
-                }
-            }
-        },
-        "bench_environment": {
-            "environment_servers": {
-                "single_agent_turn": {
-                    "entrypoint": "app.py",
-                    "agent_server": {"type": "responses_api_agents", "name": "bench_agent"},
-                    "resources_server": {"type": "resources_servers", "name": "bench_resources"},
-                }
-            }
-        },
-    }
+def collate_size(work: Path, rows: int, generated: Path) -> tuple[float, object]:
+    """Collate the first ``rows`` rows through the command; (floor CPU, measurement)."""
+    configs = work / f"configs-{rows}"
+    source = configs / "bench" / "bench.jsonl"
+    source.parent.mkdir(parents=True)
+    (configs / "bench" / "config.yaml").write_text(CONFIG)
+    write_prefix(generated, source, rows)
+    out = work / f"taskset-{rows}"
+    # The floor runs before and after the command and is averaged, so that a change in the
+    # machine's load during the run does not favour either side.
+    before = floor(source)
+    measured = run_command(
+        ["collate", "--benchmark", "bench", "--configs", str(configs), "--data-root",
+         str(work / "data"), "--out", str(out)]
+    )  # fmt: skip
+    floor_cpu = (before + floor(source)) / 2
+    report = json.loads((out / "collation_report.json").read_text())
+    assert report["rows"] == rows and report["tasks"] == rows, report["rows"]
+    print(
+        f"{rows:>10,} rows: floor {rows / floor_cpu:>9,.0f} rows/s CPU ({floor_cpu:.2f} s); "
+        f"collate {rows / measured.cpu:>9,.0f} rows/s CPU ({measured.cpu:.2f} s), "
+        f"{rows / measured.wall:>9,.0f} rows/s wall ({measured.wall:.2f} s)"
+    )
+    shutil.rmtree(configs)
+    shutil.rmtree(out)
+    return floor_cpu, measured
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--rows", type=int, action="append", help="a size (repeatable)")
     parser.add_argument("--keep", action="store_true", help="keep the temp dir")
     args = parser.parse_args(argv)
+    sizes = sorted(set(args.rows or SIZES))
     work = Path(tempfile.mkdtemp(prefix="bench-collate-"))
     try:
-        source = work / "data" / "bench.jsonl"
-        source.parent.mkdir()
-        size = generate(source, args.rows)
-        print(f"generated {args.rows} rows, {size / args.rows:.0f} bytes/row, in {work}")
-        # The floor runs before and after collation and is averaged, so that a change in the
-        # machine's load during the run does not favour either side.
-        before = floor(source)
-        config = bench_config()
-        inputs = [CollationInput(d, source) for d in iter_declared_datasets(config)]
-        start, cpu = time.perf_counter(), time.process_time()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            report = collate(config, inputs, work / "out")
-        wall, cpu = time.perf_counter() - start, time.process_time() - cpu
-        peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        after = floor(source)
-        floor_wall, floor_cpu = (before[0] + after[0]) / 2, (before[1] + after[1]) / 2
-        ratio = cpu / floor_cpu
-        for name, w, c in (("floor", floor_wall, floor_cpu), ("collate", wall, cpu)):
-            print(
-                f"{name:8s} {args.rows / c:>10,.0f} rows/s CPU ({c:.2f} s)  "
-                f"{args.rows / w:>10,.0f} rows/s wall ({w:.2f} s)"
-            )
-        print(f"ratio    {ratio:.2f} CPU (bar {RATIO_BAR}), {wall / floor_wall:.2f} wall")
-        print(f"peak RSS {peak_mb:.0f} MB (bar {RSS_BAR_MB} MB)")
-        print(f"rows written {report.rows}, tasks {report.tasks}")
-        return 0 if ratio <= RATIO_BAR and peak_mb < RSS_BAR_MB else 1
+        generated = work / "generated.jsonl"
+        size = generate(generated, sizes[-1])
+        print(f"generated {sizes[-1]:,} rows, {size / sizes[-1]:.0f} bytes/row, in {work}")
+        results = [collate_size(work, rows, generated) for rows in sizes]
+        return 0 if size_bars(sizes, results) else 1
     finally:
         if args.keep:
             print(f"kept {work}")

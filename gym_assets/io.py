@@ -11,6 +11,7 @@ import json
 import math
 import os
 import re
+import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from itertools import accumulate
@@ -81,6 +82,26 @@ def atomic_writer(
         if isinstance(exc, OSError) and not (in_block and exc.filename not in (None, tmp)):
             raise os_failure(path, exc) from None
         raise
+
+
+def atomic_link(source: Path, path: Path) -> None:
+    """Make ``path`` a second name of the finished file ``source``: one copy on disk, an old
+    ``path`` replaced atomically. Where the filesystem has no hard links, ``path`` is a copy."""
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        os.close(fd)
+        os.unlink(tmp)  # the name only: os.link creates it
+        try:
+            os.link(source, tmp)
+        except OSError:
+            shutil.copy(source, tmp)
+        os.replace(tmp, path)
+    except OSError as exc:
+        if tmp is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+        raise os_failure(path, exc) from None
 
 
 def atomic_write_text(path: str | Path, text: str) -> None:

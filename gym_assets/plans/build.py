@@ -8,6 +8,10 @@ reported first (over all rows), then ids of a type no id has (booleans, floats, 
 by line), then the first row that cannot become a task, then duplicate ids, then requested ids
 that do not exist. After the first problem the pass only keeps
 counting ids, so the messages are complete without hashing rows that cannot be planned.
+
+Memory does not grow with the rows: ``(id, digest)`` pairs go through an external sort
+(``gym_assets.spill.SortedRuns``: sorted runs in an anonymous temp file, merged), duplicates
+are then neighbours, and the sorted tasks are kept on disk beyond a buffer (``TaskLog``).
 """
 
 from __future__ import annotations
@@ -21,7 +25,8 @@ from gym_assets.errors import UserError
 from gym_assets.io import iter_jsonl
 from gym_assets.json_shapes import is_mapping
 from gym_assets.plans.canonical import digest
-from gym_assets.plans.model import GymStamp, Plan, TaskTable
+from gym_assets.plans.model import GymStamp, Plan, TaskLog
+from gym_assets.spill import RecordLog, SortedRuns
 from gym_assets.tasks.materialize import (
     ID_FIELDS,
     IdTypeTally,
@@ -71,15 +76,21 @@ def refuse_prompt_template(benchmark: str, prompt_config: object | None) -> None
 class PlanBuilder:
     """Accumulates rows one at a time; ``finish`` applies the refusals and sorts."""
 
-    def __init__(self, benchmark: str, taskset: str, source: Path | None = None):
+    def __init__(
+        self,
+        benchmark: str,
+        taskset: str,
+        source: Path | None = None,
+        spill_dir: Path | None = None,
+    ):
         if not taskset:
             raise UserError(f"Benchmark {benchmark!r}: taskset must be a non-empty string")
         self.benchmark = benchmark
         self.taskset = taskset
         self.source = source
+        self.spill_dir = spill_dir  # where sorted runs go (None: the system temp directory)
         self._rows = 0
-        self._digests: dict[str, str] = {}
-        self._duplicates: set[str] = set()
+        self._tasks = SortedRuns(spill_dir)  # (task_id, digest) of every plannable row
         self._missing = 0
         self._missing_shown: list[tuple[int, int | None]] = []
         self.ids = IdTypeTally()  # own IDs of a type no task ID has, and integer ones
@@ -115,14 +126,11 @@ class PlanBuilder:
                 line=line,
             )
             return
-        if task_id in self._digests:
-            self._duplicates.add(task_id)
-        else:
-            self._digests[task_id] = task_digest
+        self._tasks.add((task_id, task_digest))
 
     def finish(
         self, selection: Iterable[str] | None = None
-    ) -> tuple[TaskTable, tuple[str, ...] | None]:
+    ) -> tuple[TaskLog, tuple[str, ...] | None]:
         """The sorted tasks (only the selected ones) and the normalised selection."""
         if self._missing:
             raise self._missing_ids_refusal()
@@ -131,29 +139,41 @@ class PlanBuilder:
             raise UserError(f"Benchmark {self.benchmark!r}: {problem}", path=self.source)
         if self._refusal is not None:
             raise self._refusal
-        if self._duplicates:
-            shown = sorted(self._duplicates)[:MAX_DUPLICATES_SHOWN]
-            more = len(self._duplicates) - len(shown)
+        selected = None if selection is None else tuple(sorted(set(selection)))
+        wanted = None if selected is None else set(selected)
+        kept = RecordLog(self.spill_dir)
+        shown: list[str] = []  # the first duplicated ids, which in id order are the smallest
+        duplicated = 0
+        previous = repeated = None
+        for task_id, task_digest in self._tasks:
+            if task_id == previous:  # sorted: the rows of one id are neighbours
+                if task_id != repeated:
+                    repeated = task_id
+                    duplicated += 1
+                    if len(shown) < MAX_DUPLICATES_SHOWN:
+                        shown.append(task_id)
+                continue
+            previous = task_id
+            if wanted is None or task_id in wanted:
+                kept.append((task_id, task_digest))
+        self._tasks.close()
+        if duplicated:
+            more = duplicated - len(shown)
             raise UserError(
                 f"Benchmark {self.benchmark!r}: task ids are not unique: {shown!r}"
                 f"{f' (and {more} more)' if more else ''}. Each row needs its own id; remove "
                 "or rename the repeated rows in the benchmark's data",
                 path=self.source,
             )
-        selected = None if selection is None else tuple(sorted(set(selection)))
-        if selected is None:
-            ids: Sequence[str] = sorted(self._digests)
-        else:
-            unknown = [task_id for task_id in selected if task_id not in self._digests]
-            if unknown:
-                raise UserError(
-                    f"Benchmark {self.benchmark!r} has no tasks with ids {unknown!r}; check the "
-                    "requested ids against the benchmark's rows",
-                    path=self.source,
-                )
-            ids = selected
-        digests = list(map(self._digests.__getitem__, ids))
-        return TaskTable([self.taskset] * len(ids), ids, digests), selected
+        if selected is not None and len(kept) < len(selected):
+            found = {task_id for task_id, _ in kept}
+            unknown = [task_id for task_id in selected if task_id not in found]
+            raise UserError(
+                f"Benchmark {self.benchmark!r} has no tasks with ids {unknown!r}; check the "
+                "requested ids against the benchmark's rows",
+                path=self.source,
+            )
+        return TaskLog(self.taskset, kept), selected
 
     def _missing_ids_refusal(self) -> UserError:
         rows = [index for index, _ in self._missing_shown]
@@ -209,7 +229,7 @@ def build_plan_from_file(
     return _plan(builder, spec)
 
 
-def file_tasks(path: str | Path, benchmark: str, taskset: str) -> TaskTable:
+def file_tasks(path: str | Path, benchmark: str, taskset: str) -> TaskLog:
     """Every task of a rows file as a plan would list it (all refusals except selection)."""
     tasks, _ = _read(path, benchmark, taskset).finish()
     return tasks

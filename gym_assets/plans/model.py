@@ -4,14 +4,17 @@ Two representations on purpose. The pydantic models are the contract: they gener
 Schema printed by ``gym-assets plan --schema`` and validate documents strictly (unknown keys
 refused). But a pydantic object per task costs over 1 KB, so a million-task plan would need
 more than a gigabyte; plans are therefore built, rendered and compared as a lean ``Plan``
-(one small tuple per task), and converted to a document only to validate it.
+whose tasks are plain strings (``TaskLog`` for a built plan, on disk beyond a buffer;
+``TaskTable`` for a loaded one), and converted to a document only to validate it.
 """
 
 from __future__ import annotations
 
+import abc
 import functools
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
 from typing import Any, Literal, NamedTuple, cast, overload
 
@@ -20,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from gym_assets.errors import UserError
 from gym_assets.io import read_json_file
 from gym_assets.json_shapes import is_list, is_mapping
+from gym_assets.spill import RecordLog
 
 SCHEMA_LABEL = "nemo-gym.eval-plan.v1"
 DIGEST_PATTERN = r"^sha256:[0-9a-f]{64}$"
@@ -123,8 +127,40 @@ _str_tuple: type[tuple[str, ...]] = tuple
 _new_task = functools.partial(_str_tuple.__new__, PlannedTask)  # PlannedTask(...) at C speed
 
 
-class TaskTable(Sequence[PlannedTask]):
-    """A plan's tasks, sorted by task id then taskset, stored as three columns.
+class TaskSequence(Sequence[PlannedTask]):
+    """A plan's tasks, sorted by task id then taskset, compared task by task."""
+
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence):
+            return NotImplemented
+        items = cast("Sequence[object]", other)
+        return len(self) == len(items) and all(a == b for a, b in zip(self, items, strict=True))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({list(self)!r})"
+
+    @overload
+    def __getitem__(self, index: int) -> PlannedTask: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> TaskTable: ...
+
+    def __getitem__(self, index: int | slice) -> PlannedTask | TaskTable:
+        return self._slice(index) if isinstance(index, slice) else self._item(index)
+
+    @abc.abstractmethod
+    def _item(self, index: int) -> PlannedTask: ...
+
+    @abc.abstractmethod
+    def _slice(self, index: slice) -> TaskTable: ...
+
+
+class TaskTable(TaskSequence):
+    """A plan's tasks in memory (a loaded plan), stored as three columns.
 
     Not a tuple of ``PlannedTask``: the garbage collector never untracks tuple subclasses, so a
     million of them would be walked on every full collection for as long as the plan lives
@@ -142,40 +178,61 @@ class TaskTable(Sequence[PlannedTask]):
     @classmethod
     def of(cls, tasks: Iterable[PlannedTask]) -> TaskTable:
         """A table of ``tasks`` given in any order."""
-        rows = sorted(tasks, key=lambda task: (task.task_id, task.taskset))
+        return cls.in_order(sorted(tasks, key=lambda task: (task.task_id, task.taskset)))
+
+    @classmethod
+    def in_order(cls, tasks: Sequence[PlannedTask]) -> TaskTable:
+        """A table of ``tasks`` in the order given."""
         return cls(
-            [task.taskset for task in rows],
-            [task.task_id for task in rows],
-            [task.digest for task in rows],
+            [task.taskset for task in tasks],
+            [task.task_id for task in tasks],
+            [task.digest for task in tasks],
         )
 
     def __len__(self) -> int:
         return len(self._task_ids)
 
-    @overload
-    def __getitem__(self, index: int) -> PlannedTask: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> TaskTable: ...
-
-    def __getitem__(self, index: int | slice) -> PlannedTask | TaskTable:
-        if isinstance(index, slice):
-            return TaskTable(self._tasksets[index], self._task_ids[index], self._digests[index])
+    def _item(self, index: int) -> PlannedTask:
         return _new_task((self._tasksets[index], self._task_ids[index], self._digests[index]))
+
+    def _slice(self, index: slice) -> TaskTable:
+        return TaskTable(self._tasksets[index], self._task_ids[index], self._digests[index])
 
     def __iter__(self) -> Iterator[PlannedTask]:
         return map(_new_task, zip(self._tasksets, self._task_ids, self._digests, strict=True))
 
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Sequence):
-            return NotImplemented
-        items = cast("Sequence[object]", other)
-        return len(self) == len(items) and all(a == b for a, b in zip(self, items, strict=True))
 
-    __hash__ = None  # type: ignore[assignment]
+class TaskLog(TaskSequence):
+    """A built plan's tasks, all of one taskset, kept as ``(task_id, digest)`` records in the
+    order the builder wrote them: in memory for a small plan, on disk beyond a buffer
+    (``gym_assets.spill.RecordLog``), so a plan of any size costs the same memory.
 
-    def __repr__(self) -> str:
-        return f"TaskTable({list(self)!r})"
+    Reading goes from the first task on: an item or slice further in is found by reading up
+    to it, which suits what plans are read for (counted, previewed, written, compared).
+    """
+
+    __slots__ = ("_records", "_taskset")
+
+    def __init__(self, taskset: str, records: RecordLog):
+        self._taskset, self._records = taskset, records
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    def _item(self, index: int) -> PlannedTask:
+        position = index + len(self) if index < 0 else index
+        if not 0 <= position < len(self):
+            raise IndexError("task index out of range")
+        return next(islice(self, position, None))
+
+    def _slice(self, index: slice) -> TaskTable:
+        start, stop, step = index.indices(len(self))
+        tasks = list(islice(self, start, stop, step)) if step > 0 else list(self)[index]
+        return TaskTable.in_order(tasks)
+
+    def __iter__(self) -> Iterator[PlannedTask]:
+        taskset = self._taskset
+        return (_new_task((taskset, task_id, digest)) for task_id, digest in self._records)
 
 
 @dataclass(frozen=True)
@@ -192,7 +249,7 @@ class Plan:
     benchmark: str
     config_paths: tuple[str, ...]
     selected_task_ids: tuple[str, ...] | None
-    tasks: TaskTable
+    tasks: TaskSequence
 
     @functools.cached_property
     def digests(self) -> dict[tuple[str, str], str]:

@@ -7,16 +7,15 @@ refused rather than written into.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from gym_assets.io import atomic_write_bytes
+from gym_assets.io import atomic_link
 from gym_assets.outputs.claims import claimed_dir
 from gym_assets.outputs.markers import PLAN_DIR
 from gym_assets.outputs.targets import Target
 from gym_assets.plans.model import Plan, load_plan
-from gym_assets.plans.render import plan_text
+from gym_assets.plans.render import write_plan
 from gym_assets.tasks.catalog import Benchmark
 
 
@@ -28,19 +27,22 @@ class PublishedPlan:
 
 
 def publish_plan(plan: Plan, benchmark: Benchmark) -> PublishedPlan:
-    """Keep the benchmark's current plan (if any) as the previous one and write ``plan``."""
+    """Keep the benchmark's current plan (if any) as the previous one and write ``plan``.
+
+    The current file becomes the previous one by a second name (a hard link), not a copy:
+    neither it nor the new plan is ever held in memory.
+    """
     layout = benchmark.layout
     path, previous_path = (
         layout.plan_path(benchmark.name),
         layout.previous_plan_path(benchmark.name),
     )
-    data = plan_text(plan).encode("utf-8")
     with claimed_dir(Target.of(layout.plan_dir(benchmark.name), PLAN_DIR, benchmark.roots)):
         replaced = path.is_file()
         if replaced:
-            atomic_write_bytes(previous_path, path.read_bytes())
-        atomic_write_bytes(path, data)
-    return PublishedPlan(path, hashlib.sha256(data).hexdigest(), replaced)
+            atomic_link(path, previous_path)
+        sha256 = write_plan(path, plan)
+    return PublishedPlan(path, sha256, replaced)
 
 
 def load_previous(previous_path: Path) -> Plan | None:

@@ -10,6 +10,7 @@ out what the stdlib writes for a task object at that depth (keys ``digest`` < ``
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -63,11 +64,16 @@ def plan_text(plan: Plan) -> str:
     return "".join(iter_plan_text(plan))
 
 
-def write_plan(path: str | Path, plan: Plan) -> None:
-    """Write the plan atomically (parents created): the old file or the new, never half."""
-    with atomic_writer(path) as handle:
+def write_plan(path: str | Path, plan: Plan) -> str:
+    """Write the plan atomically (parents created): the old file or the new, never half.
+    Returns the sha256 of the file's bytes."""
+    digest = hashlib.sha256()
+    with atomic_writer(path, "wb") as handle:
         for piece in iter_plan_text(plan):
-            handle.write(piece)
+            data = piece.encode("utf-8")
+            digest.update(data)
+            handle.write(data)
+    return digest.hexdigest()
 
 
 def write_plan_file(target: Target, plan: Plan) -> str:

@@ -28,6 +28,7 @@ from gym_assets.config.model import (
 from gym_assets.config.routing import resolve_dataset_agent, taskset_environment_server
 from gym_assets.errors import ConfigError, UserError
 from gym_assets.io import (
+    atomic_link,
     atomic_write_text,
     atomic_writer,
     iter_jsonl,
@@ -35,6 +36,7 @@ from gym_assets.io import (
     parse_json_bytes,
 )
 from gym_assets.modes import COLLATION_MODES, CollationMode, ValidationLevel, ValidationMode
+from gym_assets.spill import HashSpill
 from gym_assets.tasks.collation_model import (
     CollationInput,
     CollationReport,
@@ -47,6 +49,7 @@ from gym_assets.tasks.materialize import (
     MaterializeError,
     materialize_task,
     own_id_field,
+    stable_task_id,
 )
 from gym_assets.tasks.metrics import (
     DatasetMetrics,
@@ -104,15 +107,25 @@ class _Stage:
     def __init__(self) -> None:
         self._stack = ExitStack()
         self.files: list[_StagedFile] = []
+        self.aliases: list[tuple[Path, _StagedFile]] = []
 
     def open(self, path: Path) -> _StagedFile:
         staged = _StagedFile(path, self._stack.enter_context(atomic_writer(path, "wb")))
         self.files.append(staged)
         return staged
 
+    def alias(self, path: Path, staged: _StagedFile) -> _StagedFile:
+        """``path`` will be a second name of ``staged`` (linked when the stage commits)."""
+        self.aliases.append((path, staged))
+        return staged
+
     def commit(self) -> list[OutputFile]:
         self._stack.close()
-        return [staged.describe() for staged in self.files]
+        outputs = [staged.describe() for staged in self.files]
+        for path, staged in self.aliases:
+            atomic_link(staged.path, path)
+            outputs.append(OutputFile(str(path), staged.digest.hexdigest(), staged.rows))
+        return outputs
 
     def discard(self) -> None:
         self._stack.__exit__(_Discarded, _Discarded(), None)
@@ -133,31 +146,46 @@ class _Plan:
 class _TypeState:
     """State shared by all declarations of one dataset type (IDs are unique per type)."""
 
-    def __init__(self, track_duplicates: bool):
+    def __init__(self, track_duplicates: bool, spill_dir: Path):
         self.source_task_index = -1
         self.track_duplicates = track_duplicates
-        self.seen: dict[str, dict[str, int]] = {}  # taskset -> id -> (declaration, line) code
-        self.labels: list[str] = []
+        self.spill_dir = spill_dir
+        self.ids: dict[str, HashSpill] = {}  # taskset -> hashes of the IDs seen, not the IDs
         self.duplicates: list[str] = []
         self.duplicate_count = 0
 
-    def record(self, taskset: str, task_id: str, declaration: int, line: int) -> None:
-        """Remember where an ID was first seen; a second place is a duplicate."""
-        ids = self.seen.get(taskset)
+    def record(self, taskset: str, task_id: str) -> None:
+        ids = self.ids.get(taskset)
         if ids is None:
-            ids = self.seen[taskset] = {}
-        here = (declaration << 32) | line
-        first = ids.setdefault(task_id, here)
-        if first == here:
-            return
-        self.duplicate_count += 1
-        if len(self.duplicates) < KEPT_DUPLICATES:
-            self.duplicates.append(
-                f"{taskset}/{task_id} ({self._where(first)}; {self._where(here)})"
-            )
+            ids = self.ids[taskset] = HashSpill(self.spill_dir, repeats=True)
+        ids.add(hash(task_id))
 
-    def _where(self, code: int) -> str:
-        return f"{self.labels[code >> 32]} line {code & 0xFFFFFFFF}"
+    def find_duplicates(self, plans: Sequence[_Plan]) -> None:
+        """Name every ID that a second row repeats, with both places, exactly.
+
+        The first pass kept hashes only; an ID hashed twice is a candidate. This pass reads the
+        sources again (only when there is a candidate) for the candidates' real IDs and lines,
+        so that a hash collision reports nothing and the report is the one a pass keeping
+        every ID would write: in source order, the first place against each later one.
+        """
+        candidates = {taskset: ids.repeated() for taskset, ids in self.ids.items()}
+        first_places: dict[tuple[str, str], str] = {}
+        for plan in plans:
+            taskset = plan.summary.taskset
+            wanted = candidates.get(taskset) if taskset is not None else None
+            if not wanted:
+                continue
+            for line, row in iter_jsonl(plan.input.source_path):
+                task_id = stable_task_id(row)
+                if task_id is None or hash(task_id) not in wanted:
+                    continue
+                here = f"{plan.summary.label} line {line}"
+                first = first_places.setdefault((taskset, task_id), here)
+                if first is here:
+                    continue
+                self.duplicate_count += 1
+                if len(self.duplicates) < KEPT_DUPLICATES:
+                    self.duplicates.append(f"{taskset}/{task_id} ({first}; {here})")
 
 
 def collate(
@@ -337,7 +365,8 @@ def _plan(
     if hook_dir is not None:
         hook = load_metrics_hook(hook_dir.kind, hook_dir.implementation, package=package)
     hook_owner = hook_dir.implementation if hook_dir else ""
-    return _Plan(item, prepared, prompt, validator, DatasetMetrics(hook, hook_owner), summary)
+    metrics = DatasetMetrics(hook, hook_owner, spill_dir=output_dir)
+    return _Plan(item, prepared, prompt, validator, metrics, summary)
 
 
 def _validator(
@@ -372,17 +401,24 @@ def _collate_type(
     report: CollationReport,
     say: Callable[[str], None],
 ) -> _Stage:
+    """Write the type's declarations and its ``{type}.jsonl``: with one declaration that file
+    is the same bytes as the declaration's prepared file, so it becomes a second name of it."""
     stage = _Stage()
+    collated_path = output_dir / f"{dataset_type}.jsonl"
     try:
-        collated = stage.open(output_dir / f"{dataset_type}.jsonl")
-        state = _TypeState(track_duplicates=validation_mode != "off")
+        collated = stage.open(collated_path) if len(plans) > 1 else None
+        state = _TypeState(track_duplicates=validation_mode != "off", spill_dir=output_dir)
         for plan in plans:
             say(f"{dataset_type}: collating {plan.summary.label} from {plan.input.source_path}")
             prepared = stage.open(plan.prepared_path)
-            state.labels.append(plan.summary.label)
-            _collate_dataset(plan, state, len(state.labels) - 1, (prepared, collated), report, say)
+            outputs = (prepared,) if collated is None else (prepared, collated)
+            _collate_dataset(plan, state, outputs, report, say)
             _finish_dataset(plan, validation_mode, report)
+        if state.track_duplicates:
+            state.find_duplicates(plans)
         _check_duplicates(state, validation_mode, report)
+        if collated is None:
+            collated = stage.alias(collated_path, prepared)
     except BaseException:
         stage.discard()
         raise
@@ -393,8 +429,7 @@ def _collate_type(
 def _collate_dataset(
     plan: _Plan,
     state: _TypeState,
-    declaration: int,
-    outputs: tuple[_StagedFile, _StagedFile],
+    outputs: tuple[_StagedFile, ...],
     report: CollationReport,
     say: Callable[[str], None],
 ) -> None:
@@ -439,7 +474,7 @@ def _collate_dataset(
             if validate is not None:
                 validate(row, line, valid_request=valid_request)
         else:  # a task carries no task_source: materialization would drop the stamp
-            row = _task_of(row, own_id is not None, taskset, state, declaration, line, summary)
+            row = _task_of(row, own_id is not None, taskset, state, line, summary)
             if validate is not None:
                 validate(row["task_input"], line, task_input=True, valid_request=valid_request)
         try:
@@ -481,7 +516,6 @@ def _task_of(
     has_own_id: bool,
     taskset: str,
     state: _TypeState,
-    declaration: int,
     line: int,
     summary: DatasetSummary,
 ) -> dict[str, Any]:
@@ -493,7 +527,7 @@ def _task_of(
     if not has_own_id and "_ng_task_index" not in row:
         summary.positional_ids += 1
     elif state.track_duplicates:
-        state.record(taskset, task["task_id"]["task_id"], declaration, line)
+        state.record(taskset, task["task_id"]["task_id"])
     for key in IDENTITY_KEYS:
         if key in row:
             task[key] = row[key]
@@ -575,17 +609,17 @@ def _settle_metrics(
     conflicts: list[str] = []
     for plan in plans:
         declaration = declaration_document(plan.summary.type, plan.input.declared)
-        document = metrics_document(declaration, plan.metrics)
+        document = metrics_document(declaration, plan.metrics.to_dict())
         _settle_document(plan.input.sidecar_path, document, overwrite, conflicts, report)
     dataset_conflict = bool(conflicts)
     for dataset_type, stage in list(stages.items()):
         type_plans = [p for p in plans if p.summary.type == dataset_type]
-        merged = DatasetMetrics()
+        merged = DatasetMetrics(spill_dir=output_dir)
         for plan in type_plans:
             merged.merge(plan.metrics)
         declaration = declaration_document(dataset_type, type_plans[0].input.declared)
-        document = metrics_document(declaration, merged)
-        report.metrics[dataset_type] = merged.to_dict()
+        summaries = report.metrics[dataset_type] = merged.to_dict()
+        document = metrics_document(declaration, summaries)
         path = output_dir / f"{dataset_type}_metrics.json"
         before = len(conflicts)
         _settle_document(path, document, overwrite, conflicts, report)

@@ -146,6 +146,15 @@ def _index_id(row: Mapping[str, Any], task_index: int | None) -> str:
     return str(index)
 
 
+def stable_task_id(row: Mapping[str, Any]) -> str | None:
+    """The task ID a row has wherever it stands: its own ID, else its own ``_ng_task_index``;
+    None for a row whose ID would be its position."""
+    task_id = source_task_id(row)
+    if task_id is None and "_ng_task_index" in row:
+        task_id = _index_id(row, None)
+    return task_id
+
+
 def materialize_task(
     row: Mapping[str, Any], taskset: str, task_index: int | None = None
 ) -> dict[str, Any]:
@@ -159,7 +168,7 @@ def materialize_task(
         raise MaterializeError(ALREADY_MATERIALIZED)
     if not isinstance(taskset, str) or not taskset:
         raise MaterializeError("taskset must be a non-empty string")
-    task_id = source_task_id(row)
+    task_id = stable_task_id(row)
     if task_id is None:
         task_id = _index_id(row, task_index)
     if not task_id:

@@ -14,11 +14,13 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import orjson
 from pydantic import ValidationError
 
+from gym_assets.spill import HashSpill
 from gym_assets.tasks.materialize import COLLECTOR_PREFIX, is_materialized
 from gym_assets.tasks.schemas import MetricsHook, MetricsHookError
 from gym_assets.tasks.task_inputs import TaskId, request_is_valid
@@ -159,14 +161,16 @@ class NumericSummary:
 class DistinctStrings:
     """How many strings were seen and how many were distinct.
 
-    Holds one machine-word hash per distinct value, not the strings themselves, so that a field
-    unique per row (an ID, a prompt) costs a few bytes a row instead of the text.
+    Keeps one 64-bit hash per value (``hash()``), spilled to disk in sorted runs beyond a
+    fixed buffer, so a field unique per row (an ID, a prompt) costs no memory per row. Two
+    different strings with the same hash count once: with n distinct values that happens with
+    probability about n²/2⁶⁵ (3·10⁻⁷ for 3 million), as in any fixed-width digest.
     """
 
     __slots__ = ("hashes", "total")
 
-    def __init__(self) -> None:
-        self.hashes: set[int] = set()
+    def __init__(self, spill_dir: Path | None = None) -> None:
+        self.hashes = HashSpill(spill_dir)
         self.total = 0
 
     def add(self, value: str, count: int = 1) -> None:
@@ -174,11 +178,11 @@ class DistinctStrings:
         self.total += count
 
     def merge(self, other: DistinctStrings) -> None:
-        self.hashes |= other.hashes
+        self.hashes.update(other.hashes)
         self.total += other.total
 
     def to_dict(self) -> dict[str, Any]:
-        return {"unique_count": len(self.hashes), "total_count": self.total}
+        return {"unique_count": self.hashes.distinct(), "total_count": self.total}
 
 
 class CategoricalSummary:
@@ -221,9 +225,12 @@ Summary = NumericSummary | DistinctStrings | CategoricalSummary
 class DatasetMetrics:
     """Accumulates the metrics of one dataset (or, merged, of one dataset type)."""
 
-    def __init__(self, hook: MetricsHook | None = None, hook_owner: str = "") -> None:
+    def __init__(
+        self, hook: MetricsHook | None = None, hook_owner: str = "", spill_dir: Path | None = None
+    ) -> None:
         self.hook = hook
         self.hook_owner = hook_owner
+        self.spill_dir = spill_dir  # where distinct-value hashes spill (see DistinctStrings)
         self.examples = 0
         self.tasks = 0
         self.tools = NumericSummary()
@@ -330,7 +337,7 @@ class DatasetMetrics:
             if kind is str:  # the common case, kept off the general path
                 summary = extras.get(name)
                 if summary is None:
-                    summary = extras[name] = DistinctStrings()
+                    summary = extras[name] = DistinctStrings(self.spill_dir)
                 if type(summary) is DistinctStrings:
                     summary.hashes.add(hash(value))
                     summary.total += repeats
@@ -352,7 +359,7 @@ class DatasetMetrics:
             return
         summary = self.extras.get(name)
         if summary is None:
-            summary = self.extras[name] = kind()
+            summary = self.extras[name] = self._new_summary(kind)
         elif not isinstance(summary, kind):
             if strict:
                 raise TypeError(
@@ -362,6 +369,9 @@ class DatasetMetrics:
             return
         for _ in range(repeats):
             summary.add(value)  # type: ignore[arg-type]
+
+    def _new_summary(self, kind: type[Summary]) -> Summary:
+        return DistinctStrings(self.spill_dir) if kind is DistinctStrings else kind()
 
     def _summary(self, name: str, kind: type[CategoricalSummary]) -> CategoricalSummary:
         summary = self.extras.get(name)
@@ -384,7 +394,7 @@ class DatasetMetrics:
         for name, summary in other.extras.items():
             existing = self.extras.get(name)
             if existing is None:
-                existing = self.extras[name] = type(summary)()
+                existing = self.extras[name] = self._new_summary(type(summary))
             if type(existing) is type(summary):
                 existing.merge(summary)  # type: ignore[arg-type]
 
@@ -403,9 +413,11 @@ class DatasetMetrics:
         return out
 
 
-def metrics_document(declaration: Mapping[str, Any], metrics: DatasetMetrics) -> dict[str, Any]:
-    """The sidecar content: the dataset declaration followed by its metrics."""
-    return {**declaration, **metrics.to_dict()}
+def metrics_document(
+    declaration: Mapping[str, Any], summaries: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The sidecar content: the dataset declaration followed by its metrics (``to_dict``)."""
+    return {**declaration, **summaries}
 
 
 def dump_metrics(document: Mapping[str, Any]) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 import re
+import tracemalloc
 
 import pytest
 
@@ -266,8 +267,18 @@ def test_source_rows_are_not_modified() -> None:
 
 def test_builder_keeps_only_ids_and_digests() -> None:
     builder = PlanBuilder("bench", "bench")
-    builder.add(row("a", "x" * 10_000))
-    assert all(len(value) == 71 for value in builder._digests.values())
+    prompts = ["x" * 10_000 + str(n) for n in range(200)]  # 2 MB of rows
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for n, prompt in enumerate(prompts):
+            builder.add(row(f"t{n}", prompt))
+        kept = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert kept < 100_000  # about 200 bytes a task: an id and a 71-character digest
+    tasks, _ = builder.finish()
+    assert len(tasks) == 200 and all(len(task.digest) == 71 for task in tasks)
 
 
 def test_file_and_memory_builds_agree(tmp_path) -> None:
@@ -309,3 +320,53 @@ def test_prompt_templates_are_refused() -> None:
     refuse_prompt_template("bench", None)
     with pytest.raises(UserError, match="plans do not support prompt templates yet"):
         refuse_prompt_template("bench", "benchmarks/prompts/generic/math.yaml")
+
+
+def outcome(rows: list, **kwargs) -> str:
+    """The plan's text, or the refusal's message."""
+    try:
+        return plan_text(plan_of(rows, **kwargs))
+    except UserError as exc:
+        return f"refused: {exc}"
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        {},
+        {"selected": ["HumanEval/3", "HumanEval/150", "HumanEval/77"]},
+        {"selected": ["HumanEval/3", "nope", "HumanEval/77", "also-missing"]},
+        {"duplicates": [5, 5, 5, 80, 120]},
+        {"duplicates": list(range(0, 160, 11)), "selected": ["HumanEval/1"]},
+    ],
+)
+def test_plans_spilled_to_disk_are_the_plans_built_in_memory(monkeypatch, case) -> None:
+    rows = humaneval_like_rows()
+    rows += [row(f"HumanEval/{n}", f"again {n}") for n in case.get("duplicates", [])]
+    random.Random(9).shuffle(rows)
+    selected = case.get("selected")
+    in_memory = outcome(rows, selected=selected)
+    monkeypatch.setattr("gym_assets.spill.RECORD_BUFFER", 7)  # 24 sorted runs and more
+    monkeypatch.setattr("gym_assets.spill.MAX_FAN_IN", 5)  # and merges of merges
+    assert outcome(rows, selected=selected) == in_memory
+    assert in_memory.startswith("refused") == ("duplicates" in case or "nope" in str(case))
+
+
+def test_duplicates_are_listed_sorted_up_to_ten_then_counted(monkeypatch) -> None:
+    monkeypatch.setattr("gym_assets.spill.RECORD_BUFFER", 3)
+    rows = [row(f"t{n:02d}", str(copy)) for n in range(30, 0, -1) for copy in range(1 + n % 3)]
+    with pytest.raises(UserError) as refused:
+        plan_of(rows)
+    listed = [f"t{n:02d}" for n in range(1, 31) if n % 3][:10]
+    assert f"task ids are not unique: {listed!r} (and 10 more)" in str(refused.value)
+
+
+def test_a_spilled_plan_reads_items_and_slices_from_the_start(monkeypatch) -> None:
+    monkeypatch.setattr("gym_assets.spill.RECORD_BUFFER", 4)
+    tasks = plan_of(humaneval_like_rows(30)).tasks
+    table = plan_of(humaneval_like_rows(30)).tasks[:]
+    assert len(tasks) == 30 and list(tasks) == list(table)
+    assert tasks[0] == table[0] and tasks[-1] == table[29] and tasks[7] == table[7]
+    assert tasks[2:9] == table[2:9] and tasks[::-3] == table[::-3]
+    with pytest.raises(IndexError):
+        tasks[30]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import tracemalloc
 import warnings
 from pathlib import Path
 from typing import Any
@@ -622,3 +623,100 @@ def test_collation_input_defaults() -> None:
     item = CollationInput(declared, Path("/d/source.jsonl"))
     assert item.sidecar_path == Path("/d/source_metrics.json")
     assert item.label == "rs/ds"
+
+
+def duplicate_rows(count: int, offset: int = 0) -> list[dict[str, Any]]:
+    """Rows with own IDs, collector-index IDs and positional rows; some IDs repeat."""
+    rows: list[dict[str, Any]] = []
+    for n in range(offset, offset + count):
+        if n % 5 == 0:
+            rows.append({"_ng_task_index": n % 40, "q": n})  # index IDs "0".."39" repeat
+        elif n % 7 == 0:
+            rows.append({"q": n})  # positional: never a duplicate
+        else:
+            rows.append({"task_id": f"id-{n % 150}", "q": n})
+    return rows
+
+
+def test_duplicates_are_named_exactly_when_id_hashes_spill_and_collide(
+    tmp_path: Path, run_collate, monkeypatch
+) -> None:
+    files = {"one.jsonl": duplicate_rows(300), "two.jsonl": duplicate_rows(200, offset=77)}
+    config = taskset_config(files, tmp_path, repeats=1)
+
+    def collated() -> tuple[int, list[str], str]:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            report = run_collate(config, validation="warn", servers_package="no_such_servers")
+        summary = report.validation_summary
+        return report.duplicate_task_id_count, report.duplicate_task_ids, summary
+
+    first_places: dict[str, str] = {}
+    expected = []  # in source order, each later place against the first
+    for label, rows in (("rs/ds0", files["one.jsonl"]), ("rs/ds1", files["two.jsonl"])):
+        for line, row in enumerate(rows, start=1):
+            if "task_id" in row or "_ng_task_index" in row:
+                task_id = str(row.get("task_id", row.get("_ng_task_index")))
+                here = f"{label} line {line}"
+                first = first_places.setdefault(task_id, here)
+                if first != here:
+                    expected.append(f"t/{task_id} ({first}; {here})")
+    count, named, summary = collated()  # every ID hash fits in memory
+    assert (count, named) == (len(expected), expected[:100])
+    assert named[0] == "t/0 (rs/ds0 line 1; rs/ds0 line 41)" and count > 200
+    # Hashes spilled to disk every 16 IDs, and IDs of one length hashing alike: the hashes
+    # only nominate candidates; the report comes from the IDs themselves.
+    monkeypatch.setattr("gym_assets.spill.HASH_BUFFER", 16)
+    monkeypatch.setattr("gym_assets.tasks.collate.hash", len, raising=False)
+    assert collated() == (count, named, summary)
+
+
+def test_one_declaration_s_taskset_is_its_prepared_file_under_a_second_name(
+    tmp_path: Path, run_collate
+) -> None:
+    write_jsonl(tmp_path / "data" / "source.jsonl", [{"q": "a"}, {"q": "b"}])
+    report = run_collate(resources_server("rs", [dataset(num_repeats=2)]), validation="off")
+    collated, prepared = tmp_path / "out" / "train.jsonl", tmp_path / "out" / "source_prepare.jsonl"
+    assert os.path.samefile(collated, prepared)  # one copy on disk
+    assert [r["q"] for r in read_jsonl(collated)] == list("aabb")
+    outputs = {Path(o.path).name: (o.sha256, o.rows) for o in report.outputs}
+    expected = (hashlib.sha256(collated.read_bytes()).hexdigest(), 4)
+    assert outputs["train.jsonl"] == outputs["source_prepare.jsonl"] == expected
+    assert report.rows == 4
+
+
+def test_several_declarations_are_concatenated_into_their_own_file(
+    tmp_path: Path, run_collate
+) -> None:
+    write_jsonl(tmp_path / "data" / "source.jsonl", [{"q": "a"}])
+    write_jsonl(tmp_path / "data" / "other.jsonl", [{"q": "b"}])
+    config = resources_server("rs", [dataset(), dataset("ds2", jsonl_fpath="other.jsonl")])
+    report = run_collate(config, validation="off")
+    out = tmp_path / "out"
+    parts = [(out / name).read_bytes() for name in ("source_prepare.jsonl", "other_prepare.jsonl")]
+    assert (out / "train.jsonl").read_bytes() == b"".join(parts)
+    assert not os.path.samefile(out / "train.jsonl", out / "source_prepare.jsonl")
+    assert report.rows == 2
+
+
+def test_collation_keeps_nothing_per_row(tmp_path: Path, monkeypatch) -> None:
+    # small buffers, so that 2,000 and 10,000 rows both spill: what stays is per run (4 kB)
+    monkeypatch.setattr("gym_assets.spill.HASH_BUFFER", 2000)
+    rows = [
+        {"task_id": f"task-{n:06d}", "expected_answer": str(n * 7), "responses_create_params": RCP}
+        for n in range(10_000)
+    ]
+    peaks = []
+    for count in (2000, 10_000):
+        config = taskset_config({f"rows{count}.jsonl": rows[:count]}, tmp_path, repeats=1)
+        tracemalloc.start()
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                inputs = inputs_of(config, tmp_path / "data")
+                collate(config, inputs, tmp_path / f"out{count}", servers_package="none")
+            peaks.append(tracemalloc.get_traced_memory()[1])
+        finally:
+            tracemalloc.stop()
+    # keeping the hashes of the IDs and of the answer strings takes 8,000 x 3 x 8 bytes
+    assert peaks[1] - peaks[0] < 120_000
