@@ -22,7 +22,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from measure import Timer, run_command, size_bars, write_prefix
+from measure import Measured, Timer, measure_size, size_bars
 
 WORDS = [
     "alpha",
@@ -50,7 +50,7 @@ bench_resources:
     arith:
       entrypoint: app.py
       datasets:
-        - {name: bench, type: benchmark, jsonl_fpath: bench.jsonl, taskset: bench}
+        - {name: bench, type: benchmark, jsonl_fpath: rows.jsonl, taskset: bench}
 bench_agent:
   responses_api_agents:
     simple_agent:
@@ -104,22 +104,10 @@ def floor(path: Path) -> float:
     return timer.cpu
 
 
-def collate_size(work: Path, rows: int, generated: Path) -> tuple[float, object]:
+def collate_size(work: Path, rows: int, generated: Path) -> tuple[float, Measured]:
     """Collate the first ``rows`` rows through the command; (floor CPU, measurement)."""
-    configs = work / f"configs-{rows}"
-    source = configs / "bench" / "bench.jsonl"
-    source.parent.mkdir(parents=True)
-    (configs / "bench" / "config.yaml").write_text(CONFIG)
-    write_prefix(generated, source, rows)
     out = work / f"taskset-{rows}"
-    # The floor runs before and after the command and is averaged, so that a change in the
-    # machine's load during the run does not favour either side.
-    before = floor(source)
-    measured = run_command(
-        ["collate", "--benchmark", "bench", "--configs", str(configs), "--data-root",
-         str(work / "data"), "--out", str(out)]
-    )  # fmt: skip
-    floor_cpu = (before + floor(source)) / 2
+    floor_cpu, measured = measure_size(floor, work, "collate", CONFIG, generated, rows, out)
     report = json.loads((out / "collation_report.json").read_text())
     assert report["rows"] == rows and report["tasks"] == rows, report["rows"]
     print(
@@ -127,7 +115,6 @@ def collate_size(work: Path, rows: int, generated: Path) -> tuple[float, object]
         f"collate {rows / measured.cpu:>9,.0f} rows/s CPU ({measured.cpu:.2f} s), "
         f"{rows / measured.wall:>9,.0f} rows/s wall ({measured.wall:.2f} s)"
     )
-    shutil.rmtree(configs)
     shutil.rmtree(out)
     return floor_cpu, measured
 

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -77,6 +78,35 @@ def run_command(argv: Sequence[str]) -> Measured:
     return Measured(timing["cpu"], timing["wall"], usage.ru_maxrss / 1024)  # Linux: KiB
 
 
+def measure_size(
+    floor: Callable[[Path], float],
+    work: Path,
+    command: str,
+    config: str,
+    source: Path,
+    size: int,
+    out: Path,
+) -> tuple[float, Measured]:
+    """Run ``gym-assets COMMAND --benchmark bench`` on the first ``size`` rows of ``source``
+    (in a configs tree of its own, declared by ``config`` with ``rows.jsonl``); return the
+    floor's CPU seconds on the same rows and the command's measurement. The floor runs before
+    and after the command and is averaged, so that a change in the machine's load during the
+    run does not favour either side."""
+    configs = work / f"configs-{size}"
+    rows = configs / "bench" / "rows.jsonl"
+    rows.parent.mkdir(parents=True)
+    (rows.parent / "config.yaml").write_text(config)
+    write_prefix(source, rows, size)
+    before = floor(rows)
+    measured = run_command(
+        [command, "--benchmark", "bench", "--configs", str(configs), "--data-root",
+         str(work / "data"), "--out", str(out)]
+    )  # fmt: skip
+    floor_cpu = (before + floor(rows)) / 2
+    shutil.rmtree(configs)
+    return floor_cpu, measured
+
+
 def write_prefix(source: Path, target: Path, rows: int) -> None:
     """The first ``rows`` lines of ``source`` (generators are deterministic, so this is what
     generating ``rows`` rows would write)."""
@@ -85,7 +115,9 @@ def write_prefix(source: Path, target: Path, rows: int) -> None:
             writer.write(line)
 
 
-def size_bars(sizes: Sequence[int], results: Sequence[tuple[float, Measured]]) -> bool:
+def size_bars(
+    sizes: Sequence[int], results: Sequence[tuple[float, Measured]], unit: str = "rows"
+) -> bool:
     """Print the per-size lines and the memory bars; True when every bar is met.
 
     ``results`` holds, per size, the floor's CPU seconds and the command's measurement.
@@ -96,13 +128,13 @@ def size_bars(sizes: Sequence[int], results: Sequence[tuple[float, Measured]]) -
         rss_bar = measured.peak_rss_mb < RSS_AT_1M_MB or rows > 1_000_000
         met &= ratio <= CPU_RATIO and rss_bar
         print(
-            f"{rows:>10,} rows: CPU ratio {ratio:.2f} (bar <= {CPU_RATIO}), peak RSS "
+            f"{rows:>10,} {unit}: CPU ratio {ratio:.2f} (bar <= {CPU_RATIO}), peak RSS "
             f"{measured.peak_rss_mb:.0f} MB"
             + ("" if rows > 1_000_000 else f" (bar < {RSS_AT_1M_MB} MB)")
         )
     if len(sizes) > 1:
         growth = results[-1][1].peak_rss_mb / results[0][1].peak_rss_mb
         met &= growth <= FLAT_RSS
-        print(f"peak RSS {sizes[-1]:,} / {sizes[0]:,} rows: {growth:.2f} (bar <= {FLAT_RSS})")
+        print(f"peak RSS {sizes[-1]:,} / {sizes[0]:,} {unit}: {growth:.2f} (bar <= {FLAT_RSS})")
     print("bars: met" if met else "bars: MISSED")
     return met

@@ -1,12 +1,14 @@
-"""Benchmark: plan a large benchmark through the real builder and serializer.
+"""Benchmark: plan a large benchmark through the real ``gym-assets plan`` command.
 
-    python bench/plan.py                 # 1,000,000 tasks (about 500 bytes a row)
-    python bench/plan.py --tasks 200000  # quick run
+    python bench/plan.py                          # 1,000,000 and 3,000,000 tasks (~500 B a row)
+    python bench/plan.py --tasks 200000 --tasks 600000   # quick run
 
-Prints tasks/s, the peak RSS of the process, and the ratio of the planning time to a floor
-measured in the same run on the same file: read each line, parse it with the same parser, dump
-it as canonical JSON and SHA-256 it -- the per-task work no planner can skip -- and nothing else
-(no ids, no task conversion, no sorting, no output). Bar: ratio <= 1.5 and peak RSS < 500 MB.
+Runs the command in a fresh child process per size and prints tasks/s, the child's peak RSS,
+and the ratio of its CPU time to a floor measured in the same run on the same file: read each
+line, parse it with the same parser, dump it as canonical JSON and SHA-256 it -- the per-task
+work no planner can skip -- and nothing else (no ids, no task conversion, no sorting, no
+output). Bars: CPU ratio <= 1.5 at each size, peak RSS < 200 MB up to 1,000,000 tasks, and
+peak RSS at the largest size <= 1.2 x the smallest (memory does not grow with tasks).
 """
 
 from __future__ import annotations
@@ -14,22 +16,25 @@ from __future__ import annotations
 import argparse
 import hashlib
 import random
-import resource
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import orjson
+from measure import Measured, Timer, measure_size, size_bars
 
 from gym_assets.io import parse_json_bytes
-from gym_assets.plans.build import PlanSpec, build_plan_from_file
 from gym_assets.plans.canonical import canonical_json, digest
-from gym_assets.plans.model import GymStamp
-from gym_assets.plans.render import write_plan
 
-MAX_RATIO = 1.5
-MAX_RSS_MB = 500
+SIZES = [1_000_000, 3_000_000]
+CONFIG = """\
+synthetic_resources:
+  resources_servers:
+    exact_match:
+      entrypoint: app.py
+      datasets:
+        - {name: bench, type: benchmark, jsonl_fpath: rows.jsonl}
+"""
 WORDS = [
     "the",
     "of",
@@ -84,75 +89,56 @@ def generate(path: Path, count: int) -> float:
     return size / count
 
 
-class Timer:
-    """Wall and CPU seconds of a block; the ratio uses CPU time, which other processes on a
-    shared machine disturb far less than wall time."""
-
-    def __enter__(self) -> Timer:
-        self.wall, self.cpu = time.perf_counter(), time.process_time()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.wall = time.perf_counter() - self.wall
-        self.cpu = time.process_time() - self.cpu
-
-
-def floor(path: Path) -> int:
-    """Read + parse + canonical dump + SHA-256 per row, nothing else."""
-    count = 0
-    with path.open("rb") as handle:
+def floor(path: Path) -> float:
+    """CPU seconds to read + parse + canonical dump + SHA-256 each row, nothing else."""
+    with Timer() as timer, path.open("rb") as handle:
         for raw in handle:
             hashlib.sha256(canonical_json(parse_json_bytes(raw)).encode("utf-8")).hexdigest()
-            count += 1
-    return count
+    return timer.cpu
 
 
-def peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
+def check(plan: Path, tasks: int) -> None:
+    """The plan lists every task once, the first generated row's with that row's digest."""
+    first = make_row(0, random.Random(20260101))
+    expected = f'"digest": "{digest(first)}",'.encode()
+    wanted = f'"task_id": "{first["task_id"]}",'.encode()
+    listed, last_digest, found = 0, b"", False
+    with plan.open("rb") as handle:
+        for line in handle:
+            line = line.strip()
+            if line.startswith(b'"digest"'):
+                listed, last_digest = listed + 1, line
+            elif line == wanted:
+                found = last_digest == expected
+    assert listed == tasks and found, (listed, found)
+
+
+def plan_size(work: Path, tasks: int, generated: Path) -> tuple[float, Measured]:
+    out = work / f"plan-{tasks}.json"
+    floor_cpu, measured = measure_size(floor, work, "plan", CONFIG, generated, tasks, out)
+    check(out, tasks)
+    print(
+        f"{tasks:>10,} tasks: floor {tasks / floor_cpu:>9,.0f} tasks/s CPU ({floor_cpu:.2f} s); "
+        f"plan {tasks / measured.cpu:>9,.0f} tasks/s CPU ({measured.cpu:.2f} s), "
+        f"{tasks / measured.wall:>9,.0f} tasks/s wall ({measured.wall:.2f} s); plan file "
+        f"{out.stat().st_size / 1e6:.0f} MB"
+    )
+    out.unlink()
+    return floor_cpu, measured
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--tasks", type=int, default=1_000_000)
+    parser.add_argument("--tasks", type=int, action="append", help="a size (repeatable)")
     parser.add_argument("--dir", type=Path, default=None, help="work directory (default: temp)")
     args = parser.parse_args()
-
+    sizes = sorted(set(args.tasks or SIZES))
     with tempfile.TemporaryDirectory(dir=args.dir) as work:
-        rows_path, plan_path = Path(work) / "rows.jsonl", Path(work) / "plan.json"
-        mean_bytes = generate(rows_path, args.tasks)
-        print(
-            f"rows: {args.tasks:,} in {rows_path.stat().st_size / 1e6:.0f} MB "
-            f"({mean_bytes:.0f} bytes/row)"
-        )
-        with Timer() as floor_time:
-            assert floor(rows_path) == args.tasks
-
-        spec = PlanSpec("synthetic", "synthetic", GymStamp("bench", None), ("bench.yaml",))
-        with Timer() as plan_time:
-            plan = build_plan_from_file(rows_path, spec)
-            write_plan(plan_path, plan)
-        rss = peak_rss_mb()
-
-        first = make_row(0, random.Random(20260101))
-        assert len(plan.tasks) == args.tasks
-        assert plan.digests[("synthetic", first["task_id"])] == digest(first)
-        plan_mb = plan_path.stat().st_size / 1e6
-
-    ratio = plan_time.cpu / floor_time.cpu
-    for label, timer in (("floor (read+parse+dump+sha256)", floor_time), ("plan", plan_time)):
-        print(
-            f"{label}: {args.tasks / timer.cpu:,.0f} tasks/s CPU ({timer.cpu:.2f} s), "
-            f"{args.tasks / timer.wall:,.0f} tasks/s wall ({timer.wall:.2f} s)"
-        )
-    print(f"  plan file: {plan_mb:.0f} MB")
-    print(
-        f"ratio plan/floor: {ratio:.2f} CPU, {plan_time.wall / floor_time.wall:.2f} wall "
-        f"(bar <= {MAX_RATIO})"
-    )
-    print(f"peak RSS: {rss:.0f} MB (bar < {MAX_RSS_MB} MB)")
-    met = ratio <= MAX_RATIO and rss < MAX_RSS_MB
-    print("bar: met" if met else "bar: MISSED")
-    return 0
+        generated = Path(work) / "generated.jsonl"
+        mean_bytes = generate(generated, sizes[-1])
+        print(f"rows: {sizes[-1]:,} generated ({mean_bytes:.0f} bytes/row)")
+        results = [plan_size(Path(work), tasks, generated) for tasks in sizes]
+    return 0 if size_bars(sizes, results, "tasks") else 1
 
 
 if __name__ == "__main__":

@@ -18,21 +18,16 @@ import marshal
 import os
 import tempfile
 from array import array
-from bisect import bisect_left
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-# Hashes per buffer: 512 KiB as an array, a few MB while it is sorted. A run keeps where each
-# of 1,024 key ranges starts (4 KiB), so hashes are read back in groups of about one buffer
-# while there are fewer runs than ranges (67 million hashes); beyond, groups grow slowly.
+# Hashes held before they are written out: 512 KiB. They are kept apart by their top byte in
+# 256 parts, so each part is read back alone: about 1/256 of all distinct hashes at a time
+# (12,000 for 3 million rows), equal hashes always together, and nothing is ever sorted.
 HASH_BUFFER = 1 << 16
-_HASH_RANGES = 1024
-_HASH_SPAN = 1 << 64
-_HASH_MIN = -(1 << 63)
-_HASH_BOUNDS = [_HASH_MIN + (_HASH_SPAN * i) // _HASH_RANGES for i in range(1, _HASH_RANGES)]
+_PARTS = 256
 
 # Records per buffer, records per frame of a run on disk, and the most runs merged at once.
 RECORD_BUFFER = 50_000
@@ -45,89 +40,78 @@ def _temp_file(directory: Path | None) -> IO[bytes]:
     return tempfile.TemporaryFile(prefix=".gym-assets-spill-", dir=directory)
 
 
-@dataclass(frozen=True)
-class _HashRun:
-    file: IO[bytes]
-    offset: int  # bytes
-    bounds: array  # where each key range starts, in hashes from ``offset`` (one more: the end)
-
-
 class HashSpill:
     """Signed 64-bit hashes (``hash(value)``), any number of them, in bounded memory.
 
-    ``add`` collects. A full buffer is written as a sorted run of its distinct hashes, so a
-    value repeated on every row costs no more than a unique one. ``distinct`` counts the
-    different hashes; with ``repeats=True``, ``repeated`` names the hashes added more than once
-    (a hash repeated inside one buffer is remembered when the buffer is written: that costs
-    memory per repeated value, never per row).
+    ``add`` collects, into one of 256 parts by the hash's top byte. When ``limit`` hashes are
+    held, each part's distinct hashes are appended to a temp file, so a value repeated on every
+    row costs no more than a unique one. ``distinct`` counts the different hashes part by part;
+    with ``repeats=True``, ``repeated`` names the hashes added more than once (one repeated
+    within a part before it is written is remembered then: memory per repeated value, never
+    per row).
     """
 
-    __slots__ = ("_buffer", "_directory", "_file", "_limit", "_repeated", "_runs")
+    __slots__ = ("_directory", "_file", "_held", "_limit", "_parts", "_repeated", "_written")
 
     def __init__(
         self, directory: Path | None = None, limit: int | None = None, *, repeats: bool = False
     ):
-        self._buffer = array("q")
         self._directory = directory
         self._file: IO[bytes] | None = None
+        self._held = 0
         self._limit = limit or HASH_BUFFER
+        self._parts = [array("q") for _ in range(_PARTS)]
         self._repeated: set[int] | None = set() if repeats else None
-        self._runs: list[_HashRun] = []
+        # per write: where it starts, and where each part starts within it (in hashes)
+        self._written: list[tuple[IO[bytes], int, array]] = []
 
     def add(self, value: int) -> None:
-        buffer = self._buffer
-        buffer.append(value)
-        if len(buffer) >= self._limit:
-            self._spill()
+        self._parts[(value >> 56) & 0xFF].append(value)
+        self._held += 1
+        if self._held >= self._limit:
+            self._write()
 
     def update(self, other: HashSpill) -> None:
-        """Add every hash of ``other`` (its runs are shared, not copied)."""
-        self._runs.extend(other._runs)
+        """Add every hash of ``other`` (what it has written is shared, not copied)."""
+        self._written.extend(other._written)
         if self._repeated is not None and other._repeated is not None:
             self._repeated |= other._repeated
-        for start in range(0, len(other._buffer), self._limit):
-            self._buffer.extend(other._buffer[start : start + self._limit])
-            if len(self._buffer) >= self._limit:
-                self._spill()
+        for mine, theirs in zip(self._parts, other._parts, strict=True):
+            mine.extend(theirs)
+            self._held += len(theirs)
+        if self._held >= self._limit:
+            self._write()
 
-    def _spill(self) -> None:
-        buffer, self._buffer = self._buffer, array("q")
-        unique = set(buffer)
-        if self._repeated is not None and len(unique) < len(buffer):
-            self._repeated.update(value for value, n in Counter(buffer).items() if n > 1)
-        ordered = sorted(unique)
+    def _write(self) -> None:
         if self._file is None:
             self._file = _temp_file(self._directory)
-        bounds = array("I", [0])
-        bounds.extend(bisect_left(ordered, bound) for bound in _HASH_BOUNDS)
-        bounds.append(len(ordered))
+        starts = array("I", [0])
+        chunks = []
+        for part in self._parts:
+            unique = set(part)
+            if self._repeated is not None and len(unique) < len(part):
+                self._repeated.update(value for value, n in Counter(part).items() if n > 1)
+            chunks.append(array("q", unique).tobytes())
+            starts.append(starts[-1] + len(unique))
         handle = self._file
         offset = handle.seek(0, os.SEEK_END)
-        handle.write(array("q", ordered).tobytes())
+        handle.write(b"".join(chunks))
         handle.flush()
-        self._runs.append(_HashRun(handle, offset, bounds))
+        self._written.append((handle, offset, starts))
+        self._parts = [array("q") for _ in range(_PARTS)]
+        self._held = 0
 
     def _groups(self) -> Iterator[array]:
-        """Every hash still to be compared, in groups that never split equal hashes."""
-        if not self._runs:
-            yield self._buffer
-            return
-        if self._buffer:
-            self._spill()
-        start = 0
-        while start < _HASH_RANGES:
-            end, size = start, 0
-            while end < _HASH_RANGES and (size == 0 or size < self._limit):
-                size += sum(run.bounds[end + 1] - run.bounds[end] for run in self._runs)
-                end += 1
+        """Every hash, part by part (a hash is in one part only; written ones once per write)."""
+        for index, held in enumerate(self._parts):
             group = array("q")
-            for run in self._runs:
-                first, last = run.bounds[start], run.bounds[end]
+            for handle, offset, starts in self._written:
+                first, last = starts[index], starts[index + 1]
                 if last > first:
-                    at = run.offset + first * group.itemsize
-                    group.frombytes(os.pread(run.file.fileno(), (last - first) * 8, at))
+                    at = offset + first * group.itemsize
+                    group.frombytes(os.pread(handle.fileno(), (last - first) * group.itemsize, at))
+            group.extend(held)
             yield group
-            start = end
 
     def distinct(self) -> int:
         """How many different hashes were added."""

@@ -474,7 +474,7 @@ def _collate_dataset(
             if validate is not None:
                 validate(row, line, valid_request=valid_request)
         else:  # a task carries no task_source: materialization would drop the stamp
-            row = _task_of(row, own_id is not None, taskset, state, line, summary)
+            row = _task_of(row, own_id, taskset, state, line, summary)
             if validate is not None:
                 validate(row["task_input"], line, task_input=True, valid_request=valid_request)
         try:
@@ -513,18 +513,19 @@ def _collate_dataset(
 
 def _task_of(
     row: dict[str, Any],
-    has_own_id: bool,
+    own_id: tuple[str, Any] | None,
     taskset: str,
     state: _TypeState,
     line: int,
     summary: DatasetSummary,
 ) -> dict[str, Any]:
     """Materialize ``row`` and put its collector identity keys back at the top level."""
+    own_text = own_id[1] if own_id is not None and type(own_id[1]) is str else None
     try:
-        task = materialize_task(row, taskset, state.source_task_index)
+        task = materialize_task(row, taskset, state.source_task_index, own_id=own_text)
     except MaterializeError as exc:
         raise UserError(str(exc), path=summary.source, line=line) from None
-    if not has_own_id and "_ng_task_index" not in row:
+    if own_id is None and "_ng_task_index" not in row:
         summary.positional_ids += 1
     elif state.track_duplicates:
         state.record(taskset, task["task_id"]["task_id"])

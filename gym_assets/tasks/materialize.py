@@ -156,19 +156,25 @@ def stable_task_id(row: Mapping[str, Any]) -> str | None:
 
 
 def materialize_task(
-    row: Mapping[str, Any], taskset: str, task_index: int | None = None
+    row: Mapping[str, Any],
+    taskset: str,
+    task_index: int | None = None,
+    *,
+    own_id: str | None = None,
 ) -> dict[str, Any]:
     """Return the task for ``row`` under ``taskset``; the row itself is never modified.
 
     ID precedence: own ID field > the row's ``_ng_task_index`` (if the key is present) >
     ``task_index`` (the collation-wide position). Identity keys are not copied; the caller puts
-    them back at the top level so that shards and retries keep their capture keys.
+    them back at the top level so that shards and retries keep their capture keys. A caller
+    that has read the row's own ID and found a string passes it as ``own_id`` (collation reads
+    it anyway, once per row).
     """
-    if "task_input" in row or isinstance(row.get("task_id"), Mapping):
-        raise MaterializeError(ALREADY_MATERIALIZED)
+    if "task_input" in row or (own_id is None and isinstance(row.get("task_id"), Mapping)):
+        raise MaterializeError(ALREADY_MATERIALIZED)  # a string own ID: task_id is no object
     if not isinstance(taskset, str) or not taskset:
         raise MaterializeError("taskset must be a non-empty string")
-    task_id = stable_task_id(row)
+    task_id = own_id if own_id is not None else stable_task_id(row)
     if task_id is None:
         task_id = _index_id(row, task_index)
     if not task_id:
