@@ -173,7 +173,7 @@ class _TypeState:
         for plan in plans:
             taskset = plan.summary.taskset
             wanted = candidates.get(taskset) if taskset is not None else None
-            if not wanted:
+            if taskset is None or not wanted:
                 continue
             for line, row in iter_jsonl(plan.input.source_path):
                 task_id = stable_task_id(row)

@@ -20,6 +20,7 @@ from typing import Any
 import orjson
 from pydantic import ValidationError
 
+from gym_assets.json_shapes import is_mapping
 from gym_assets.spill import HashSpill
 from gym_assets.tasks.materialize import COLLECTOR_PREFIX, is_materialized
 from gym_assets.tasks.schemas import MetricsHook, MetricsHookError
@@ -253,7 +254,7 @@ class DatasetMetrics:
         params = row.get("responses_create_params")
         if valid_request is None:
             valid_request = request_is_valid(params)
-        if valid_request:
+        if valid_request and is_mapping(params):
             self._add_run_request(params, repeats)
         else:
             words = word_count({k: v for k, v in row.items() if not k.startswith(COLLECTOR_PREFIX)})
