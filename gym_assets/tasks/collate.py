@@ -209,7 +209,7 @@ def collate(
         raise UserError(f"unknown collation mode {mode!r}; use one of {', '.join(COLLATION_MODES)}")
     validation_mode = resolve_validation_mode(validation, mode)
     report = CollationReport(mode=mode, validation_mode=validation_mode)
-    say = progress or (lambda _message: None)
+    say: Callable[[str], None] = progress or (lambda _message: None)
     _refuse_model_server_datasets(inputs)
     types = IN_SCOPE_TYPES[mode]
     selected = [i for t in types for i in inputs if i.declared.dataset.type == t]
@@ -408,6 +408,7 @@ def _collate_type(
     try:
         collated = stage.open(collated_path) if len(plans) > 1 else None
         state = _TypeState(track_duplicates=validation_mode != "off", spill_dir=output_dir)
+        prepared: _StagedFile | None = None
         for plan in plans:
             say(f"{dataset_type}: collating {plan.summary.label} from {plan.input.source_path}")
             prepared = stage.open(plan.prepared_path)
@@ -418,6 +419,7 @@ def _collate_type(
             state.find_duplicates(plans)
         _check_duplicates(state, validation_mode, report)
         if collated is None:
+            assert prepared is not None, "a type is collated only when it has a declaration"
             collated = stage.alias(collated_path, prepared)
     except BaseException:
         stage.discard()

@@ -45,7 +45,14 @@ def own_id_field(row: Mapping[str, Any]) -> tuple[str, Any] | None:
     return None
 
 
-def task_id_text(key: str, value: Any) -> str:
+_ID_KINDS: dict[type[object], str] = {
+    bool: "a boolean",
+    float: "a fractional number",
+    list: "a list",
+}
+
+
+def task_id_text(key: str, value: object) -> str:
     """An ID field's value as the task ID: a string as is, an integer in decimal.
 
     The decimal form is the reference's normalization (``7`` -> ``"7"``; collation and plans
@@ -59,10 +66,7 @@ def task_id_text(key: str, value: Any) -> str:
         return str(value)
     if key == "task_id" and isinstance(value, Mapping):
         raise MaterializeError(ALREADY_MATERIALIZED)
-    kind = {bool: "a boolean", float: "a fractional number", list: "a list"}.get(
-        type(value), "an object"
-    )
-    raise TaskIdTypeError(f"{key} is {kind}")
+    raise TaskIdTypeError(f"{key} is {_ID_KINDS.get(type(value), 'an object')}")
 
 
 def source_task_id(row: Mapping[str, Any]) -> str | None:
@@ -80,7 +84,7 @@ class IdTypeTally:
     integers: int = 0
     first_integer_line: int | None = None
     refused: int = 0
-    listed: list[str] = field(default_factory=list)
+    listed: list[str] = field(default_factory=list[str])
 
     def accepts(self, found: tuple[str, Any], line: int) -> bool:
         """Whether the ID ``(field, value)`` on ``line`` has a usable type. A ``task_id``
@@ -157,7 +161,7 @@ def stable_task_id(row: Mapping[str, Any]) -> str | None:
 
 def materialize_task(
     row: Mapping[str, Any],
-    taskset: str,
+    taskset: object,
     task_index: int | None = None,
     *,
     own_id: str | None = None,
@@ -168,7 +172,7 @@ def materialize_task(
     ``task_index`` (the collation-wide position). Identity keys are not copied; the caller puts
     them back at the top level so that shards and retries keep their capture keys. A caller
     that has read the row's own ID and found a string passes it as ``own_id`` (collation reads
-    it anyway, once per row).
+    it anyway, once per row). ``taskset`` is checked here, whatever a caller hands in.
     """
     if "task_input" in row or (own_id is None and isinstance(row.get("task_id"), Mapping)):
         raise MaterializeError(ALREADY_MATERIALIZED)  # a string own ID: task_id is no object

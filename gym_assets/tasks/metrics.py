@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import orjson
-from pydantic import ValidationError
+from pydantic import JsonValue, ValidationError
 
-from gym_assets.json_shapes import is_mapping
+from gym_assets.json_shapes import is_list, is_mapping
 from gym_assets.spill import HashSpill
 from gym_assets.tasks.materialize import COLLECTOR_PREFIX, is_materialized
 from gym_assets.tasks.schemas import MetricsHook, MetricsHookError
@@ -270,7 +270,8 @@ class DatasetMetrics:
         if isinstance(inputs, str):
             turns = 1
         else:
-            turns = [item.get("role") for item in inputs or () if type(item) is dict].count("user")
+            items: Iterable[JsonValue] = inputs or ()  # a valid request's input: a list or None
+            turns = [item.get("role") for item in items if type(item) is dict].count("user")
         temperature = params.get("temperature")
         words = word_count(params)
         for _ in range(repeats):
@@ -283,7 +284,7 @@ class DatasetMetrics:
             self.words.add(words)
 
     def _add_task(self, row: Mapping[str, Any], repeats: int) -> bool:
-        task_input = row["task_input"]
+        task_input: JsonValue = row["task_input"]
         try:
             task_id = TaskId.model_validate(row["task_id"])
         except ValidationError:
@@ -309,7 +310,7 @@ class DatasetMetrics:
             return {}
         where = f"Dataset metrics hook of {self.hook_owner}"
         result = self.hook(task_input)
-        if not isinstance(result, Mapping):
+        if not is_mapping(result):
             raise TypeError(f"{where} must return a mapping, got {type(result).__name__}")
         checked: dict[str, list[Any]] = {}
         for name, value in result.items():
@@ -319,7 +320,7 @@ class DatasetMetrics:
                 raise MetricsHookError(f"{where} returned an empty metric name")
             if name in FRAMEWORK_METRICS:
                 raise MetricsHookError(f"{where} cannot replace framework metric {name!r}")
-            values = value if isinstance(value, list) else [value]
+            values: list[Any] = value if is_list(value) else [value]
             for item in values:
                 if item is not None and not isinstance(item, str | int | float):
                     raise TypeError(
@@ -331,6 +332,7 @@ class DatasetMetrics:
 
     def _add_other_fields(self, row: dict[str, Any], repeats: int) -> None:
         extras = self.extras
+        value: JsonValue  # a JSON row's value
         for name, value in row.items():
             kind = type(value)
             if kind is dict or value is None or name in SKIPPED_OTHER_FIELDS:
@@ -343,7 +345,7 @@ class DatasetMetrics:
                     summary.hashes.add(hash(value))
                     summary.total += repeats
                 continue
-            for item in value if kind is list else (value,):
+            for item in cast("list[JsonValue]", value) if kind is list else (value,):
                 self._add_value(name, item, repeats, strict=False)
 
     def _add_value(self, name: str, value: Any, repeats: int, *, strict: bool) -> None:
@@ -431,9 +433,9 @@ def _float_close(a: float, b: float) -> bool:
 
 
 def _same(old: Any, new: Any) -> bool:
-    if isinstance(old, Mapping) and isinstance(new, Mapping):
+    if is_mapping(old) and is_mapping(new):
         return all(key in new and _same(value, new[key]) for key, value in old.items())
-    if isinstance(old, list) and isinstance(new, list):
+    if is_list(old) and is_list(new):
         return _same_multiset(old, new)
     numeric = (int, float)
     if (
@@ -469,21 +471,19 @@ def sidecar_differences(stored: Any, computed: Mapping[str, Any]) -> list[str]:
     ``source``, ...) says how the other writer models a declaration, not what the data holds,
     so it is no conflict. A metric is never such a field: its value is a summary object.
     """
-    if isinstance(stored, Mapping):
+    if is_mapping(stored):
         stored = {
             key: value
             for key, value in stored.items()
-            if key in computed
-            or key not in REFERENCE_DECLARATION_FIELDS
-            or isinstance(value, Mapping)
+            if key in computed or key not in REFERENCE_DECLARATION_FIELDS or is_mapping(value)
         }
     return metrics_differences(stored, computed)
 
 
 def metrics_differences(old: Any, new: Any, path: str = "") -> list[str]:
     """Key paths where ``new`` does not reproduce ``old``; keys only in ``new`` are fine."""
-    if isinstance(old, Mapping) and isinstance(new, Mapping):
-        found = []
+    if is_mapping(old) and is_mapping(new):
+        found: list[str] = []
         for key, value in old.items():
             where = f"{path}.{key}" if path else str(key)
             if key not in new:

@@ -26,6 +26,7 @@ from gym_assets.config.model import (
     bound_resources_server,
     server_instances,
 )
+from gym_assets.json_shapes import is_mapping
 from gym_assets.tasks.task_inputs import SingleAgentTaskData
 
 SERVERS_PACKAGE = "gym_assets.servers"
@@ -35,7 +36,9 @@ SINGLE_AGENT_ENVIRONMENTS = frozenset(
 LEGACY_LOCATION = "verifier_metadata"
 REQUEST_FIELD = "responses_create_params"
 
-MetricsHook = Callable[[Mapping[str, Any]], Mapping[str, Any]]
+# A server's ``compute_task_metrics(task_input)``: it should return a mapping of metric names
+# to values, but it is the server's code, so what it returns is checked at each call.
+MetricsHook = Callable[[Mapping[str, Any]], object]
 
 
 @dataclass(frozen=True)
@@ -120,7 +123,7 @@ def task_schema(name: str, task_data: Any) -> TaskSchema:
             key = info.alias or field_name
             fields.add(key)
             extra = info.json_schema_extra
-            if isinstance(extra, Mapping) and extra.get("legacy_location") == LEGACY_LOCATION:
+            if is_mapping(extra) and extra.get("legacy_location") == LEGACY_LOCATION:
                 legacy.add(key)
     display = task_data.__name__ if isinstance(task_data, type) else name
     return TaskSchema(display, adapter, frozenset(fields), frozenset(legacy))

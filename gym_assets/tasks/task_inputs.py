@@ -7,10 +7,11 @@ the flat and the nested shape mean the same thing, so collated rows need no rewr
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
+
+from gym_assets.json_shapes import is_mapping
 
 
 class TaskId(BaseModel):
@@ -74,12 +75,12 @@ class SingleAgentTurnTaskInput(BaseModel):
     @classmethod
     def _gather_task_data(cls, value: Any) -> Any:
         """Move flat task fields into ``task_data``; differing duplicates are an error."""
-        if not isinstance(value, Mapping):
+        if not is_mapping(value):
             return value
-        fields = dict(value)
+        fields: dict[str, Any] = dict(value)
         params = fields.pop("responses_create_params", None)
         nested = fields.pop("task_data", {})
-        if not isinstance(nested, Mapping):
+        if not is_mapping(nested):
             return value  # let field validation report the bad task_data
         for key, flat_value in fields.items():
             if key in nested and nested[key] != flat_value:

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import JsonValue, ValidationError
 
 from gym_assets.errors import UserError
 from gym_assets.modes import VALIDATION_MODES, CollationMode, ValidationLevel
@@ -29,6 +29,7 @@ MAX_ERROR_CHARS = 400
 # Containers whose contents are task fields; spliced to the top level in this order.
 TASK_FIELD_CONTAINERS = ("verifier_metadata", "task_data")
 _IDS = frozenset(ID_FIELDS)
+_NO_FIELDS: frozenset[str] = frozenset()
 
 
 def resolve_validation_mode(requested: str, collation_mode: CollationMode) -> ValidationLevel:
@@ -88,6 +89,7 @@ def normalize_row(row: dict[str, Any], *, task_input: bool = False) -> Normalize
         }
     )
     conflicts: list[str] = []
+    inner: JsonValue  # a JSON row's value
     for container in TASK_FIELD_CONTAINERS:
         inner = fields.get(container)
         if not isinstance(inner, dict):
@@ -114,10 +116,10 @@ class ValidationReport:
     dataset_fpath: str
     rows: int = 0
     error_rows: int = 0
-    errors: list[str] = field(default_factory=list)
-    unknown_keys: Counter[str] = field(default_factory=Counter)
-    conflicting_keys: Counter[str] = field(default_factory=Counter)
-    misplaced_keys: Counter[str] = field(default_factory=Counter)
+    errors: list[str] = field(default_factory=list[str])
+    unknown_keys: Counter[str] = field(default_factory=Counter[str])
+    conflicting_keys: Counter[str] = field(default_factory=Counter[str])
+    misplaced_keys: Counter[str] = field(default_factory=Counter[str])
 
     @property
     def clean(self) -> bool:
@@ -173,7 +175,7 @@ class ValidationReport:
 
 def _describe(schema: TaskSchema, exc: ValidationError) -> str:
     """One line per schema: ``<Schema>: <field path>: <message>; ...`` without input values."""
-    parts = []
+    parts: list[str] = []
     for error in exc.errors(include_url=False, include_input=False):
         where = ".".join(str(part) for part in error["loc"]) or "(row)"
         parts.append(f"{schema.name}: {where}: {error['msg']}")
@@ -200,11 +202,11 @@ class TaskDataValidator:
         self.owner = owner
         self._report = ValidationReport(server_name=server_name, dataset_fpath=dataset_fpath)
         self._accepted_key_sets: Counter[tuple[str, ...]] = Counter()
-        env_fields = environment.fields if environment else frozenset()
-        owner_fields = owner.fields if owner else frozenset()
+        env_fields = environment.fields if environment else _NO_FIELDS
+        owner_fields = owner.fields if owner else _NO_FIELDS
         self._legacy_fields = sorted(
-            (environment.legacy_fields if environment else frozenset())
-            | (owner.legacy_fields if owner else frozenset())
+            (environment.legacy_fields if environment else _NO_FIELDS)
+            | (owner.legacy_fields if owner else _NO_FIELDS)
         )
         # Keys each schema must not see: those only the other schema declares, and ID fields
         # it does not declare itself (IDs are identity, not task data).
@@ -239,7 +241,7 @@ class TaskDataValidator:
             self._count_misplaced(row)
         fields = normalized.fields
         valid_request = valid_request and not normalized.materialized  # about the row, not its task
-        errors = []
+        errors: list[str] = []
         if self.environment is not None and not normalized.materialized:
             error = _check(self.environment, fields, self._environment_hidden, valid_request)
             if error:
@@ -267,7 +269,7 @@ class TaskDataValidator:
         return self._report
 
     def _count_misplaced(self, row: dict[str, Any]) -> None:
-        container = row.get("verifier_metadata")
+        container: JsonValue = row.get("verifier_metadata")
         inner = container if isinstance(container, dict) else {}
         for name in self._legacy_fields:
             if name in row and name not in inner:
