@@ -87,6 +87,9 @@ def _summary(result: RunResult) -> None:
     if totals.failure_kinds:
         kinds = ", ".join(f"{kind} {count}" for kind, count in totals.failure_kinds.items())
         print(f"failures by kind: {kinds}")
+    if totals.masked_kinds:
+        kinds = ", ".join(f"{kind} {count}" for kind, count in totals.masked_kinds.items())
+        print(f"masked by kind  : {kinds}")
     files = result.files
     print()
     print(f"records            : {files.records}")
@@ -152,11 +155,23 @@ def _rollouts(args: argparse.Namespace) -> int:
         )
     masked = masked_share(result.files, catalog.get(args.benchmark).taskset, args.max_masked_share)
     if not masked.passed:
-        raise UserError(
-            f"{masked.description}: the reward mean leaves masked rollouts out, so it does not "
-            f"measure the benchmark; see failure_kind and failure_reason in {result.files.records}"
-        )
+        raise UserError(_over_masking_budget(masked.description, masked.metadata, result))
     return 0
+
+
+def _over_masking_budget(description: str, metadata: dict, result: RunResult) -> str:
+    """Why a run over its masking budget fails, worded for what masked it."""
+    records = result.files.records
+    if "agent_request_failed" in metadata.get("masked_kinds", {}):
+        return (
+            f"{description}: the model endpoint answered calls with an HTTP error the agents "
+            "could not get past (a refused request, or errors that outlasted the retries), so "
+            f"the run measures nothing; see failure_reason and the failed calls in {records}"
+        )
+    return (
+        f"{description}: the reward mean leaves masked rollouts out, so it does not measure "
+        f"the benchmark; see failure_kind and failure_reason in {records}"
+    )
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

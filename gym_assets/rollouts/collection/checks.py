@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import defaultdict
 
 from gym_assets.check_outcome import CheckOutcome
 from gym_assets.limits import DEFAULT_MAX_FAILURE_RATE, DEFAULT_MAX_MASKED_SHARE
@@ -86,22 +86,23 @@ def failure_rate(
 def masked_share(
     files: RunFiles, flat_taskset: str, threshold: float = DEFAULT_MAX_MASKED_SHARE
 ) -> CheckOutcome:
-    """At most ``threshold`` of the rollouts were masked. Masking is for failures of our own
-    machinery; a mean that leaves out more than a few rollouts does not measure the benchmark."""
+    """At most ``threshold`` of the rollouts were masked. Masking is for failures outside the
+    model's answers (our machinery, or a model endpoint that refused the calls); a mean that
+    leaves out more than a few rollouts does not measure the benchmark."""
     inputs = _inventory(files, flat_taskset)
-    records = latest_rows(read_jsonl(files.records))
-    totals = summarize(inputs, records, latest_rows(read_jsonl(files.failures)))
+    totals = summarize(
+        inputs, latest_rows(read_jsonl(files.records)), latest_rows(read_jsonl(files.failures))
+    )
     masked = totals.outcomes.masked
     share = masked / len(inputs) if inputs else 0.0
-    reasons = Counter(
-        str(row.get("failure_kind") or "unspecified")
-        for row in records.values()
-        if row.get("mask_sample") is True
+    kinds = ", ".join(f"{kind} {count}" for kind, count in totals.masked_kinds.items())
+    description = (
+        f"{masked} of {len(inputs)} rollouts were masked ({share:.1%}; threshold {threshold:.0%})"
     )
     return CheckOutcome(
         share <= threshold,
-        f"{masked} of {len(inputs)} rollouts were masked ({share:.1%}; threshold {threshold:.0%})",
-        {"masked": masked, "share": share, "masked_kinds": dict(sorted(reasons.items()))},
+        f"{description}; by kind: {kinds}" if kinds else description,
+        {"masked": masked, "share": share, "masked_kinds": dict(totals.masked_kinds)},
     )
 
 

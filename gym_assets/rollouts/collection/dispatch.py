@@ -4,8 +4,10 @@ Per rollout: the plan gate (a refused task is a terminal ``plan_mismatch`` row a
 sent), a clean capture key (a rollout killed in flight may have left a partial capture under
 the same key), the reference script on the gateway when the upstream replays references, then
 ``EnvironmentServer.run`` under the rollout deadline. A result becomes a success record with the
-projected trajectory; anything else becomes exactly one failure-sidecar row. Rows are appended
-as each rollout finishes (completion order); at most ``concurrency`` rollouts run at once.
+projected trajectory; anything else becomes exactly one failure-sidecar row, plus a masked
+record when the agent gave up on a model call the endpoint answered with an HTTP error
+(``records.failed_call_record``). Rows are appended as each rollout finishes (completion order);
+at most ``concurrency`` rollouts run at once.
 """
 
 from __future__ import annotations
@@ -24,7 +26,10 @@ from gym_assets.rollouts.collection.ledger import Ledger
 from gym_assets.rollouts.collection.plan_gate import PLAN_MISMATCH, PlanGate
 from gym_assets.rollouts.collection.progress import Progress
 from gym_assets.rollouts.collection.records import (
+    AGENT_REQUEST_FAILED,
+    FAILURE_KIND_KEY,
     environment_failure_row,
+    failed_call_record,
     failure_row,
     stamps,
     success_record,
@@ -80,22 +85,26 @@ class Dispatcher:
             for _ in range(workers):
                 group.create_task(worker())
 
-    def _keep(self, row: dict[str, Any]) -> None:
-        failed = FAILURE_CLASS_KEY in row
-        if failed:
-            self.failures.write(row)
-            self.ledger.failed(row)
-        else:
-            self.records.write(row)
-            self.ledger.succeeded(row)
-        self.progress.tick(failed=failed)
+    def _keep(self, rows: list[dict[str, Any]]) -> None:
+        """Append one attempt's rows in order (a failure row before its masked record, so a
+        run killed in between re-dispatches the rollout rather than losing the failure)."""
+        for row in rows:
+            if FAILURE_CLASS_KEY in row:
+                self.failures.write(row)
+                self.ledger.failed(row)
+            else:
+                self.records.write(row)
+                self.ledger.succeeded(row)
+        self.progress.tick(failed=any(FAILURE_CLASS_KEY in row for row in rows))
 
-    async def _attempt(self, item: RolloutInput, attempt: int) -> dict[str, Any]:
+    async def _attempt(self, item: RolloutInput, attempt: int) -> list[dict[str, Any]]:
+        """The rows one attempt leaves: a record, a failure row, or a failure row and then the
+        masked record of a failed model call (the rollout counts as done once it has a record)."""
         server = self.servers[item.server]
         stamped = stamps(item, attempt, server.implementation, self.agents.get(item.server))
         refusal = self.gate.refusal(item)
         if refusal is not None:
-            return failure_row(stamped, PLAN_MISMATCH, refusal, terminal=True, kind=PLAN_MISMATCH)
+            return [failure_row(stamped, PLAN_MISMATCH, refusal, terminal=True, kind=PLAN_MISMATCH)]
         episode_id = EpisodeId(rollout_id=item.rollout_id(), attempt=attempt)
         key = episode_id.capture_key
         self._discard_capture(key)
@@ -106,11 +115,10 @@ class Dispatcher:
                 reply = await server.run(self._request(item, episode_id))
         except TimeoutError:
             message = f"rollout exceeded its {self.timeout_s:g} s deadline"
-            return failure_row(
-                stamped, "agent_timeout", message, terminal=False, kind="agent_timeout"
-            )
+            kind = "agent_timeout"
+            return [failure_row(stamped, kind, message, terminal=False, kind=kind)]
         except Exception as exc:
-            return failure_row(
+            row = failure_row(
                 stamped,
                 "agent_run_error",
                 f"{type(exc).__name__}: {exc}",
@@ -118,7 +126,11 @@ class Dispatcher:
                 kind="agent_run_error",
                 type=type(exc).__name__,
             )
-        return self._row(item, episode_id, stamped, reply)
+            return [row]
+        row = self._row(item, episode_id, stamped, reply)
+        if FAILURE_CLASS_KEY not in row:
+            return [row]
+        return [row, *self._failed_call_records(item, episode_id, stamped, row, reply)]
 
     def _request(self, item: RolloutInput, episode_id: EpisodeId) -> EpisodeRequest | dict:
         if item.materialized:
@@ -171,6 +183,50 @@ class Dispatcher:
         )
         evidence = {"ng_trajectory": trajectory, "ng_model_call_capture": capture}
         return success_record(result, stamped, evidence)
+
+    def _failed_call_records(
+        self,
+        item: RolloutInput,
+        episode_id: EpisodeId,
+        stamped: dict[str, Any],
+        failure: dict[str, Any],
+        reply: EpisodeResponse | dict,
+    ) -> list[dict[str, Any]]:
+        """The masked record of a failure row, when it is a model call that failed for good:
+        the agent gave up (``agent_request_failed`` at stage ``agent``) on a call the endpoint
+        answered with an HTTP error, i.e. a 4xx retrying cannot fix, or what the agent's client
+        still got after its retries. A call that got no answer at all (the connection broke)
+        proves nothing about the model and stays a sidecar row, dispatched again on resume."""
+        if (
+            failure.get(FAILURE_KIND_KEY) != AGENT_REQUEST_FAILED
+            or failure.get("_ng_failure_stage") != "agent"
+        ):
+            return []
+        key = episode_id.capture_key
+        captured = read_capture(self.gateway.capture_dir, key)
+        calls = captured.get("calls") or []
+        status = calls[-1].get("status_code") if calls else None
+        if not (isinstance(status, int) and status >= 400):
+            return []
+        if isinstance(reply, EpisodeResponse):
+            extra = (reply.failure.model_extra if reply.failure else None) or {}
+            observations = extra.get("ng_agent_observations")
+        else:
+            observations = reply.get("ng_agent_observations")
+        capture, trajectory = project(
+            captured, observations, task_id=item.task_id, rollout_id=key, resolved=None
+        )
+        task_input = item.task_input()
+        request = task_input.get("responses_create_params")
+        record = failed_call_record(
+            stamped,
+            str(failure["_ng_failure_message"]),
+            request=request if isinstance(request, dict) else None,
+            response=failure.get("_ng_failure_partial_response"),
+            observations=observations,
+            evidence={"ng_trajectory": trajectory, "ng_model_call_capture": capture},
+        )
+        return [record]
 
     def _discard_capture(self, key: str) -> None:
         capture_dir = Path(self.gateway.capture_dir)

@@ -8,6 +8,7 @@ failure rows, sorted by ``(task, rollout)`` first, so the same files give the sa
   unscored (no reward: not a zero), failed (no success, at least one failed attempt) or pending
   (no row at all: never dispatched, or lost in flight).
 - ``failure_kinds``: the latest failure of each failed rollout, by vocabulary name.
+- ``masked_kinds``: the ``failure_kind`` of each masked record (why it is not a measurement).
 - ``agent_metrics``: mean, min, max, median and population std of every numeric top-level field
   over the unmasked successes (masked results are not measurements).
 - ``pass_at_k``: for k in 1..the most rollouts a task has, the unbiased estimate
@@ -73,6 +74,7 @@ class RunTotals:
     passed: int
     outcomes: Outcomes
     failure_kinds: Mapping[str, int]  # sorted by kind
+    masked_kinds: Mapping[str, int]  # sorted by kind
     key_metrics: Mapping[str, float]  # ``mean/reward`` and ``pass@1``, when there are any
     agent_metrics: Mapping[str, float]
     pass_at_k: Mapping[str, float]
@@ -166,6 +168,7 @@ def summarize(
     """The metrics of one group of planned rollouts (see the module docstring)."""
     outcomes: Counter[str] = Counter()
     kinds: Counter[str] = Counter()
+    masked_kinds: Counter[str] = Counter()
     unmasked: list[dict[str, Any]] = []
     passes: dict[int, list[bool]] = defaultdict(list)
     rollouts_per_task: Counter[int] = Counter()
@@ -180,7 +183,9 @@ def summarize(
             continue
         outcome = outcome_of(record)
         outcomes[outcome] += 1
-        if outcome != "masked":
+        if outcome == "masked":
+            masked_kinds[str(record.get("failure_kind") or "unspecified")] += 1
+        else:
             unmasked.append({k: v for k, v in record.items() if k not in STRIPPED_FIELDS})
         if outcome == "measured":
             passes[item.key[0]].append(record["reward"] >= PASS_REWARD)
@@ -194,6 +199,7 @@ def summarize(
         passed=sum(sum(task) for task in passes.values()),
         outcomes=Outcomes(**outcomes),
         failure_kinds=dict(sorted(kinds.items())),
+        masked_kinds=dict(sorted(masked_kinds.items())),
         key_metrics=key_metrics,
         agent_metrics=stats,
         pass_at_k=pass_k,

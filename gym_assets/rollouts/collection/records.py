@@ -1,9 +1,14 @@
-"""The two row shapes collection writes: a success record and a failure-sidecar row.
+"""The row shapes collection writes: a success record and a failure-sidecar row.
 
 A success record is the environment server's result as it is (collection does not interpret
 protocol fields) plus the collector stamps and the evidence collection owns (``ng_trajectory``,
 ``ng_model_call_capture``). A failure row carries ``_ng_failure_*`` keys and the same stamps,
 never a ``reward`` or a synthetic ``response``: the split between the two is structural.
+
+One failure also gets a record (NeMo Gym PR #4048): a rollout whose model call failed for good
+(the endpoint answered an HTTP error the agent could not get past). The rollout did run, and
+its evidence (every failed attempt, who made it) is what a reader needs to see why, so it is
+kept as a masked record with reward 0 beside its sidecar row, which keeps the failure's details.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from gym_assets.rollouts.collection.inputs import (
 )
 from gym_assets.rollouts.protocol import MAX_FAILURE_REASON, EpisodeFailure
 
+AGENT_REQUEST_FAILED = "agent_request_failed"
 COPIED_ROW_KEYS = ("agent_ref", "task_source", "skills_ref")
 ENVIRONMENT_FAILURE = "environment_server_failed"
 FAILURE_KIND_KEY = "_ng_failure_kind"
@@ -51,6 +57,35 @@ def stamps(item: RolloutInput, attempt: int, result_type: str, agent: str | None
 def success_record(result: dict[str, Any], stamped: dict[str, Any], evidence: dict) -> dict:
     """The result, then the evidence collection owns, then the stamps (stamps win)."""
     return {**result, **evidence, **stamped}
+
+
+def failed_call_record(
+    stamped: dict[str, Any],
+    reason: str,
+    *,
+    request: dict[str, Any] | None,
+    response: dict[str, Any] | None,
+    observations: Any,
+    evidence: dict,
+) -> dict[str, Any]:
+    """The masked record of a rollout whose model call failed for good: reward 0, not a
+    measurement (``mask_sample``), never verified (``evaluation_completed: false``).
+
+    ``response`` is what the agent had answered before the failure, else an empty failed one.
+    """
+    if response is None:
+        response = {"output": [], "status": "failed", "usage": None, "error": {"message": reason}}
+    result: dict[str, Any] = {} if request is None else {"responses_create_params": request}
+    result |= {
+        "response": response,
+        "reward": 0.0,
+        "evaluation_completed": False,
+        "mask_sample": True,
+        "failure_kind": AGENT_REQUEST_FAILED,
+        "failure_reason": _clip(reason),
+        "ng_agent_observations": observations,
+    }
+    return success_record(result, stamped, evidence)
 
 
 def _clip(text: str) -> str:

@@ -35,7 +35,8 @@ def episode_request_of(row: Mapping[str, Any], taskset: str) -> EpisodeRequest:
 
 
 def failure_row(failure: EpisodeFailure) -> dict[str, Any]:
-    """A failure as the flat ``_ng_failure_*`` answer of a legacy ``run``."""
+    """A failure as the flat ``_ng_failure_*`` answer of a legacy ``run`` (with the agent's
+    observations, which collection projects into the record of a failed model call)."""
     row: dict[str, Any] = {
         "_ng_failure_class": "environment_server_failed",
         "_ng_failure_terminal": failure.terminal,
@@ -48,4 +49,6 @@ def failure_row(failure: EpisodeFailure) -> dict[str, Any]:
     extra = failure.model_extra or {}
     if extra.get("partial_response") is not None:
         row["_ng_failure_partial_response"] = extra["partial_response"]
+    if extra.get("ng_agent_observations") is not None:  # evidence, not a sidecar detail
+        row["ng_agent_observations"] = extra["ng_agent_observations"]
     return row

@@ -108,10 +108,15 @@ def test_rewards_out_of_range_get_their_own_bins():
 def test_run_totals_are_typed_and_write_the_files_entry():
     inputs = [_input(0, r, "s") for r in range(4)]
     records = latest_rows(
-        [_record(0, 0, reward=1.0), _record(0, 1, reward=0.0), _record(0, 2, mask_sample=True)]
+        [
+            _record(0, 0, reward=1.0),
+            _record(0, 1, reward=0.0),
+            _record(0, 2, mask_sample=True, failure_kind="agent_request_failed"),
+        ]
     )
     failures = latest_rows([_record(0, 3, _ng_failure_class="agent_timeout")])
     totals = summarize(inputs, records, failures)
+    assert totals.masked_kinds == {"agent_request_failed": 1}
     assert totals.outcomes == Outcomes(measured=2, masked=1, failed=1)
     assert totals.outcomes.produced == 3
     assert (totals.reward_mean, totals.pass_at_1, totals.passed) == (0.5, 0.5, 1)
@@ -124,6 +129,7 @@ def test_run_totals_are_typed_and_write_the_files_entry():
         "passed",
         "outcomes",
         "failure_kinds",
+        "masked_kinds",
         "key_metrics",
         "agent_metrics",
         "pass_at_k",
