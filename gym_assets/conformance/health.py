@@ -9,11 +9,20 @@ each health verdict is compared with the scenario's expectation rather than with
 Each check judges one rollout as ``healthy``, ``unhealthy`` or ``unobserved`` (the evidence it
 needs is not there). The health inputs are the rollout file and its failure sidecar, read
 leniently: an unreadable line is itself a health finding (``record_unreadable``), not an error.
+A rollout is judged once: by its record when it has one (a failure row of the same rollout is
+an attempt whose evidence the record already holds, e.g. the sidecar row beside the record of a
+model call that failed for good), else by each of its failure rows.
+
+Two checks look beyond one judge: ``check_execution_error`` is unhealthy when another check
+raised on the rollout (that check is then unobserved, never a silent pass), and
+``rollout_duplicate_identity`` when several records claim the same ``(task, rollout)``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+import json
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,6 +30,7 @@ from typing import Any
 from gym_assets.conformance.bundle import parse_row
 from gym_assets.conformance.checker import CheckContext, CheckSource
 from gym_assets.conformance.engine import Check, Kind, Results, Tier
+from gym_assets.conformance.evidence import is_failure_row
 from gym_assets.conformance.record_view import RecordView, response_metadata, token_stats
 from gym_assets.conformance.scope import EvidenceScope
 from gym_assets.errors import ConfigError
@@ -52,6 +62,35 @@ class HealthInput:
 
     source: str
     record: Mapping[str, Any] | None
+
+
+Identity = tuple[str, str]  # (task index, rollout index) as canonical JSON: saved values may
+# be of any type, and two records claim the same rollout only when their values are equal
+
+
+def rollout_identity(record: Mapping[str, Any]) -> Identity | None:
+    """The ``(task, rollout)`` a row claims; ``None`` without a task index (nothing claimed)."""
+    if "_ng_task_index" not in record:
+        return None
+    task, rollout = record["_ng_task_index"], record.get("_ng_rollout_index", 0)
+    return json.dumps(task, sort_keys=True), json.dumps(rollout, sort_keys=True)
+
+
+@dataclass(frozen=True)
+class RunView:
+    """What judging one rollout needs from the others: how many records claim each identity."""
+
+    claims: Counter[Identity]
+
+    @classmethod
+    def of(cls, items: Iterable[HealthInput]) -> RunView:
+        claims: Counter[Identity] = Counter()
+        for item in items:
+            if isinstance(item.record, Mapping) and not is_failure_row(item.record):
+                identity = rollout_identity(item.record)
+                if identity is not None:
+                    claims[identity] += 1
+        return cls(claims)
 
 
 def _count(value: Any) -> int | None:
@@ -202,12 +241,24 @@ def _ended_on_failed_call(view: RecordView) -> str:
     return _verdict(not is_successful_call(calls[-1]))
 
 
+def _duplicate_identity(view: RecordView, run: RunView) -> str:
+    """Unhealthy when another record claims this rollout too (a failure row never does)."""
+    if is_failure_row(view.row):
+        return HEALTHY
+    identity = rollout_identity(view.row)
+    return _verdict(identity is not None and run.claims[identity] > 1)
+
+
+def _per_record(judge: Callable[[RecordView], str]) -> Callable[[RecordView, RunView], str]:
+    return lambda view, _run: judge(view)
+
+
 @dataclass(frozen=True)
 class RolloutHealthCheck:
     """One rollout-scope health check: what it looks for, and whether it reads agent turns."""
 
     id: str
-    judge: Callable[[RecordView], str]
+    judge: Callable[[RecordView, RunView], str]
     summary: str
     reads_turns: bool = False
     when_unreadable: str = UNOBSERVED
@@ -217,74 +268,125 @@ class RolloutHealthCheck:
         return f"health.{self.id}"
 
 
-def _readable(view: RecordView) -> str:
+def _judged_elsewhere(view: RecordView, run: RunView) -> str:
+    """Healthy unless ``judge_rollout`` finds otherwise (an unreadable line, a raising check)."""
     return HEALTHY
 
 
+CHECK_EXECUTION_ERROR = "check_execution_error"
 ROLLOUT_HEALTH_CHECKS: tuple[RolloutHealthCheck, ...] = (
     RolloutHealthCheck(
+        CHECK_EXECUTION_ERROR,
+        _judged_elsewhere,
+        "every other health check could judge the rollout without raising",
+    ),
+    RolloutHealthCheck(
         "record_unreadable",
-        _readable,
+        _judged_elsewhere,
         "every line is a readable JSON object",
         when_unreadable=UNHEALTHY,
     ),
     RolloutHealthCheck(
+        "rollout_duplicate_identity",
+        _duplicate_identity,
+        "no other record claims the same task and rollout index",
+    ),
+    RolloutHealthCheck(
         "rollout_missing_agent_turns",
-        _missing_agent_turns,
+        _per_record(_missing_agent_turns),
         "the trajectory keeps at least one agent turn",
         reads_turns=True,
     ),
     RolloutHealthCheck(
         "agent_turn_hollow",
-        _agent_turn_hollow,
+        _per_record(_agent_turn_hollow),
         "every turn keeps an answer or reasoning, and no turn-evidence gap is recorded",
         reads_turns=True,
     ),
     RolloutHealthCheck(
         "model_call_zero_completion_tokens",
-        _zero_completion_tokens,
+        _per_record(_zero_completion_tokens),
         "no successful model call reports zero completion tokens",
     ),
     RolloutHealthCheck(
         "model_call_missing_token_counts",
-        _missing_token_counts,
+        _per_record(_missing_token_counts),
         "every successful model call keeps prompt, completion and total token counts",
     ),
     RolloutHealthCheck(
         "trajectory_capture_mismatch",
-        _capture_mismatch,
+        _per_record(_capture_mismatch),
         "the capture attachment and the trajectory list the same model calls",
     ),
     RolloutHealthCheck(
         "model_call_failed",
-        _model_call_failed,
+        _per_record(_model_call_failed),
         "no model call answered 2xx carries a failed body",
     ),
     RolloutHealthCheck(
         "rollout_token_count_mismatch",
-        _token_count_mismatch,
+        _per_record(_token_count_mismatch),
         "the rollout's reported usage equals the sum over its successful model calls",
     ),
     RolloutHealthCheck(
         "model_call_runaway_generation",
-        _runaway_generation,
+        _per_record(_runaway_generation),
         "no successful model call stopped at its output-length limit",
     ),
     RolloutHealthCheck(
         "rollout_ended_on_failed_model_call",
-        _ended_on_failed_call,
+        _per_record(_ended_on_failed_call),
         "the rollout's last model call succeeded",
     ),
 )
 HEALTH_CHECK_IDS = tuple(c.id for c in ROLLOUT_HEALTH_CHECKS)
 
 
-def judge_rollout(item: HealthInput) -> dict[str, str]:
-    """Every rollout health verdict for one input line (a non-object line is unreadable)."""
+def judge_rollout(
+    item: HealthInput,
+    run: RunView | None = None,
+    checks: Sequence[RolloutHealthCheck] | None = None,
+) -> dict[str, str]:
+    """Every health verdict for one input line (a non-object line is unreadable); ``run``
+    defaults to this line alone. A check that raises is unobserved, and the rollout's
+    ``check_execution_error`` unhealthy: a bug in a check must show, not pass or stop the rest."""
+    checks = ROLLOUT_HEALTH_CHECKS if checks is None else checks
     if not isinstance(item.record, Mapping):
-        return {c.id: c.when_unreadable for c in ROLLOUT_HEALTH_CHECKS}
+        return {c.id: c.when_unreadable for c in checks}
+    run = run or RunView.of([item])
     view = RecordView(item.record)
-    return {c.id: c.judge(view) for c in ROLLOUT_HEALTH_CHECKS}
+    verdicts: dict[str, str] = {}
+    raised = False
+    for check in checks:
+        try:
+            verdicts[check.id] = check.judge(view, run)
+        except Exception:
+            verdicts[check.id] = UNOBSERVED
+            raised = True
+    if raised:
+        verdicts[CHECK_EXECUTION_ERROR] = UNHEALTHY
+    return verdicts
+
+
+def judged_inputs(items: Sequence[HealthInput]) -> list[HealthInput]:
+    """The lines that stand for a rollout: every line, except a failure row of a rollout that
+    has a record (the record holds that attempt's evidence; judging both would count one
+    rollout twice)."""
+    recorded = {
+        identity
+        for item in items
+        if isinstance(item.record, Mapping) and not is_failure_row(item.record)
+        if (identity := rollout_identity(item.record)) is not None
+    }
+    return [
+        item
+        for item in items
+        if not (
+            isinstance(item.record, Mapping)
+            and is_failure_row(item.record)
+            and rollout_identity(item.record) in recorded
+        )
+    ]
 
 
 def validate_expectations(expectations: Mapping[str, str] | None) -> dict[str, str]:
@@ -357,9 +459,11 @@ def health_checks(
     With no input line at all there is no health result: every applicable check fails.
     """
     expected = validate_expectations(expectations)
+    items = judged_inputs(list(inputs))
+    run = RunView.of(items)
     checks = []
-    for item in inputs:
-        verdicts = judge_rollout(item)
+    for item in items:
+        verdicts = judge_rollout(item, run)
         checks += [
             _bind(spec, expected[spec.id], verdicts[spec.id], item.source, scope)
             for spec in ROLLOUT_HEALTH_CHECKS

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
 
+from gym_assets.conformance import health as health_module
 from gym_assets.conformance.checker import check_record
 from gym_assets.conformance.engine import Kind, Status, Tier, gate_passes
 from gym_assets.conformance.health import (
@@ -241,3 +243,96 @@ def test_health_rows_join_the_record_gate_without_touching_te_verdicts():
     assert not result.passed
     assert {str(v.verdict) for v in result.evidence.values()} == {"fulfilled"}
     assert not [f for f in result.findings if f.assertion.startswith("health.")]
+
+
+def test_two_records_of_one_rollout_are_both_duplicate_identities(tmp_path):
+    twin = healthy_record()
+    results = health(tmp_path, [twin, json.loads(json.dumps(twin))])
+    duplicate = row(results, "rollout_duplicate_identity")
+    assert duplicate.status == Status.FAIL
+    assert set(duplicate.locations) == {"rollouts.jsonl:1", "rollouts.jsonl:2"}
+    assert duplicate.reasons == ("expected healthy; observed unhealthy",)
+    others = [r for r in results.rows() if r.id != "health.rollout_duplicate_identity"]
+    assert {r.status for r in others} == {Status.PASS}
+
+
+def test_records_of_other_rollouts_or_without_indices_are_not_duplicates(tmp_path):
+    first, second, unindexed = healthy_record(), healthy_record(), healthy_record()
+    second["_ng_rollout_index"] = first["_ng_rollout_index"] + 1
+    for record in (unindexed, json.loads(json.dumps(unindexed))):
+        record.pop("_ng_task_index", None)
+    results = health(tmp_path, [first, second])
+    assert row(results, "rollout_duplicate_identity").status == Status.PASS
+    verdicts = judge_rollout(HealthInput("rollouts.jsonl:1", unindexed))
+    assert verdicts["rollout_duplicate_identity"] == "healthy"
+
+
+def test_equal_indices_of_another_type_are_another_identity(tmp_path):
+    first, second = healthy_record(), healthy_record()
+    second["_ng_task_index"] = str(first["_ng_task_index"])
+    assert row(health(tmp_path, [first, second]), "rollout_duplicate_identity").status == "pass"
+
+
+def _sidecar_row(record, attempt=0):
+    row_ = {"_ng_failure_class": "environment_server_failed", "_ng_failure_terminal": True}
+    row_ |= {k: record[k] for k in ("_ng_task_index", "_ng_rollout_index")}
+    return row_ | ({"_ng_attempt_index": attempt} if attempt else {})
+
+
+def test_the_record_of_a_failed_model_call_stands_for_its_rollout(tmp_path):
+    """model_error: the masked record and its sidecar row are one rollout, judged once."""
+    record = terminal_error_record()
+    results = health(tmp_path, [record], MODEL_ERROR, NO_STEPS, failures=[_sidecar_row(record)])
+    assert gate_passes(results.rows()), [r for r in results.rows() if r.status == "fail"]
+    assert row(results, "rollout_duplicate_identity").status == Status.PASS
+    assert row(results, "rollout_ended_on_failed_model_call").locations == ("rollouts.jsonl:1",)
+
+
+def test_an_earlier_failed_attempt_is_superseded_by_the_record(tmp_path):
+    record = healthy_record()
+    earlier = _sidecar_row(record)
+    record["_ng_attempt_index"] = 1
+    results = health(tmp_path, [record], failures=[earlier])
+    assert gate_passes(results.rows())
+    assert row(results, "record_unreadable").locations == ("rollouts.jsonl:1",)
+
+
+def test_failure_rows_of_one_rollout_are_attempts_not_duplicates(tmp_path):
+    record = healthy_record()
+    attempts = [_sidecar_row(record, attempt) for attempt in range(3)]
+    results = health(tmp_path, None, USAGE_OMITTED, failures=attempts)
+    assert row(results, "rollout_duplicate_identity").status == Status.PASS
+    assert len(row(results, "record_unreadable").locations) == 3
+
+
+def _raising(view, run):
+    raise KeyError("a bug in a check")
+
+
+def test_a_check_that_raises_is_unobserved_and_a_check_execution_error(tmp_path, monkeypatch):
+    broken = dataclasses.replace(health_module.ROLLOUT_HEALTH_CHECKS[-1], judge=_raising)
+    monkeypatch.setattr(
+        health_module, "ROLLOUT_HEALTH_CHECKS", (*health_module.ROLLOUT_HEALTH_CHECKS[:-1], broken)
+    )
+    verdicts = judge_rollout(HealthInput("rollouts.jsonl:1", healthy_record()))
+    assert verdicts[broken.id] == "unobserved"
+    assert verdicts["check_execution_error"] == "unhealthy"
+    assert verdicts["rollout_token_count_mismatch"] == "healthy"  # the others still judged
+    results = health(tmp_path, [healthy_record()])
+    assert row(results, "check_execution_error").reasons == (
+        "expected healthy; observed unhealthy",
+    )
+    assert row(results, broken.id).reasons == ("expected healthy; observed unobserved",)
+    assert not gate_passes(results.rows())
+
+
+def test_an_unreadable_line_is_no_check_execution_error():
+    verdicts = judge_rollout(HealthInput("rollouts.jsonl:1", None))
+    assert verdicts["check_execution_error"] == "unobserved"
+    assert verdicts["record_unreadable"] == "unhealthy"
+    assert judge_rollout(HealthInput("x:1", healthy_record()))["check_execution_error"] == "healthy"
+
+
+def test_twelve_rollout_checks_as_the_reference_registry_has():
+    assert len(HEALTH_CHECK_IDS) == len(set(HEALTH_CHECK_IDS)) == 12
+    assert {"check_execution_error", "rollout_duplicate_identity"} <= set(HEALTH_CHECK_IDS)
