@@ -20,7 +20,9 @@ SLOW_MODULES = frozenset(
         # whole runs: a gateway process, environment servers and real verifiers per test
         "rollouts/collection/test_cli.py",
         "rollouts/collection/test_conformance_of_runs.py",
+        "rollouts/collection/test_failed_model_calls.py",
         "rollouts/collection/test_gateway_process.py",
+        "rollouts/collection/test_reverify.py",
         "rollouts/collection/test_run.py",
         "rollouts/collection/test_run_dir.py",
         # the sandbox: a bubblewrap guest per test, hostile code and whole hostile runs

@@ -48,6 +48,7 @@ HELPS = [
     ["conformance", "matrix"],
     ["conformance", "catalogue"],
     ["rollouts"],
+    ["rollouts", "reverify"],
 ]
 PROBE = """
 import contextlib, io, json, sys

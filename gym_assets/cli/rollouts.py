@@ -1,9 +1,11 @@
-"""``gym-assets rollouts``: collect one benchmark with one harness through the model gateway.
+"""``gym-assets rollouts``: collect one benchmark with one harness through the model gateway,
+or re-score a finished run with the current verifiers.
 
     gym-assets rollouts --benchmark B --harness H --out DIR
         [--upstream reference|scripted|openai] [--base-url URL --api-key-env VAR] [--model NAME]
         [--script FILE] [--repeats N] [--concurrency C] [--limit N] [--timeout S]
         [--resume [--quarantine-corrupt]] [--allow-plan-drift] [--corrupt-fraction F --seed S]
+    gym-assets rollouts reverify --run DIR [--out DIR] [--concurrency C]
 
 Missing products (prepared rows, collated taskset, plan) are made first. Exit 0 when the run
 finished, 1 on a refusal (or when no dispatched rollout produced a result), 2 on usage errors.
@@ -33,7 +35,10 @@ from gym_assets.limits import (
 from gym_assets.modes import UPSTREAM_MODES
 
 if TYPE_CHECKING:
+    from gym_assets.rollouts.collection.reverify import ReverifyResult
     from gym_assets.rollouts.collection.run import RunResult
+
+RUN_FLAGS = ("--benchmark", "--harness", "--out")  # required unless a subcommand is given
 
 
 def _count(maximum: int | None = None) -> Callable[[str], int]:
@@ -108,6 +113,9 @@ def _rollouts(args: argparse.Namespace) -> int:
     from gym_assets.tasks.catalog import load_catalog
 
     parser: argparse.ArgumentParser = args.rollouts_parser
+    missing = [flag for flag in RUN_FLAGS if getattr(args, flag[2:]) is None]
+    if missing:
+        parser.error(f"the following arguments are required: {', '.join(missing)}")
     try:
         upstream = upstream_of(
             mode=args.upstream,
@@ -174,17 +182,90 @@ def _over_masking_budget(description: str, metadata: dict, result: RunResult) ->
     )
 
 
+def _reverify(args: argparse.Namespace) -> int:
+    from gym_assets.rollouts.collection.reverify import reverify_run
+    from gym_assets.tasks.catalog import load_catalog
+
+    catalog = load_catalog(settings.configs_root(args.configs), settings.data_root(args.data_root))
+    result = reverify_run(
+        catalog,
+        args.run,
+        args.out,
+        allow_unsandboxed=args.allow_unsandboxed,
+        concurrency=args.concurrency,
+    )
+    _reverify_summary(result)
+    return 0
+
+
+def _reverify_summary(result: ReverifyResult) -> None:
+    from gym_assets.rollouts.collection.reverify import describe_change
+
+    print(
+        f"re-scored {result.rescored} of {result.records} records with the current verifiers "
+        f"({result.kept} kept: never graded); {result.changed} rewards changed in "
+        f"{result.tasks_changed} tasks ({result.seconds:.1f}s)"
+    )
+    for name, before, after in (
+        ("reward mean", result.before.reward_mean, result.after.reward_mean),
+        ("pass@1", result.before.pass_at_1, result.after.pass_at_1),
+    ):
+        print(f"{name:<11}: {_number(before)} -> {_number(after)}")
+    for change in result.shown:
+        print(f"  {describe_change(change)}")
+    if result.changed > len(result.shown):
+        print(f"  ... {result.changed - len(result.shown)} more in the diff")
+    print()
+    print(f"records: {result.out_dir / 'rollouts.jsonl'}")
+    print(f"diff   : {result.diff_path}")
+    print(f"summary: {result.summary_path}")
+
+
+def _add_unsandboxed_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--allow-unsandboxed",
+        action="store_true",
+        help="verify model-written code without isolation when no sandbox can be made "
+        "(records then say sandbox: none); see docs/security.md",
+    )
+
+
+def _register_reverify(parser: argparse.ArgumentParser) -> None:
+    commands = parser.add_subparsers(dest="rollouts_command", metavar="SUBCOMMAND")
+    reverify = commands.add_parser(
+        "reverify",
+        help="re-score a finished run with the current verifiers (no model is called)",
+        description="Verify every record of a finished run again, with the current verifiers "
+        "and the run's own task inputs; write the new records, a reward diff against the "
+        "original and a summary into --out (default <run>-reverified beside it). The run "
+        "itself is never written.",
+    )
+    reverify.add_argument("--run", required=True, type=Path, metavar="DIR", help="a run's --out")
+    reverify.add_argument("--out", type=Path, metavar="DIR", help="default: <run>-reverified")
+    reverify.add_argument(
+        "--concurrency",
+        type=_count(MAX_CONCURRENCY),
+        default=DEFAULT_CONCURRENCY,
+        metavar="C",
+        help="verifications at once",
+    )
+    _add_unsandboxed_flag(reverify)
+    add_configs_flag(reverify)
+    add_data_root_flag(reverify)
+    reverify.set_defaults(handler=_reverify)
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "rollouts",
         help="run a benchmark's tasks with a harness and collect records",
         description="Run every planned task of a benchmark through its environment server "
         "with the given harness; write records, a failure sidecar, the materialized inputs "
-        "and aggregate metrics into --out.",
+        "and aggregate metrics into --out. `rollouts reverify` re-scores a finished run.",
     )
-    parser.add_argument("--benchmark", required=True, metavar="NAME")
-    parser.add_argument("--harness", required=True, metavar="NAME", help="see configs harnesses:")
-    parser.add_argument("--out", required=True, metavar="DIR", help="where the run's files go")
+    parser.add_argument("--benchmark", metavar="NAME", help="required to run")
+    parser.add_argument("--harness", metavar="NAME", help="required to run; see configs harnesses:")
+    parser.add_argument("--out", metavar="DIR", help="required to run: where the run's files go")
     parser.add_argument("--upstream", choices=UPSTREAM_MODES, default="reference")
     parser.add_argument("--base-url", metavar="URL", help="openai upstream: the server's /v1 URL")
     parser.add_argument(
@@ -221,12 +302,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="fail (exit 1) when more than this share of rollouts is masked "
         f"(default {DEFAULT_MAX_MASKED_SHARE})",
     )
-    parser.add_argument(
-        "--allow-unsandboxed",
-        action="store_true",
-        help="verify model-written code without isolation when no sandbox can be made "
-        "(records then say sandbox: none); see docs/security.md",
-    )
+    _add_unsandboxed_flag(parser)
     parser.add_argument("--corrupt-fraction", type=_fraction, default=0.0, metavar="F")
     parser.add_argument("--seed", type=int, default=0, metavar="S")
     parser.add_argument(
@@ -239,3 +315,4 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_configs_flag(parser)
     add_data_root_flag(parser)
     parser.set_defaults(handler=_rollouts, rollouts_parser=parser)
+    _register_reverify(parser)

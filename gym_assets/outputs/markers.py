@@ -43,6 +43,7 @@ PLAN_FILE = Kind("plan-file", "a plan file")
 METRICS = Kind("metrics", "dataset metrics")
 ROLLOUTS_RUN = Kind("rollouts-run", "a rollouts run")
 CAPTURES = Kind("captures", "model-call captures")
+REVERIFIED_RUN = Kind("reverified-run", "a re-verified rollouts run")
 CONFORMANCE_REPORTS = Kind("conformance-reports", "conformance reports")
 CONFORMANCE_MATRIX = Kind("conformance-matrix", "a conformance matrix")
 CATALOGUE = Kind("catalogue", "the conformance check catalogue")
@@ -57,6 +58,7 @@ KINDS = {
         METRICS,
         ROLLOUTS_RUN,
         CAPTURES,
+        REVERIFIED_RUN,
         CONFORMANCE_REPORTS,
         CONFORMANCE_MATRIX,
         CATALOGUE,

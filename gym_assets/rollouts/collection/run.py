@@ -53,7 +53,7 @@ from gym_assets.rollouts.collection.metrics import RunTotals, aggregate, latest_
 from gym_assets.rollouts.collection.model_gateway import require_ready
 from gym_assets.rollouts.collection.plan_gate import PlanGate
 from gym_assets.rollouts.collection.progress import Progress
-from gym_assets.rollouts.contracts import EnvironmentServer, Step
+from gym_assets.rollouts.contracts import EnvironmentServer, ResourcesServer, Step
 from gym_assets.rollouts.episodes.registry import build_environment, build_resources
 from gym_assets.rollouts.harnesses import Harness, Upstream, with_harness
 from gym_assets.sandbox import SandboxPolicy
@@ -181,6 +181,20 @@ def reference_task_data(task_input: Mapping[str, Any]) -> dict[str, Any]:
     return {**parsed.task_data, "responses_create_params": params}
 
 
+def resources_by_server(
+    config: Mapping[str, Any], servers: Sequence[str], sandbox: SandboxPolicy
+) -> dict[str, ResourcesServer]:
+    """The resources server each environment server binds (servers binding none are left out),
+    built on their own: for reference scripts and for verification outside an episode."""
+    instances = instances_of(config)
+    return {
+        server: build_resources(config, name, sandbox)
+        for server in servers
+        if server in instances
+        if (name := bound_resources_server(instances[server].config)) is not None
+    }
+
+
 def _reference_scripts(
     config: Mapping[str, Any],
     servers: Sequence[str],
@@ -188,12 +202,7 @@ def _reference_scripts(
     upstream: Upstream,
     sandbox: SandboxPolicy,
 ) -> ScriptFor:
-    instances = instances_of(config)
-    resources = {
-        server: build_resources(config, name, sandbox)
-        for server in servers
-        if (name := bound_resources_server(instances[server].config)) is not None
-    }
+    resources = resources_by_server(config, servers, sandbox)
     wrong = corrupted_keys((i.key for i in inputs), upstream.corrupt_fraction, upstream.seed)
 
     def script_for(item: RolloutInput) -> list[Step]:
