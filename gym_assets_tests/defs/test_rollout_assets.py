@@ -76,8 +76,13 @@ def test_inputs_that_drifted_from_the_plan_block(workspace, instance):
     rows = [json.loads(line) for line in collated.read_text().splitlines()]
     rows[0]["task_input"]["task_data"]["expected_answer"] = "tampered"
     collated.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    result = _collect(workspace, instance, "units")
+    result = _collect(
+        workspace, instance, "units", runner=HarnessRunner(concurrency=8, max_failure_rate=0.0)
+    )
     checks = _checks(result)
+    rate = checks["failure_rate"]  # an advisory: a warning, whatever the rate
+    assert not rate.passed and rate.severity == dg.AssetCheckSeverity.WARN
+    assert rate.metadata["failure_kinds"].value == {"plan_mismatch": 1}
     assert not checks["inputs_match_plan"].passed
     assert checks["inputs_match_plan"].metadata["differ"].value == ["units-001"]
     assert checks["rollouts_cover_plan"].passed  # the refused task has its terminal outcome
@@ -85,17 +90,24 @@ def test_inputs_that_drifted_from_the_plan_block(workspace, instance):
     assert _metadata(instance)["outcomes"].value["failed"] == 1
 
 
-def test_a_failing_upstream_warns_on_the_failure_rate(workspace, instance, tmp_path):
+def test_an_upstream_failing_every_call_fails_the_masked_share_and_says_why(
+    workspace, instance, tmp_path
+):
     _plan(workspace, instance, "units")
     script = tmp_path / "script.json"
-    script.write_text(json.dumps([{"error": 500, "times": 50, "message": "down"}]))
+    script.write_text(json.dumps([{"error": 500, "times": 100, "message": "down"}]))
     endpoint = ModelEndpoint(upstream="scripted", script_path=str(script))
     result = _collect(workspace, instance, "units", endpoint)
-    assert result.success  # an advisory never blocks
-    rate = _checks(result)["failure_rate"]
-    assert not rate.passed and rate.severity == dg.AssetCheckSeverity.WARN
-    assert rate.metadata["failed"].value == 30
-    assert rate.metadata["failure_kinds"].value == {"agent_request_failed": 30}
+    checks = _checks(result)
+    masked = checks["masked_share"]
+    assert not masked.passed and masked.severity == dg.AssetCheckSeverity.ERROR
+    assert masked.metadata["masked_kinds"].value == {"agent_request_failed": 30}
+    assert masked.description.endswith("by kind: agent_request_failed 30")
+    # Every rollout has its record, with the failed calls as evidence.
+    assert checks["failure_rate"].passed and checks["evidence_present"].passed
+    meta = _metadata(instance)
+    assert meta["outcomes"].value["masked"] == 30
+    assert "| agent_request_failed | 30 |" in meta["masked_kinds"].value
 
 
 def test_config_change_sensor_adds_the_harness_partitions(workspace, instance):

@@ -35,7 +35,7 @@ def _histogram(bins: Sequence[HistogramBin]) -> str:
 def _metadata(result: RunResult) -> dict[str, dg.MetadataValue]:
     totals = result.totals
     files = result.files
-    kinds = totals.failure_kinds
+    kinds, masked = totals.failure_kinds, totals.masked_kinds
     metadata = {
         "rollouts": dg.MetadataValue.int(result.rollouts),
         "passed": dg.MetadataValue.int(totals.passed),
@@ -43,6 +43,9 @@ def _metadata(result: RunResult) -> dict[str, dg.MetadataValue]:
         "outcomes": dg.MetadataValue.json(asdict(totals.outcomes)),
         "failure_kinds": dg.MetadataValue.md(
             markdown_table(["failure kind", "rollouts"], sorted(kinds.items())) if kinds else "none"
+        ),
+        "masked_kinds": dg.MetadataValue.md(
+            markdown_table(["masked as", "rollouts"], sorted(masked.items())) if masked else "none"
         ),
         "reward_histogram": dg.MetadataValue.md(_histogram(totals.reward_histogram)),
         "rollouts_per_second": dg.MetadataValue.float(round(result.rollouts_per_second, 2)),
