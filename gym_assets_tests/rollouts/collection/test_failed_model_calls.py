@@ -121,3 +121,24 @@ def test_conformance_inspect_judges_the_record_of_a_refused_call(tmp_path, capsy
     assert (summary["records"], summary["fulfilled_records"]) == (2, 2)
     judged = {label: summary["evidence"][label]["verdict"] for label in ("TE-1", "TE-2", "TE-8")}
     assert judged == dict.fromkeys(judged, "fulfilled")
+
+
+def test_a_call_refused_after_a_tool_step_keeps_the_work_done_before_it(tmp_path, capsys):
+    steps = [{"call": "calculate", "args": {"expression": "6*7"}}]
+    steps += [{"error": 400, "times": 100, "message": "context too long"}]
+    _run(tmp_path, "arith", steps)
+    for record in read_jsonl(RunFiles(tmp_path / "run").records):
+        assert record["mask_sample"] is True and record["reward"] == 0.0
+        response = record["response"]  # the agent's partial response, not an empty one
+        assert [item["type"] for item in response["output"]] == [
+            "function_call",
+            "function_call_output",
+        ]
+        trajectory = record["ng_trajectory"]
+        statuses = [c["response_metadata"]["status_code"] for c in trajectory["model_calls"]]
+        assert statuses == [200, 400]
+        assert len(trajectory["turns"]) == 1 and len(trajectory["tool_calls"]) == 1
+        assert trajectory["gaps"] == []
+        assert sorted(_owners(trajectory)) == sorted(
+            c["model_call_id"] for c in trajectory["model_calls"]
+        )

@@ -162,3 +162,13 @@ def test_usage_errors_exit_2(argv, capsys):
         main(argv)
     assert exit_.value.code == 2
     assert "required" in capsys.readouterr().err or "--concurrency" in " ".join(argv)
+
+
+def test_a_record_without_its_input_is_refused_and_nothing_is_published(tmp_path, capsys):
+    run = _run(tmp_path, "units", "--limit", "2")
+    _rewrite(run.records, lambda record: record.update(_ng_rollout_index=7))
+    assert _reverify(tmp_path, run) == 1
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith(f"error: {run.records}:1: record (0, 7) has no materialized input")
+    assert not default_out(run.out_dir).exists()
+    assert [p.name for p in tmp_path.iterdir() if "reverified" in p.name] == []
