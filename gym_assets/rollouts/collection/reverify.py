@@ -180,6 +180,8 @@ class _Rescorer:
         await resources.seed_session(session, episode, seed)
         try:
             verified = await resources.verify(session, body)
+        except UserError:
+            raise  # a refusal (a sandbox that cannot be made, ...) stops reverify
         except Exception as exc:  # a verifier crash is a grade of this record, not the end
             verified = _unverifiable(body, exc)
         finally:

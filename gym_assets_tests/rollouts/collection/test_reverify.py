@@ -172,3 +172,25 @@ def test_a_record_without_its_input_is_refused_and_nothing_is_published(tmp_path
     assert err.startswith(f"error: {run.records}:1: record (0, 7) has no materialized input")
     assert not default_out(run.out_dir).exists()
     assert [p.name for p in tmp_path.iterdir() if "reverified" in p.name] == []
+
+
+def test_a_verifier_that_raises_masks_its_record_and_reverify_goes_on(tmp_path):
+    run = _run(tmp_path, "units", "--limit", "2")
+
+    def break_first(row):  # the current verifier cannot grade task 0 any more
+        if row["_ng_task_index"] == 0:
+            del row["task_input"]["task_data"]["expected_answer"]
+
+    _rewrite(run.materialized_inputs, break_first)
+    assert _reverify(tmp_path, run) == 0
+    first, second = read_jsonl(RunFiles(default_out(run.out_dir)).records)
+    assert (first["mask_sample"], first["failure_kind"], first["reward"]) == (
+        True,
+        "verifier_error",
+        0.0,
+    )
+    assert first["failure_reason"].startswith("reverify: ValidationError")
+    assert first["evaluation_completed"] is False
+    assert (second["mask_sample"], second["reward"]) == (False, 1.0)
+    (change,) = read_jsonl(default_out(run.out_dir) / "reward_diff.jsonl")
+    assert (change["_ng_task_index"], change["reward_delta"]) == (0, -1.0)
