@@ -142,3 +142,20 @@ def test_a_call_refused_after_a_tool_step_keeps_the_work_done_before_it(tmp_path
         assert sorted(_owners(trajectory)) == sorted(
             c["model_call_id"] for c in trajectory["model_calls"]
         )
+
+
+def test_an_endpoint_that_never_answers_leaves_only_sidecar_rows(tmp_path, capsys, monkeypatch):
+    """No HTTP answer at all (connection refused) proves nothing about the model: the rollout
+    stays a failed attempt, dispatched again by --resume, and gets no record."""
+    monkeypatch.setenv("REFUSED_ENDPOINT_KEY", "unused")
+    args = ["rollouts", "--benchmark", "units", "--harness", "simple_agent", "--limit", "1"]
+    args += ["--out", str(tmp_path / "run"), "--upstream", "openai", "--api-key-env"]
+    args += ["REFUSED_ENDPOINT_KEY", "--base-url", "http://127.0.0.1:9/v1"]  # nothing listens
+    flags = ["--configs", str(REPO / "configs"), "--data-root", str(tmp_path / "d")]
+    assert main([*args, *flags]) == 1
+    assert "none of the 1 dispatched rollouts produced a result" in capsys.readouterr().err
+    files = RunFiles(tmp_path / "run")
+    assert list(read_jsonl(files.records)) == []
+    (failure,) = read_jsonl(files.failures)
+    assert failure["_ng_failure_kind"] == "agent_request_failed"
+    assert failure["_ng_failure_terminal"] is False
