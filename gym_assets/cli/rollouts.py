@@ -39,6 +39,10 @@ if TYPE_CHECKING:
     from gym_assets.rollouts.collection.run import RunResult
 
 RUN_FLAGS = ("--benchmark", "--harness", "--out")  # required unless a subcommand is given
+KEPT_REASONS = {  # reverify's reasons for keeping a record as it was
+    "never_graded": "a model call failed for good; no answer reached a verifier",
+    "grades_session_state": "the verifier grades what the episode did in its session",
+}
 
 
 def _count(maximum: int | None = None) -> Callable[[str], int]:
@@ -202,10 +206,12 @@ def _reverify_summary(result: ReverifyResult) -> None:
     from gym_assets.rollouts.collection.reverify import describe_change
 
     print(
-        f"re-scored {result.rescored} of {result.records} records with the current verifiers "
-        f"({result.kept} kept: never graded); {result.changed} rewards changed in "
-        f"{result.tasks_changed} tasks ({result.seconds:.1f}s)"
+        f"re-scored {result.rescored} of {result.records} records with the current verifiers; "
+        f"{result.changed} rewards changed in {result.tasks_changed} tasks "
+        f"({result.seconds:.1f}s)"
     )
+    for reason, count in result.kept.items():
+        print(f"kept as they were: {count} ({KEPT_REASONS.get(reason, reason)})")
     for name, before, after in (
         ("reward mean", result.before.reward_mean, result.after.reward_mean),
         ("pass@1", result.before.pass_at_1, result.after.pass_at_1),

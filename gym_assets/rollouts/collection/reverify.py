@@ -11,11 +11,14 @@
 What is verified is what the episode verified: the task input from the run's inventory (a
 materialized task or a flat row, whichever the run dispatched) with the answer the record kept
 (``response``, and ``conversation`` for dialogues), in a freshly seeded resources session. The
-record keeps its stamps and evidence; only the verifier's fields change. A record whose model
-call failed for good never reached a verifier (there is no answer to grade) and is kept as it
-is. The run's failure sidecar and inventory are copied and the aggregate metrics recomputed, so
-the new directory reads as a run. Verifiers that run model code do it in the sandbox, exactly as
-in a run; its warm workers are closed when reverify ends.
+record keeps its stamps and evidence; only the verifier's fields change. Two kinds of record are
+kept as they are: one whose model call failed for good never reached a verifier (there is no
+answer to grade), and one whose verifier grades what the episode did in its session (a support
+ticket filed through a tool), which a saved record cannot replay
+(``SessionResources.grades_saved_answer``). The run's failure sidecar and inventory are copied
+and the aggregate metrics recomputed, so the new directory reads as a run. Verifiers that run
+model code do it in the sandbox, exactly as in a run; its warm workers are closed when reverify
+ends.
 
 ``out`` is its own product (``reverified-run``), built aside and swapped in at the end: never the
 run itself, never inside it.
@@ -28,6 +31,7 @@ import json
 import shutil
 import time
 import uuid
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -61,6 +65,8 @@ REQUEST_KEY = "responses_create_params"
 REWARD_DIFF = "reward_diff.jsonl"
 SUMMARY = "reverify_summary.json"
 MAX_SHOWN = 10  # changes kept in memory for the screen; the diff file has them all
+NEVER_GRADED = "never_graded"  # a model call that failed for good: no answer reached a verifier
+SESSION_STATE = "grades_session_state"  # the verifier grades the episode's session, not a body
 # Reverify keys rollouts by (task, rollout) and reads only their input and server; a flat row's
 # taskset name (which only a benchmark's config knows) names nothing here.
 UNNAMED_TASKSET = ""
@@ -71,7 +77,7 @@ class ReverifyResult:
     out_dir: Path
     records: int
     rescored: int
-    kept: int  # records no verifier had graded (a model call that failed for good)
+    kept: dict[str, int]  # records kept as they were, by why (NEVER_GRADED, SESSION_STATE)
     changed: int  # rollouts whose reward or masking changed
     tasks_changed: int
     before: RunTotals
@@ -155,10 +161,10 @@ class _Rescorer:
     resources: Mapping[str, ResourcesServer]
     records_path: Path
 
-    async def rescore(self, line: int, record: dict[str, Any]) -> dict[str, Any] | None:
-        """The record graded anew, or None when it is kept as it is."""
+    async def rescore(self, line: int, record: dict[str, Any]) -> dict[str, Any] | str:
+        """The record graded anew, or why it is kept as it is."""
         if _never_graded(record):
-            return None
+            return NEVER_GRADED
         task, rollout = key = (record.get(TASK_INDEX), record.get(ROLLOUT_INDEX))
         item = None
         if isinstance(task, int) and isinstance(rollout, int):
@@ -174,6 +180,9 @@ class _Rescorer:
                 f"{self.records_path}:{line}: environment server '{item.server}' binds no "
                 "resources server in the current configs, so nothing can verify its records"
             )
+        # Servers outside the bundled base need not declare it; not re-grading is the safe side.
+        if not getattr(resources, "grades_saved_answer", False):
+            return SESSION_STATE
         seed, body = verification_request(item.task_input(), record)
         session = f"reverify-session-{uuid.uuid4().hex}"
         episode = f"reverify-{key[0]}-{key[1]}"
@@ -194,6 +203,7 @@ class _Rescorer:
 class _Tally:
     rescored: int = 0
     changed: int = 0
+    kept: Counter[str] = field(default_factory=Counter)
     tasks: set[str] = field(default_factory=set)
     shown: list[dict[str, Any]] = field(default_factory=list)
 
@@ -215,9 +225,11 @@ async def _rescore_all(
     async def flush() -> None:
         graded = await asyncio.gather(*(rescorer.rescore(n, r) for n, r in batch))
         for (_, old), new in zip(batch, graded, strict=True):
-            records.write(json_line(old if new is None else new))
-            if new is None:
+            if isinstance(new, str):
+                records.write(json_line(old))
+                tally.kept[new] += 1
                 continue
+            records.write(json_line(new))
             tally.rescored += 1
             change = _change(old, new)
             if change is not None:
@@ -291,7 +303,7 @@ def reverify_run(
         summary = {
             "records": len(old_records),
             "rescored": tally.rescored,
-            "kept": len(old_records) - tally.rescored,
+            "kept": dict(sorted(tally.kept.items())),
             "changed": tally.changed,
             "tasks_changed": len(tally.tasks),
             "before": _totals_json(before),
@@ -302,7 +314,7 @@ def reverify_run(
         out_dir=out,
         records=len(old_records),
         rescored=tally.rescored,
-        kept=len(old_records) - tally.rescored,
+        kept=dict(sorted(tally.kept.items())),
         changed=tally.changed,
         tasks_changed=len(tally.tasks),
         before=before,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Mapping, Sequence
-from typing import Any, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 from gym_assets.rollouts.episodes.sessions import SessionBook
 
@@ -17,7 +17,15 @@ S = TypeVar("S")
 
 
 class SessionResources(Generic[S]):
-    """Session bookkeeping plus a tool table; no tools and no state unless a subclass adds them."""
+    """Session bookkeeping plus a tool table; no tools and no state unless a subclass adds them.
+
+    ``grades_saved_answer`` is True for a verifier whose grade follows from its verify body
+    alone (the task and the answer), never from what the episode did in the session (a ticket
+    the agent filed, a file it wrote): only such a grade can be given again to a saved record
+    (``rollouts reverify``). False unless a subclass says so.
+    """
+
+    grades_saved_answer: ClassVar[bool] = False
 
     def __init__(self, name: str) -> None:
         self.name = name

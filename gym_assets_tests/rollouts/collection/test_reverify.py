@@ -3,7 +3,8 @@
 Real runs first (reference upstream, real verifiers), then reverify over their files: with the
 verifiers unchanged it reproduces the records byte for byte, for both task-input shapes; a
 record graded by another verifier (its saved grade edited) is graded anew and lands in the diff;
-records of failed model calls are kept; the run itself is never written.
+records of failed model calls, and records a verifier grades from the episode's session state,
+are kept; the run itself is never written.
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ def test_unchanged_verifiers_reproduce_the_records_byte_for_byte(tmp_path, capsy
     assert (out.out_dir / "reward_diff.jsonl").read_bytes() == b""
     summary = json.loads((out.out_dir / "reverify_summary.json").read_text())
     assert (summary["records"], summary["rescored"], summary["changed"]) == (4, 4, 0)
-    assert summary["before"] == summary["after"]
+    assert summary["before"] == summary["after"] and summary["kept"] == {}
     assert summary["after"]["mean/reward"] == 0.5  # two of four answered wrongly
     assert json.loads(out.aggregate_metrics.read_text()) == json.loads(
         run.aggregate_metrics.read_text()
@@ -110,7 +111,28 @@ def test_records_of_failed_model_calls_are_kept_as_they_are(tmp_path):
     assert out.records.read_bytes() == run.records.read_bytes()
     assert out.failures.read_bytes() == run.failures.read_bytes()
     summary = json.loads((out.out_dir / "reverify_summary.json").read_text())
-    assert (summary["rescored"], summary["kept"], summary["changed"]) == (0, 2, 0)
+    assert (summary["rescored"], summary["kept"], summary["changed"]) == (
+        0,
+        {"never_graded": 2},
+        0,
+    )
+
+
+def test_a_verifier_grading_the_session_keeps_its_records(tmp_path, capsys):
+    """support_desk grades the action the bot took through a tool, in the episode's session:
+    a saved record cannot replay it, so reverify keeps the record (a fresh session would
+    grade every dialogue 0)."""
+    run = _run(tmp_path, "support_dialogue", "--limit", "2")
+    capsys.readouterr()
+    assert _reverify(tmp_path, run) == 0
+    out = RunFiles(default_out(run.out_dir))
+    assert out.records.read_bytes() == run.records.read_bytes()
+    summary = json.loads((out.out_dir / "reverify_summary.json").read_text())
+    assert summary["kept"] == {"grades_session_state": 2} and summary["rescored"] == 0
+    assert summary["after"]["mean/reward"] == 1.0
+    assert "kept as they were: 2 (the verifier grades what the episode did" in (
+        capsys.readouterr().out
+    )
 
 
 def test_the_run_is_never_the_output(tmp_path, capsys):

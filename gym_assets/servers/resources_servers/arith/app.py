@@ -82,6 +82,8 @@ def answer_integer(text: str) -> int | None:
 
 
 class ArithResources(SessionResources[None]):
+    grades_saved_answer = True
+
     def tools(self, session_id: str) -> list[Mapping[str, Any]]:
         return [CALCULATE_TOOL]
 

@@ -21,6 +21,8 @@ def normalise(text: str) -> str:
 
 
 class ExactMatchResources(SessionResources[None]):
+    grades_saved_answer = True
+
     async def verify(self, session_id: str, body: Mapping[str, Any]) -> dict:
         self.sessions.state(session_id)
         task = TaskData.model_validate(

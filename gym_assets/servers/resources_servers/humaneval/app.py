@@ -72,6 +72,8 @@ def problem_of(task: Mapping[str, Any]) -> dict[str, Any]:
 
 
 class HumanEvalResources(SessionResources[None]):
+    grades_saved_answer = True
+
     def __init__(self, name: str, settings: Settings, guests: GuestPool) -> None:
         super().__init__(name)
         self.settings = settings
