@@ -47,6 +47,7 @@ HELPS = [
     ["conformance", "inspect"],
     ["conformance", "matrix"],
     ["conformance", "catalogue"],
+    ["conformance", "run"],
     ["rollouts"],
     ["rollouts", "reverify"],
 ]

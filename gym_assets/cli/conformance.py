@@ -1,9 +1,13 @@
-"""``gym-assets conformance``: inspect a rollout bundle, build a harness matrix, regenerate docs.
+"""``gym-assets conformance``: run the scripted suite against harnesses, inspect a rollout
+bundle, build a harness matrix, regenerate docs.
 
 Inspection exit codes are a contract for CI: 0 the P0 gate is met, 1 it is not, 2 the input
 could not be judged (unknown profile, bad bundle, inputs changed, conflicting report, an
 ``--output`` that is refused or cannot be written) — in which case nothing was published.
 Input errors are therefore handled here, not left to the dispatcher, which would map them to 1.
+``run`` follows the same contract (reference §4.6): 0 every harness meets the P0 gate, 1 some
+scenario does not, 2 an episode could not run or be judged, or the run was refused (its output
+exists, a bad timeout, an unknown harness or scenario) — then nothing is written.
 """
 
 from __future__ import annotations
@@ -14,7 +18,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gym_assets import settings
+from gym_assets.cli.flags import add_configs_flag
 from gym_assets.conformance.profiles import PROFILE_ID, PROFILES
+from gym_assets.errors import UserError
 
 if TYPE_CHECKING:
     from gym_assets.conformance.inspect import InspectionOptions
@@ -64,6 +70,36 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         dest="conformance_command", metavar="SUBCOMMAND", required=True
     )
 
+    run = commands.add_parser(
+        "run", help="run the scripted scenarios against harnesses and report their P0 verdicts"
+    )
+    run.add_argument(
+        "--harness", metavar="NAME", action="append", default=[],
+        help="a harness of the configs' harnesses: registry (repeatable; default: all)",
+    )  # fmt: skip
+    run.add_argument(
+        "--scenario", metavar="NAME", action="append", default=[],
+        help="a scenario of the suite (repeatable; default: all; see --list-scenarios)",
+    )  # fmt: skip
+    run.add_argument("--output", metavar="DIR", type=Path, help="a new directory for the run")
+    run.add_argument(
+        "--timeout", metavar="SECONDS", type=float, default=90.0,
+        help="each episode's budget (default 90)",
+    )  # fmt: skip
+    run.add_argument(
+        "--jobs", metavar="N", type=int, default=None,
+        help="episodes run at once (default: the number of cores)",
+    )  # fmt: skip
+    run.add_argument(
+        "--list-scenarios", action="store_true", help="print the suite manifest and exit"
+    )
+    run.add_argument(
+        "--allow-unsandboxed", action="store_true",
+        help="run tool commands without isolation when no sandbox can be made",
+    )  # fmt: skip
+    add_configs_flag(run)
+    run.set_defaults(handler=run_suite, run_parser=run)
+
     inspect = commands.add_parser(
         "inspect", help="check a rollout bundle and publish a content-addressed report"
     )
@@ -107,6 +143,40 @@ def _checker_error(exc: BaseException) -> int:
     detail = f": {exc}" if isinstance(exc, _explained_errors()) else ""
     print(f"checker_error ({type(exc).__name__}){detail}; no report published", file=sys.stderr)
     return INPUT_ERROR_EXIT
+
+
+def run_suite(args: argparse.Namespace) -> int:
+    import json
+
+    from gym_assets.conformance.scenarios import manifest
+
+    if args.list_scenarios:
+        print(json.dumps(manifest(), indent=2))
+        return 0
+    parser: argparse.ArgumentParser = args.run_parser
+    if args.output is None:
+        parser.error("--output DIR is required (or --list-scenarios)")
+    from gym_assets.config.loader import load_configs
+    from gym_assets.conformance.runner.suite import run_suite as run
+
+    try:
+        summary = run(
+            load_configs(settings.configs_root(args.configs)),
+            harnesses=args.harness,
+            scenarios=args.scenario,
+            output=args.output,
+            timeout_s=args.timeout,
+            jobs=args.jobs,
+            progress=lambda line: print(line, flush=True),
+            allow_unsandboxed=args.allow_unsandboxed,
+            configs=args.configs,
+        )
+    except UserError as exc:
+        print(f"error: {exc.render()}", file=sys.stderr)
+        return INPUT_ERROR_EXIT
+    verdict = "every harness meets" if summary.verdict else "not every harness meets"
+    print(f"{verdict} the P0 gate: {summary.report_md}")
+    return summary.exit_code
 
 
 def run_inspect(args: argparse.Namespace) -> int:

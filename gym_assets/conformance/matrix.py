@@ -158,7 +158,7 @@ def render_markdown(document: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-_STYLE = """
+STYLE = """
 body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:2rem auto;
 max-width:72rem;padding:0 1rem;color:#1d2430;background:#fff}
 h1{font-size:1.5rem;margin-bottom:.25rem}h2{font-size:1.15rem;margin-top:2rem}
@@ -222,7 +222,7 @@ def render_html(document: Mapping[str, Any]) -> str:
     return (
         '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width,initial-scale=1">'
-        f"<title>Harness evidence matrix</title><style>{_STYLE}</style></head><body>"
+        f"<title>Harness evidence matrix</title><style>{STYLE}</style></head><body>"
         "<h1>Harness evidence matrix</h1>"
         f'<p class="meta">Profile <code>{e(document["profile"])}</code> · '
         f"{passing} of {len(harnesses)} harnesses meet the P0 gate</p>"

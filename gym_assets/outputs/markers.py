@@ -46,6 +46,7 @@ CAPTURES = Kind("captures", "model-call captures")
 REVERIFIED_RUN = Kind("reverified-run", "a re-verified rollouts run")
 CONFORMANCE_REPORTS = Kind("conformance-reports", "conformance reports")
 CONFORMANCE_MATRIX = Kind("conformance-matrix", "a conformance matrix")
+CONFORMANCE_RUN = Kind("conformance-run", "a conformance run")
 CATALOGUE = Kind("catalogue", "the conformance check catalogue")
 
 KINDS = {
@@ -61,6 +62,7 @@ KINDS = {
         REVERIFIED_RUN,
         CONFORMANCE_REPORTS,
         CONFORMANCE_MATRIX,
+        CONFORMANCE_RUN,
         CATALOGUE,
     )
 }

@@ -87,13 +87,18 @@ class Isolation:
         """Workers need a fresh uid per task, which only a root-started sandbox can grant."""
         return self.kind == "bwrap" and self.setpriv is not None
 
-    def command(self, limits: Limits) -> list[str]:
-        """The argv of a sandbox serving one candidate and exiting."""
+    def command(self, limits: Limits, workdir: Path | None = None) -> list[str]:
+        """The argv of a sandbox serving one candidate and exiting. ``workdir``: a host
+        directory the guest may write, bound at the same path (a tool's working directory
+        whose files the trusted side reads afterwards); nothing else of the host is writable."""
         python = guest_python()
         guest = [str(python), "-I", "-S"]
         if self.kind == "none":
             return [*guest, str(GUEST_DIR / "guest.py"), limits.guest_argument()]
-        argv = [*self._sandbox(python, limits, tmp_mode="1777"), "--"]
+        argv = self._sandbox(python, limits, tmp_mode="1777")
+        if workdir is not None:
+            argv += [*_parents(str(workdir.parent)), "--bind", str(workdir), str(workdir)]
+        argv.append("--")
         argv += [str(self.keyctl), "session", "-"]
         if self.setpriv is not None:
             uid = str(secrets.randbelow(_SANDBOX_UIDS[1] - _SANDBOX_UIDS[0]) + _SANDBOX_UIDS[0])

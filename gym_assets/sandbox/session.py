@@ -23,6 +23,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from gym_assets.sandbox import plain_data
@@ -253,9 +254,9 @@ class SandboxProcess:
 class GuestSession(Channel):
     """A single-use sandbox holding one guest: started here, killed on ``close``."""
 
-    def __init__(self, isolation: Isolation, limits: Limits) -> None:
+    def __init__(self, isolation: Isolation, limits: Limits, workdir: Path | None = None) -> None:
         self.isolation = isolation
-        self._sandbox = SandboxProcess(isolation.command(limits), isolation=isolation)
+        self._sandbox = SandboxProcess(isolation.command(limits, workdir), isolation=isolation)
         process = self._sandbox.process
         assert process.stdin is not None and process.stdout is not None
         super().__init__(os.dup(process.stdin.fileno()), os.dup(process.stdout.fileno()))

@@ -57,7 +57,7 @@ class Dispatcher:
     servers: Mapping[str, EnvironmentServer]
     agents: Mapping[str, str | None]  # environment server -> the agent its results belong to
     gateway: RunGateway
-    gate: PlanGate
+    gate: PlanGate | None  # None: no plan pins the inputs (a conformance episode's own task)
     ledger: Ledger
     records: AppendLog
     failures: AppendLog
@@ -102,7 +102,7 @@ class Dispatcher:
         masked record of a failed model call (the rollout counts as done once it has a record)."""
         server = self.servers[item.server]
         stamped = stamps(item, attempt, server.implementation, self.agents.get(item.server))
-        refusal = self.gate.refusal(item)
+        refusal = None if self.gate is None else self.gate.refusal(item)
         if refusal is not None:
             return [failure_row(stamped, PLAN_MISMATCH, refusal, terminal=True, kind=PLAN_MISMATCH)]
         episode_id = EpisodeId(rollout_id=item.rollout_id(), attempt=attempt)

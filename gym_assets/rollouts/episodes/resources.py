@@ -16,6 +16,16 @@ from gym_assets.rollouts.episodes.sessions import SessionBook
 S = TypeVar("S")
 
 
+class ToolFailed(Exception):
+    """A tool ran and failed (e.g. a shell command exited non-zero). Its ``output`` is still
+    what the model is shown; the agent records the execution as failed, not completed."""
+
+    def __init__(self, output: str, error_type: str) -> None:
+        super().__init__(error_type)
+        self.output = output
+        self.error_type = error_type
+
+
 class SessionResources(Generic[S]):
     """Session bookkeeping plus a tool table; no tools and no state unless a subclass adds them.
 

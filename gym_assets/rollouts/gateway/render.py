@@ -25,6 +25,7 @@ class FunctionCall:
     call_id: str
     name: str
     arguments: str  # a JSON object, encoded, as both dialects carry it
+    namespace: str | None = None  # Responses namespace tools: ``name`` is the bare name
 
 
 @dataclass(frozen=True)
@@ -45,9 +46,10 @@ class AssistantTurn:
 
     response_id: str
     model: str
-    usage: Usage
+    usage: Usage | None  # None: the reply carries no usage (a provider that omits it)
     text: str | None = None
     calls: tuple[FunctionCall, ...] = ()
+    reasoning: str | None = None  # Chat ``reasoning_content``
     created: int = field(default_factory=lambda: int(time.time()))
 
     @property
@@ -74,6 +76,8 @@ def _chat_usage(usage: Usage) -> dict[str, Any]:
 
 def chat_completion(turn: AssistantTurn) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": turn.text}
+    if turn.reasoning is not None:
+        message["reasoning_content"] = turn.reasoning
     if turn.calls:
         message["tool_calls"] = [
             {
@@ -83,7 +87,7 @@ def chat_completion(turn: AssistantTurn) -> dict[str, Any]:
             }
             for c in turn.calls
         ]
-    return {
+    body = {
         "id": turn.response_id,
         "object": "chat.completion",
         "created": turn.created,
@@ -96,8 +100,10 @@ def chat_completion(turn: AssistantTurn) -> dict[str, Any]:
                 "logprobs": None,
             }
         ],
-        "usage": _chat_usage(turn.usage),
     }
+    if turn.usage is not None:
+        body["usage"] = _chat_usage(turn.usage)
+    return body
 
 
 def chat_chunks(turn: AssistantTurn, *, include_usage: bool) -> Iterator[dict[str, Any]]:
@@ -117,6 +123,8 @@ def chat_chunks(turn: AssistantTurn, *, include_usage: bool) -> Iterator[dict[st
         return out
 
     yield chunk({"role": "assistant", "content": ""})
+    if turn.reasoning:
+        yield chunk({"reasoning_content": turn.reasoning})
     if turn.text:
         for piece in _fragments(turn.text):
             yield chunk({"content": piece})
@@ -136,7 +144,7 @@ def chat_chunks(turn: AssistantTurn, *, include_usage: bool) -> Iterator[dict[st
         for piece in _fragments(call.arguments):
             yield chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
     yield chunk({}, turn.finish_reason)
-    if include_usage:
+    if include_usage and turn.usage is not None:
         yield {**head, "choices": [], "usage": _chat_usage(turn.usage)}
 
 
@@ -175,8 +183,8 @@ def _output_items(turn: AssistantTurn) -> list[dict[str, Any]]:
                 "content": [{"type": "output_text", "text": turn.text, "annotations": []}],
             }
         )
-    items.extend(
-        {
+    for c in turn.calls:
+        item = {
             "type": "function_call",
             "id": c.call_id,
             "call_id": c.call_id,
@@ -184,8 +192,9 @@ def _output_items(turn: AssistantTurn) -> list[dict[str, Any]]:
             "arguments": c.arguments,
             "status": "completed",
         }
-        for c in turn.calls
-    )
+        if c.namespace is not None:
+            item["namespace"] = c.namespace
+        items.append(item)
     return items
 
 
@@ -211,9 +220,8 @@ def _response(turn: AssistantTurn, *, status: str, output: list, usage: dict | N
 
 
 def response_object(turn: AssistantTurn) -> dict[str, Any]:
-    return _response(
-        turn, status="completed", output=_output_items(turn), usage=_responses_usage(turn.usage)
-    )
+    usage = None if turn.usage is None else _responses_usage(turn.usage)
+    return _response(turn, status="completed", output=_output_items(turn), usage=usage)
 
 
 def _item_events(index: int, item: dict[str, Any]) -> Iterator[dict[str, Any]]:

@@ -140,11 +140,18 @@ def turn_of(dialect: Dialect, body: Mapping[str, Any]) -> int:
 
 
 def _tool_specs(dialect: Dialect, body: Mapping[str, Any]) -> list[tuple[str, Mapping]]:
-    """(name, JSON-schema parameters) of each function tool the request offers."""
+    """(name, JSON-schema parameters) of each function tool the request offers; the tools of
+    a Responses ``namespace`` tool are flattened as ``<namespace>__<name>``."""
     tools = body.get("tools")
     specs: list[tuple[str, Mapping]] = []
     for tool in tools if isinstance(tools, list) else ():
-        if not isinstance(tool, Mapping) or tool.get("type", "function") != "function":
+        if not isinstance(tool, Mapping):
+            continue
+        if dialect == "responses" and tool.get("type") == "namespace":
+            inner = {**body, "tools": tool.get("tools")}
+            specs += [(f"{tool.get('name')}__{n}", p) for n, p in _tool_specs(dialect, inner)]
+            continue
+        if tool.get("type", "function") != "function":
             continue
         fn = tool.get("function") if dialect == "chat" else tool
         if isinstance(fn, Mapping) and isinstance(fn.get("name"), str):
@@ -153,7 +160,7 @@ def _tool_specs(dialect: Dialect, body: Mapping[str, Any]) -> list[tuple[str, Ma
     return specs
 
 
-def _placeholder(name: str, schema: Mapping[str, Any]) -> Any:
+def _placeholder(name: str, schema: Mapping[str, Any], description: str) -> Any:
     if "default" in schema:
         return schema["default"]
     if isinstance(schema.get("enum"), list) and schema["enum"]:
@@ -161,11 +168,14 @@ def _placeholder(name: str, schema: Mapping[str, Any]) -> Any:
     by_type = {"integer": 0, "number": 0, "boolean": False, "array": [], "object": {}}
     if schema.get("type") in by_type:
         return by_type[schema["type"]]
-    return "Run shell command" if name == "description" else name
+    return description if name == "description" else name
 
 
 def shell_call(
-    dialect: Dialect, body: Mapping[str, Any], command: str
+    dialect: Dialect,
+    body: Mapping[str, Any],
+    command: str,
+    description: str = "Run shell command",
 ) -> tuple[str, dict[str, Any]]:
     """Name and arguments for running ``command`` through the request's shell-like tool."""
     for name, params in _tool_specs(dialect, body):
@@ -184,7 +194,9 @@ def shell_call(
         for field in required if isinstance(required, list) else ():
             if field not in args:
                 spec = props.get(field)
-                args[field] = _placeholder(field, spec if isinstance(spec, Mapping) else {})
+                args[field] = _placeholder(
+                    field, spec if isinstance(spec, Mapping) else {}, description
+                )
         return name, args
     offered = [name for name, _ in _tool_specs(dialect, body)]
     raise LookupError(

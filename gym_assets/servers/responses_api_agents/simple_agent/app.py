@@ -29,6 +29,7 @@ from gym_assets.rollouts.episodes.agents import AgentSession, SessionAgent, Tool
 from gym_assets.rollouts.episodes.legacy import episode_id_of, episode_request_of
 from gym_assets.rollouts.episodes.model_calls import ModelSettings, add_usage
 from gym_assets.rollouts.episodes.observations import Invocation
+from gym_assets.rollouts.episodes.resources import ToolFailed
 
 LEGACY_TASKSET = "legacy"
 
@@ -121,6 +122,8 @@ class SimpleAgent(SessionAgent):
         else:
             try:
                 output = await grant.resources.call_tool(grant.session_id, call["name"], arguments)
+            except ToolFailed as exc:
+                output, status, error_type = exc.output, "failed", exc.error_type
             except Exception as exc:
                 output = json.dumps({"error": f"{type(exc).__name__}: {exc}"})
                 status, error_type = "failed", type(exc).__name__

@@ -1,0 +1,122 @@
+"""Run one episode process under supervision (reference §4.4).
+
+The episode gets its own session and process group, closed stdin, and its output in
+``episode.log``. Harness CLIs start sessions and process groups of their own, so killing the
+group is not enough: while the episode runs, every descendant is recorded (pid and creation
+time, so a recycled pid is never signalled) at each poll. When the episode exits or its
+deadline passes, the ladder is: terminate the episode's group, terminate the recorded
+descendants newest first, wait ``TERM_GRACE_S``, kill whatever is left, give the episode
+``EXIT_GRACE_S`` more, kill it if needed. The result is ``{returncode, timed_out}``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+POLL_S = 0.1
+TERM_GRACE_S = 2.0
+EXIT_GRACE_S = 3.0
+SUPERVISION_GRACE_S = 30.0  # the runner kills an episode at its timeout plus this (§4.4)
+_KEPT_VARIABLES = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "TZ")
+
+
+@dataclass(frozen=True)
+class Execution:
+    """How the episode process ended: kept apart from the checks."""
+
+    returncode: int | None
+    timed_out: bool
+
+    @property
+    def failed(self) -> bool:
+        return self.timed_out or self.returncode != 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"returncode": self.returncode, "timed_out": self.timed_out}
+
+
+def episode_environment(environ: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """What an episode inherits: the basics and the project's own settings, no secrets."""
+    return {k: v for k, v in environ.items() if k in _KEPT_VARIABLES or k.startswith("GYM_ASSETS_")}
+
+
+def _descendants(root: psutil.Process) -> list[psutil.Process]:
+    with contextlib.suppress(psutil.Error):
+        return root.children(recursive=True)
+    return []
+
+
+def _alive(process: psutil.Process) -> bool:
+    """Still the process that was recorded (psutil compares creation times)."""
+    with contextlib.suppress(psutil.Error):
+        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+    return False
+
+
+def _signal_all(processes: Sequence[psutil.Process], sig: signal.Signals) -> None:
+    for process in processes:
+        if _alive(process):
+            with contextlib.suppress(psutil.Error):
+                process.send_signal(sig)
+
+
+def supervise(
+    argv: Sequence[str], *, log_path: Path, deadline_s: float, cwd: Path | None = None
+) -> Execution:
+    """Run ``argv`` until it exits or ``deadline_s`` passes; leave nothing of it running."""
+    with log_path.open("ab") as log:
+        episode = subprocess.Popen(
+            list(argv),
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env=episode_environment(),
+            cwd=cwd,
+        )
+    tracked: dict[tuple[int, float], psutil.Process] = {}
+    try:
+        root = psutil.Process(episode.pid)
+    except psutil.NoSuchProcess:
+        root = None
+    ends = time.monotonic() + deadline_s
+    timed_out = False
+    while episode.poll() is None:
+        if root is not None:
+            for child in _descendants(root):
+                with contextlib.suppress(psutil.Error):
+                    tracked.setdefault((child.pid, child.create_time()), child)
+        if time.monotonic() >= ends:
+            timed_out = True
+            break
+        time.sleep(POLL_S)
+    _stop(episode, list(tracked.values()))
+    return Execution(returncode=episode.returncode, timed_out=timed_out)
+
+
+def _stop(episode: subprocess.Popen[bytes], tracked: list[psutil.Process]) -> None:
+    """The ladder: TERM the group and the recorded descendants, wait, KILL what is left."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(episode.pid, signal.SIGTERM)
+    newest_first = list(reversed(tracked))
+    _signal_all(newest_first, signal.SIGTERM)
+    _, survivors = psutil.wait_procs([p for p in newest_first if _alive(p)], TERM_GRACE_S)
+    _signal_all(survivors, signal.SIGKILL)
+    try:
+        episode.wait(EXIT_GRACE_S)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(episode.pid, signal.SIGKILL)
+        episode.wait()
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(episode.pid, signal.SIGKILL)  # stragglers left in the group
