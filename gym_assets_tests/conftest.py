@@ -25,6 +25,10 @@ SLOW_MODULES = frozenset(
         "rollouts/collection/test_reverify.py",
         "rollouts/collection/test_run.py",
         "rollouts/collection/test_run_dir.py",
+        # conformance: supervised processes, sandboxed tools, whole suite runs
+        "conformance/runner/test_conformance_resources.py",
+        "conformance/runner/test_suite_run.py",
+        "conformance/runner/test_supervise.py",
         # the sandbox: a bubblewrap guest per test, hostile code and whole hostile runs
         "sandbox/test_hostile_completions.py",
         "sandbox/test_hostile_runs.py",

@@ -93,7 +93,7 @@ class SuiteSummary:
 
 def _sources(paths: Sequence[Path]) -> dict[str, str]:
     return {
-        str(p.relative_to(_PACKAGE.parent)): hashlib.sha256(p.read_bytes()).hexdigest()
+        str(p.relative_to(_PACKAGE.parents[1])): hashlib.sha256(p.read_bytes()).hexdigest()
         for p in sorted(paths)
     }
 

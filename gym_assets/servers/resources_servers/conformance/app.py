@@ -46,11 +46,13 @@ SHELL_TOOL = {
     "strict": True,
 }
 OUTPUT_CHARS = 16_384
-# Runs inside the sandbox (stdlib only): the command under sh, in the bound workspace.
+# Runs inside the sandbox (stdlib only): the command under sh, in the bound workspace. Each
+# call gets a fresh uid, so files are made world-writable for the episode's later commands.
 _SHELL_GUEST = """
-import subprocess
+import os, subprocess
 
 def run(command, cwd, timeout):
+    os.umask(0)
     done = subprocess.run(["/bin/sh", "-c", command], cwd=cwd, stdin=subprocess.DEVNULL,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout)
     return [done.returncode, done.stdout.decode("utf-8", "replace")[:LIMIT]]
