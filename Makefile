@@ -55,6 +55,7 @@ bench: setup  ## quick benchmark runs; see bench/README.md for the full-size one
 	$(BIN)/python bench/dagster_runs.py
 	$(BIN)/python bench/rollouts_vs_inspect.py --rounds 1
 	$(BIN)/python bench/rollouts.py --waves 4
+	$(BIN)/python bench/conformance.py
 
 clean:
 	rm -rf .gym_assets .dagster_home

@@ -66,8 +66,15 @@ RESOURCES = "conformance_resources"
 AGENT = "conformance_agent"
 ENVIRONMENT = "conformance_environment"
 COLLECTION_GRACE_S = 10.0  # collection's limit is the harness budget plus this (§4.4)
-# Which environment server drives a harness of each interface (§4.3).
-ENVIRONMENT_FOR_INTERFACE = {"session": "single_agent_turn"}
+# Which environment server drives a harness of each interface (§4.3): the agent-session path
+# (seed, activate, close through ``single_agent_turn``), or the legacy relay of ``/run`` for an
+# agent that runs whole episodes itself (it is handed a flat row).
+ENVIRONMENT_FOR_INTERFACE = {"session": "single_agent_turn", "legacy_run": "legacy_agent"}
+
+
+def interface_of(harness: Harness) -> str:
+    """The registry's ``interface`` of the harness (``session`` when it names none)."""
+    return str(getattr(harness, "interface", None) or "session")
 
 
 def _ref(kind: str, name: str) -> dict[str, str]:
@@ -78,13 +85,11 @@ def episode_config(
     harness: Harness, scenario: Scenario, directory: Path, timeout_s: float
 ) -> dict[str, Any]:
     """The servers of one episode, as a config tree; the agent runs ``harness``."""
-    interface = getattr(harness, "interface", "session")
+    interface = interface_of(harness)
     environment = ENVIRONMENT_FOR_INTERFACE.get(interface)
     if environment is None:
-        raise UserError(
-            f"harness '{harness.name}': the conformance runner drives the session interface "
-            f"only so far, not {interface!r}"
-        )
+        known = ", ".join(ENVIRONMENT_FOR_INTERFACE)
+        raise UserError(f"harness '{harness.name}': unknown interface {interface!r} ({known})")
     resources = _ref("resources_servers", RESOURCES)
     model = _ref("responses_api_models", MODEL_SERVER)
     config: dict[str, Any] = {
@@ -117,15 +122,20 @@ def episode_config(
     return swapped
 
 
-def episode_input(scenario: Scenario) -> RolloutInput:
-    """The scenario's task as a collection input (the task id is the scenario's name)."""
-    row = {
-        "task_id": {"taskset": TASKSET, "task_id": scenario.name},
-        "task_input": task_input(scenario),
-        TASK_INDEX: 0,
-        ROLLOUT_INDEX: 0,
-        ENVIRONMENT_SERVER: ENVIRONMENT,
-    }
+def episode_input(scenario: Scenario, interface: str) -> RolloutInput:
+    """The scenario's task as a collection input (the task id is the scenario's name): a
+    materialized task for the session path, a flat row for a legacy ``/run`` agent."""
+    stamps = {TASK_INDEX: 0, ROLLOUT_INDEX: 0, ENVIRONMENT_SERVER: ENVIRONMENT}
+    task = task_input(scenario)
+    if interface == "legacy_run":
+        flat = {
+            "task_id": scenario.name,
+            "responses_create_params": task["responses_create_params"],
+        }
+        row = {**flat, **task["task_data"], **stamps, "agent_ref": {"name": AGENT}}
+    else:
+        row = {"task_id": {"taskset": TASKSET, "task_id": scenario.name}, "task_input": task}
+        row.update(stamps)
     return RolloutInput.of(row, TASKSET)
 
 
@@ -144,13 +154,13 @@ def run_episode(
     witness = WitnessLog(directory / WITNESS_FILE)
     witness.create()
     config = episode_config(harness, scenario, directory, timeout_s)
-    item = episode_input(scenario)
+    item = episode_input(scenario, interface_of(harness))
     atomic_write_text(
         directory / RUNTIME_FILE,
         json.dumps(
             {
                 "harness": harness.model_dump(mode="json"),
-                "interface": getattr(harness, "interface", "session"),
+                "interface": interface_of(harness),
                 "python": platform.python_version(),
             },
             indent=2,

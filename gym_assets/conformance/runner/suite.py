@@ -22,6 +22,7 @@ import math
 import os
 import platform
 import sys
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -173,6 +174,7 @@ def run_suite(
             path=output,
         )
     say = progress or (lambda line: None)
+    stop = threading.Event()
     with claimed_dir(Target(output, CONFORMANCE_RUN, configs_root(configs), flag="--output")):
         atomic_write_text(
             output / SUITE_FILE,
@@ -188,12 +190,19 @@ def run_suite(
                 episode_command(harness, scenario, directory, timeout_s, allow_unsandboxed),
                 log_path=directory / LOG_FILE,
                 deadline_s=timeout_s + SUPERVISION_GRACE_S,
+                stop=stop,
             )
             return inspect_episode(directory, scenario, execution)
 
         work = [(h, s) for h in selected.values() for s in chosen]
-        with ThreadPoolExecutor(max_workers=min(jobs, len(work))) as pool:
+        pool = ThreadPoolExecutor(max_workers=min(jobs, len(work)))
+        try:
             finished = list(pool.map(episode, work))
+        except BaseException:  # Ctrl-C or a failure of our own: stop every episode, no summary
+            stop.set()
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
+        pool.shutdown()
         results: dict[str, HarnessResult] = {}
         for index, name in enumerate(selected):
             mine = finished[index * len(chosen) : (index + 1) * len(chosen)]

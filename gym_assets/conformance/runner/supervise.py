@@ -15,6 +15,7 @@ import contextlib
 import os
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -36,6 +37,7 @@ class Execution:
 
     returncode: int | None
     timed_out: bool
+    seconds: float = 0.0  # wall time from launch to exit (benches; not part of the result file)
 
     @property
     def failed(self) -> bool:
@@ -71,9 +73,15 @@ def _signal_all(processes: Sequence[psutil.Process], sig: signal.Signals) -> Non
 
 
 def supervise(
-    argv: Sequence[str], *, log_path: Path, deadline_s: float, cwd: Path | None = None
+    argv: Sequence[str],
+    *,
+    log_path: Path,
+    deadline_s: float,
+    cwd: Path | None = None,
+    stop: threading.Event | None = None,
 ) -> Execution:
-    """Run ``argv`` until it exits or ``deadline_s`` passes; leave nothing of it running."""
+    """Run ``argv`` until it exits, ``deadline_s`` passes or ``stop`` is set (the run was
+    interrupted); leave nothing of it running."""
     with log_path.open("ab") as log:
         episode = subprocess.Popen(
             list(argv),
@@ -89,7 +97,8 @@ def supervise(
         root = psutil.Process(episode.pid)
     except psutil.NoSuchProcess:
         root = None
-    ends = time.monotonic() + deadline_s
+    started = time.monotonic()
+    ends = started + deadline_s
     timed_out = False
     while episode.poll() is None:
         if root is not None:
@@ -99,9 +108,12 @@ def supervise(
         if time.monotonic() >= ends:
             timed_out = True
             break
+        if stop is not None and stop.is_set():
+            break
         time.sleep(POLL_S)
+    seconds = time.monotonic() - started
     _stop(episode, list(tracked.values()))
-    return Execution(returncode=episode.returncode, timed_out=timed_out)
+    return Execution(episode.returncode, timed_out, seconds)
 
 
 def _stop(episode: subprocess.Popen[bytes], tracked: list[psutil.Process]) -> None:

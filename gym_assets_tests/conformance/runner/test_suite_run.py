@@ -12,10 +12,12 @@ import pytest
 
 from gym_assets.cli import main
 from gym_assets.config.loader import load_configs
+from gym_assets.conformance.runner.episode import run_episode
 from gym_assets.conformance.runner.inspect_episode import inspect_episode
 from gym_assets.conformance.runner.suite import SuiteSummary, run_suite
 from gym_assets.conformance.runner.supervise import Execution
 from gym_assets.conformance.scenarios import SCENARIO_NAMES, get_scenario
+from gym_assets.rollouts.harnesses import Harness
 
 CONFIGS = Path(__file__).resolve().parents[3] / "configs"
 EPISODE_FILES = (
@@ -149,3 +151,42 @@ def test_an_episode_that_cannot_be_inspected_is_an_execution_error(suite, tmp_pa
     assert result.checker_error is not None and result.execution_failed
     assert result.verdict == "not_fulfilled"
     assert all(e["verdict"] == "not_fulfilled" for e in result.evidence.values())
+
+
+def test_an_interrupted_run_writes_no_summary(tmp_path: Path) -> None:
+    def interrupt(line: str) -> None:
+        raise KeyboardInterrupt
+
+    output = tmp_path / "run"
+    with pytest.raises(KeyboardInterrupt):
+        run_suite(
+            load_configs(CONFIGS),
+            harnesses=[],
+            scenarios=["tool_success", "retry_500"],
+            output=output,
+            timeout_s=30,
+            jobs=2,
+            progress=interrupt,
+        )
+    assert (output / "suite.json").is_file()
+    assert not (output / "conformance_summary.json").exists()
+
+
+class LegacyHarness(Harness):
+    """A registry entry naming the legacy interface (the field the registry gains in issue 11)."""
+
+    interface: str = "legacy_run"
+
+
+def test_a_legacy_run_harness_goes_through_the_legacy_relay(tmp_path: Path) -> None:
+    harness = LegacyHarness(
+        name="simple_agent", kind="builtin", agent_implementation="simple_agent"
+    )
+    scenario = get_scenario("tool_failure")
+    run_episode(harness, scenario, tmp_path, 30)
+    launch = json.loads((tmp_path / "launch.json").read_text())
+    environment = launch["config"]["conformance_environment"]["environment_servers"]
+    assert list(environment) == ["legacy_agent"]
+    assert json.loads((tmp_path / "runtime.json").read_text())["interface"] == "legacy_run"
+    result = inspect_episode(tmp_path, scenario, Execution(0, False))
+    assert (result.verdict, result.failing_checks) == ("fulfilled", [])
