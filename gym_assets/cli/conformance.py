@@ -174,6 +174,9 @@ def run_suite(args: argparse.Namespace) -> int:
     except UserError as exc:
         print(f"error: {exc.render()}", file=sys.stderr)
         return INPUT_ERROR_EXIT
+    except OSError as exc:  # the run's own files could not be written: nothing was judged
+        print(f"runner_error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return INPUT_ERROR_EXIT
     verdict = "every harness meets" if summary.verdict else "not every harness meets"
     print(f"{verdict} the P0 gate: {summary.report_md}")
     return summary.exit_code

@@ -82,3 +82,22 @@ def test_shell_commands_run_in_the_sandbox_and_a_failure_is_a_failed_tool(tmp_pa
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "witness.json", "witness.json.lock", "workspace",
     ]  # fmt: skip
+
+
+def test_a_command_cannot_write_outside_the_workspace(tmp_path: Path) -> None:
+    with SandboxPolicy() as sandbox:
+        server = _server(tmp_path, 1.0, sandbox)
+        target = tmp_path / "witness.json"
+
+        async def episode() -> tuple[bytes, ToolFailed]:
+            await server.seed_session("s", "0-0", {})
+            before = target.read_bytes()
+            with pytest.raises(ToolFailed) as failed:
+                command = f"echo forged > {target}; echo x > {tmp_path}/escape.txt"
+                await server.call_tool("s", "bash", {"command": command})
+            return before, failed.value
+
+        before, failed = asyncio.run(episode())
+    assert failed.error_type.startswith("exit_code_")
+    assert target.read_bytes() == before
+    assert not (tmp_path / "escape.txt").exists()
