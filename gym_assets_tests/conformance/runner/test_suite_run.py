@@ -14,7 +14,7 @@ from gym_assets.cli import main
 from gym_assets.config.loader import load_configs
 from gym_assets.conformance.runner.episode import run_episode
 from gym_assets.conformance.runner.inspect_episode import inspect_episode
-from gym_assets.conformance.runner.suite import SuiteSummary, run_suite
+from gym_assets.conformance.runner.suite import SuiteSummary, TeCount, run_suite
 from gym_assets.conformance.runner.supervise import Execution
 from gym_assets.conformance.scenarios import SCENARIO_NAMES, get_scenario
 from gym_assets.rollouts.harnesses import Harness
@@ -190,3 +190,36 @@ def test_a_legacy_run_harness_goes_through_the_legacy_relay(tmp_path: Path) -> N
     assert json.loads((tmp_path / "runtime.json").read_text())["interface"] == "legacy_run"
     result = inspect_episode(tmp_path, scenario, Execution(0, False))
     assert (result.verdict, result.failing_checks) == ("fulfilled", [])
+
+
+def test_the_command_line_runs_one_scenario(tmp_path: Path, capsys) -> None:
+    output = tmp_path / "run"
+    argv = ["conformance", "run", "--configs", str(CONFIGS), "--output", str(output)]
+    assert main([*argv, "--scenario", "tool_success", "--jobs", "1"]) == 0
+    printed = capsys.readouterr().out
+    assert "simple_agent: tool_success" in printed
+    assert str(output / "conformance_report.md") in printed
+    summary = json.loads((output / "conformance_summary.json").read_text())
+    assert summary["full_suite"] is False and summary["verdict"] == "fulfilled"
+
+
+def test_a_harness_that_cannot_start_is_an_execution_error(tmp_path: Path) -> None:
+    configs = Path(shutil.copytree(CONFIGS, tmp_path / "configs"))
+    with (configs / "harnesses.yaml").open("a") as handle:
+        handle.write("  broken:\n    kind: builtin\n    agent_implementation: no_such_agent\n")
+    summary = run_suite(
+        load_configs(configs),
+        harnesses=["broken"],
+        scenarios=["tool_success"],
+        output=tmp_path / "run",
+        timeout_s=30,
+    )
+    assert summary.exit_code == 2 and not summary.verdict
+    result = summary.harnesses["broken"].scenarios[0]
+    assert result.execution.returncode == 1 and not result.exercised
+    assert summary.harnesses["broken"].evidence["TE-1"] == TeCount(1, 0, 0)
+    assert (
+        "no responses_api_agents implementation named 'no_such_agent'"
+        in (tmp_path / "run/broken/tool_success/episode.log").read_text()
+    )
+    assert "tool_success exit 1" in summary.report_md.read_text()
