@@ -156,8 +156,17 @@ def _md(text: str) -> str:
     return _one_line(text).replace("|", "&#124;")
 
 
+def _passing(table: HarnessTable) -> str:
+    passed = sum(v == "fulfilled" for v in table.verdicts)
+    return f"{passed} / {len(table.verdicts)}"
+
+
 def render_markdown(report: Report) -> str:
     lines = [f"# {TITLE}", "", f"Suite `{report.suite}` · {LEGEND}", ""]
+    lines += ["| Harness | P0 | Scenarios passing |", "|---|---|---|"]
+    for table in report.tables:
+        lines.append(f"| {table.harness} | {'✓' if table.verdict else '✗'} | {_passing(table)} |")
+    lines.append("")
     for table in report.tables:
         verdict = "P0 met" if table.verdict else "P0 not met"
         lines += [f"## {table.harness}", "", f"**{verdict}**", ""]
@@ -255,6 +264,12 @@ def _table_html(table: HarnessTable) -> str:
 def render_html(report: Report) -> str:
     e = html.escape
     tables = "".join(_table_html(t) for t in report.tables)
+    overview = "".join(
+        f'<tr><th scope="row">{e(t.harness)}</th>'
+        f'<td class="{"pass" if t.verdict else "fail"}">{"✓" if t.verdict else "✗"}</td>'
+        f"<td>{_passing(t)}</td></tr>"
+        for t in report.tables
+    )
     extra = "tr.group th{background:#eef1f5;text-align:left}"
     return (
         '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
@@ -263,5 +278,7 @@ def render_html(report: Report) -> str:
         f"<h1>{TITLE}</h1>"
         f'<p class="meta">Suite <code>{e(report.suite)}</code> · '
         f"{'every harness meets' if report.verdict else 'not every harness meets'} the P0 gate</p>"
+        "<table><thead><tr><th>Harness</th><th>P0</th><th>Scenarios passing</th></tr></thead>"
+        f"<tbody>{overview}</tbody></table>"
         f'<p class="legend">{e(LEGEND)}</p>{tables}</body></html>\n'
     )

@@ -58,6 +58,7 @@ def test_markdown_groups_rows_and_marks_absent_cells_as_not_demonstrated() -> No
     text = render_markdown(_report())
     lines = text.splitlines()
     assert "## pi" in lines
+    assert "| pi | ✗ | 1 / 3 |" in lines
     assert "| Check | normal | error | late |" in lines
     assert "| **Schema** | | | |" in lines
     assert "| `call.id` | ✓ | ✗ | ✗ |" in lines
