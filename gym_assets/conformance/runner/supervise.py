@@ -28,7 +28,7 @@ POLL_S = 0.1
 TERM_GRACE_S = 2.0
 EXIT_GRACE_S = 3.0
 SUPERVISION_GRACE_S = 30.0  # the runner kills an episode at its timeout plus this (§4.4)
-_KEPT_VARIABLES = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "TZ")
+_KEPT_VARIABLES = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "TZ", "PYTHONPATH")
 
 
 @dataclass(frozen=True)
