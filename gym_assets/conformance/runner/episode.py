@@ -159,7 +159,7 @@ def run_episode(
         directory / RUNTIME_FILE,
         json.dumps(
             {
-                "harness": harness.model_dump(mode="json"),
+                "harness": harness.model_dump(mode="json", exclude_defaults=True),
                 "interface": interface_of(harness),
                 "python": platform.python_version(),
             },

@@ -104,7 +104,9 @@ def suite_document(harnesses: Mapping[str, Harness], timeout_s: float) -> dict[s
     checker = [p for p in _PACKAGE.glob("*.py") if p.name != "health.py"]
     return {
         **manifest(),
-        "harnesses": {name: h.model_dump(mode="json") for name, h in harnesses.items()},
+        "harnesses": {
+            name: h.model_dump(mode="json", exclude_defaults=True) for name, h in harnesses.items()
+        },
         "timeout": timeout_s,
         "python": platform.python_version(),
         "runner_sources": _sources(runner),
@@ -136,7 +138,7 @@ def episode_command(
     harness: Harness, scenario: Scenario, directory: Path, timeout_s: float, unsandboxed: bool
 ) -> list[str]:
     argv = [sys.executable, "-m", "gym_assets.conformance.runner.episode"]
-    argv += ["--harness-json", json.dumps(harness.model_dump(mode="json"))]
+    argv += ["--harness-json", json.dumps(harness.model_dump(mode="json", exclude_defaults=True))]
     argv += ["--scenario", scenario.name, "--directory", str(directory)]
     argv += ["--timeout", repr(timeout_s)]
     return argv + (["--allow-unsandboxed"] if unsandboxed else [])
