@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gym_assets.conformance.matrix import HARNESS_NAME
 from gym_assets.conformance.runner import report
 from gym_assets.conformance.runner.inspect_episode import ScenarioResult, inspect_episode
 from gym_assets.conformance.runner.layout import LOG_FILE
@@ -167,6 +168,12 @@ def run_suite(
     if not names:
         raise UserError("no harness is configured; add one under the top-level `harnesses:` key")
     selected = {name: get_harness(registry, name) for name in names}
+    for name in selected:
+        if not HARNESS_NAME.match(name):
+            raise UserError(
+                f"harness name {name!r} names the run's directory for it: use letters, digits, "
+                "'_' or '-' in the harnesses: registry"
+            )
     chosen = select_scenarios(scenarios)
     output = Path(os.path.abspath(output))
     if os.path.lexists(output):

@@ -44,3 +44,15 @@ def test_output_is_required_without_list_scenarios(capsys) -> None:
         _run()
     assert exc.value.code == 2
     assert "--output DIR is required" in capsys.readouterr().err
+
+
+def test_a_harness_name_that_is_no_directory_name_is_refused(tmp_path: Path, capsys) -> None:
+    configs = tmp_path / "configs"
+    configs.mkdir()
+    (configs / "harnesses.yaml").write_text(
+        "harnesses:\n  ../up:\n    kind: builtin\n    agent_implementation: simple_agent\n"
+    )
+    argv = ["conformance", "run", "--configs", str(configs), "--output", str(tmp_path / "run")]
+    assert main(argv) == 2
+    assert not (tmp_path / "run").exists() and not (tmp_path / "up").exists()
+    assert "names the run's directory" in capsys.readouterr().err
