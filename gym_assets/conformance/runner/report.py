@@ -17,6 +17,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from gym_assets.conformance.engine import UNAVAILABLE_PREFIX
+from gym_assets.conformance.inspect import BLOCKED_PREFIX
 from gym_assets.conformance.matrix import STYLE
 
 GROUPS = (("schema", "Schema"), ("semantic", "Semantic"), ("behavioral", "Behavioral"),
@@ -24,6 +26,7 @@ GROUPS = (("schema", "Schema"), ("semantic", "Semantic"), ("behavioral", "Behavi
 SYMBOL = {"pass": "✓", "fail": "✗", "not_applicable": "—", "absent": "✗"}
 CSS = {"pass": "pass", "fail": "fail", "not_applicable": "na", "absent": "fail"}
 TITLE = "Harness checks by scenario"
+NOT_EVALUATED = "{n} checks not evaluated (their input is unavailable or a prerequisite failed)"
 LEGEND = (
     "✓ Pass · ✗ Requirement not demonstrated (invalid, missing, blocked, or no result) · "
     "— Not applicable."
@@ -59,7 +62,10 @@ class HarnessTable:
     verdicts: tuple[str, ...]
     process: tuple[str, ...]
     groups: tuple[tuple[str, tuple[CheckLine, ...]], ...]
-    failures: tuple[Failure, ...]
+    failures: tuple[Failure, ...]  # the failures with a reason of their own
+    # per scenario, the checks that failed only because their input was unavailable or a
+    # prerequisite failed: one line each, so the cause is not buried under its consequences
+    not_evaluated: tuple[tuple[str, tuple[str, ...]], ...]
     reruns: tuple[tuple[str, str], ...]  # (scenario, command) for each scenario not fulfilled
 
 
@@ -125,13 +131,18 @@ def harness_table(
         if lines:
             groups.append((label, tuple(lines)))
     scenarios = tuple(r["scenario"] for r in results)
-    failures = tuple(
-        Failure(scenarios[i], line.check_id, _one_line(cell.reason or ""), cell.location)
-        for _, lines in groups
-        for line in lines
-        for i, cell in enumerate(line.cells)
-        if cell.status in ("fail", "absent")
-    )
+    failures: list[Failure] = []
+    not_evaluated: dict[str, list[str]] = {}
+    for _, lines in groups:
+        for line in lines:
+            for i, cell in enumerate(line.cells):
+                reason = _one_line(cell.reason or "")
+                if cell.status == "fail" and reason.startswith(
+                    (UNAVAILABLE_PREFIX, BLOCKED_PREFIX)
+                ):
+                    not_evaluated.setdefault(scenarios[i], []).append(line.check_id)
+                elif cell.status in ("fail", "absent"):
+                    failures.append(Failure(scenarios[i], line.check_id, reason, cell.location))
     reruns = tuple(
         (r["scenario"], rerun_command(harness, r["scenario"], timeout_s, configs))
         for r in results
@@ -144,7 +155,8 @@ def harness_table(
         verdicts=tuple(r["verdict"] for r in results),
         process=tuple(_process(r) for r in results),
         groups=tuple(groups),
-        failures=failures,
+        failures=tuple(failures),
+        not_evaluated=tuple((k, tuple(v)) for k, v in not_evaluated.items()),
         reruns=reruns,
     )
 
@@ -192,11 +204,14 @@ def render_markdown(report: Report) -> str:
             + " · ".join(f"{s} {p}" for s, p in zip(table.scenarios, table.process, strict=True)),
             "",
         ]
-        if table.failures:
+        if table.failures or table.not_evaluated:
             lines += ["### Failing checks", ""]
             for f in table.failures:
                 where = f" (first failing location `{f.location}`)" if f.location else ""
                 lines.append(f"- {f.scenario} · `{f.check_id}`: {_md(f.reason)}{where}")
+            for scenario, ids in table.not_evaluated:
+                listed = ", ".join(f"`{i}`" for i in ids)
+                lines.append(f"- {scenario} · {NOT_EVALUATED.format(n=len(ids))}: {listed}")
             lines.append("")
         if table.reruns:
             lines += ["### Rerun", ""]
@@ -243,6 +258,12 @@ def _table_html(table: HarnessTable) -> str:
         + "</li>"
         for f in table.failures
     )  # fmt: skip
+    failures += "".join(
+        f"<li>{e(scenario)} · {e(NOT_EVALUATED.format(n=len(ids)))}: "
+        + ", ".join(f"<code>{e(i)}</code>" for i in ids)
+        + "</li>"
+        for scenario, ids in table.not_evaluated
+    )
     reruns = "".join(
         f"<li>{e(scenario)}: <code>{e(command)}</code></li>" for scenario, command in table.reruns
     )

@@ -43,6 +43,8 @@ RESULTS = [
         "late",
         [
             _row("calls.timing", "schema", "fail", "needs clocks"),
+            _row("calls.order", "semantic", "fail", "blocked by calls.timing; ordered clocks"),
+            _row("calls.owner", "semantic", "fail", "required input is unavailable; an owner"),
             _row("x", "semantic", "not_applicable"),
         ],
     ),
@@ -82,6 +84,16 @@ def test_markdown_keeps_process_status_apart_and_explains_failures() -> None:
     assert "- normal · `tool.status`: retained tool status &#124; differs" in text
     assert "(first failing location `$.ng_trajectory.model_calls[0].started_at`)" in text
     assert "gym-assets conformance run --harness pi --scenario error --timeout 30" in text
+
+
+def test_consequential_failures_are_one_line_after_their_cause() -> None:
+    text = render_markdown(_report())
+    assert "- late · `calls.timing`: needs clocks" in text
+    assert "`calls.order`: blocked" not in text
+    assert (
+        "- late · 2 checks not evaluated (their input is unavailable or a prerequisite failed): "
+        "`calls.order`, `calls.owner`"
+    ) in text
 
 
 def test_html_is_self_contained_and_has_the_same_cells() -> None:
