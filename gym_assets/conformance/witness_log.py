@@ -35,10 +35,10 @@ class WitnessLog:
         self.path = Path(path)
         self._lock = FileLock(str(self.path) + ".lock")
 
-    def create(self, **extra: Any) -> None:
-        """Start an empty witness (``extra``: settings recorded beside it, e.g. the scenario)."""
+    def create(self) -> None:
+        """Start an empty witness."""
         with self._lock:
-            write_witness(self.path, Witness(extra=extra))
+            write_witness(self.path, Witness())
 
     def read(self) -> Witness:
         witness = load_witness(self.path)
