@@ -160,7 +160,8 @@ def run_suite(
     """Run the suite into ``output`` (see the module docstring). ``config`` is the resolved
     configs tree holding the ``harnesses:`` registry; ``harnesses`` empty means all of them."""
     check_timeout(timeout_s)
-    jobs = jobs or os.cpu_count() or 1
+    if jobs is None:
+        jobs = os.cpu_count() or 1
     if jobs < 1:
         raise UserError(f"--jobs must be at least 1, got {jobs}")
     registry = load_harnesses(config)

@@ -33,10 +33,11 @@ def test_an_existing_output_exits_2_and_is_left_alone(tmp_path: Path, capsys) ->
     assert "already exists" in capsys.readouterr().err
 
 
-def test_an_unknown_harness_or_scenario_exits_2(tmp_path: Path) -> None:
+def test_an_unknown_harness_or_scenario_or_no_jobs_exits_2(tmp_path: Path) -> None:
     assert _run("--output", str(tmp_path / "a"), "--harness", "nope") == 2
     assert _run("--output", str(tmp_path / "b"), "--scenario", "nope") == 2
-    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+    assert _run("--output", str(tmp_path / "c"), "--jobs", "0") == 2
+    assert not any((tmp_path / name).exists() for name in "abc")
 
 
 def test_output_is_required_without_list_scenarios(capsys) -> None:
