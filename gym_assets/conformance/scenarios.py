@@ -4,7 +4,7 @@ A scenario is what the scripted provider and the conformance resources server pr
 one episode; it never reaches the harness (the task the harness sees is only the prompt of
 :func:`task_input`). Applicability of checks comes from the scenario alone (:meth:`scope`),
 never from what a harness happened to save. Stdlib only: ``--list-scenarios`` prints the
-manifest without loading the checks.
+manifest without loading the checks (``scope`` is a plain dataclass too).
 """
 
 from __future__ import annotations
@@ -13,21 +13,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from gym_assets.conformance.scope import EvidenceScope
 from gym_assets.errors import UserError
 
 SUITE_ID = "harness-p0-probes/v1"
 ALL_EVIDENCE = tuple(f"TE-{n}" for n in range(1, 10))
 FINAL_ANSWER = "CONFORMANCE_DONE"
 PROMPT = f"Run the requested shell checks, then report {FINAL_ANSWER}."
-
-
-@dataclass(frozen=True)
-class Scope:
-    """Which evidence classes a scenario puts in scope (reference §2.3)."""
-
-    tools: bool
-    verifier: bool
-    steps: bool
 
 
 @dataclass(frozen=True)
@@ -46,8 +38,11 @@ class Scenario:
     steps: bool = True
     health_expectations: Mapping[str, str] = field(default_factory=dict)
 
-    def scope(self) -> Scope:
-        return Scope(tools=self.tool_steps > 0, verifier=not self.terminal_error, steps=self.steps)
+    def scope(self) -> EvidenceScope:
+        """Which evidence classes the scenario puts in scope (reference §2.3)."""
+        return EvidenceScope.for_scenario(
+            tool_steps=self.tool_steps, terminal_error=self.terminal_error, steps=self.steps
+        )
 
     def status_for(self, attempt: int) -> int:
         """The HTTP status the provider answers the ``attempt``-th tool-carrying request with."""

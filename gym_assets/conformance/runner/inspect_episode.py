@@ -45,7 +45,6 @@ from gym_assets.conformance.runner.layout import (
 )
 from gym_assets.conformance.runner.supervise import Execution
 from gym_assets.conformance.scenarios import Scenario
-from gym_assets.conformance.scope import EvidenceScope
 from gym_assets.conformance.witness import load_witness
 from gym_assets.errors import UserError
 from gym_assets.io import atomic_write_text
@@ -109,11 +108,6 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _scope(scenario: Scenario) -> EvidenceScope:
-    scope = scenario.scope()
-    return EvidenceScope(tools=scope.tools, verifier=scope.verifier, steps=scope.steps)
-
-
 def _delivery(directory: Path, record: Any) -> Literal["rollout", "failure_record", "missing"]:
     if record is not None:
         return "rollout"
@@ -142,7 +136,7 @@ def write_health_reports(directory: Path, inputs: list[HealthInput]) -> Path:
 
 
 def _te_summary(rows: tuple[Row, ...], scenario: Scenario) -> dict[str, dict[str, str]]:
-    scope = _scope(scenario)
+    scope = scenario.scope()
     every = te_verdicts(rows, scope)
     artifact = te_verdicts((r for r in rows if r.kind in (Kind.SCHEMA, Kind.SEMANTIC)), scope)
     return {
@@ -184,7 +178,7 @@ def _inspect(directory: Path, scenario: Scenario, execution: Execution) -> Scena
     record = select_record(rows)
     inputs = list(read_health_inputs(directory))
     health_report = write_health_reports(directory, inputs)
-    scope = _scope(scenario)
+    scope = scenario.scope()
     checked = check_record(
         record,
         scope,
