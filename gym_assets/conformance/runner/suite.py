@@ -145,6 +145,19 @@ def episode_command(
     return argv + (["--allow-unsandboxed"] if unsandboxed else [])
 
 
+def episode_line(done: int, total: int, harness: str, result: ScenarioResult) -> str:
+    """The progress line of one finished episode: where the run is, and what it found."""
+    execution = result.execution
+    how = (
+        "timed out"
+        if execution.timed_out
+        else f"exit {execution.returncode}"
+        if execution.failed
+        else result.verdict.replace("_", " ")
+    )
+    return f"[{done}/{total}] {harness}: {result.scenario}: {how} ({execution.seconds:.1f} s)"
+
+
 def run_suite(
     config: Mapping[str, Any],
     *,
@@ -191,20 +204,26 @@ def run_suite(
             json.dumps(suite_document(selected, timeout_s), indent=2, sort_keys=True) + "\n",
         )
 
+        work = [(h, s) for h in selected.values() for s in chosen]
+        done = [0]
+        saying = threading.Lock()  # episodes finish on several threads; one line at a time
+
         def episode(job: tuple[Harness, Scenario]) -> ScenarioResult:
             harness, scenario = job
             directory = output / harness.name / scenario.name
             directory.mkdir(parents=True)
-            say(f"{harness.name}: {scenario.name}")
             execution = supervise(
                 episode_command(harness, scenario, directory, timeout_s, allow_unsandboxed),
                 log_path=directory / LOG_FILE,
                 deadline_s=timeout_s + SUPERVISION_GRACE_S,
                 stop=stop,
             )
-            return inspect_episode(directory, scenario, execution)
+            result = inspect_episode(directory, scenario, execution)
+            with saying:
+                done[0] += 1
+                say(episode_line(done[0], len(work), harness.name, result))
+            return result
 
-        work = [(h, s) for h in selected.values() for s in chosen]
         pool = ThreadPoolExecutor(max_workers=min(jobs, len(work)))
         try:
             finished = list(pool.map(episode, work))
