@@ -115,6 +115,16 @@ class SessionBook(Generic[S]):
         self._closed[session_id] = _Closed(owner, copy.deepcopy(receipt), expires)
         return receipt
 
+    def owned_state(self, session_id: str, episode_id: str) -> S | None:
+        """The open session's state if ``episode_id`` owns it, None when it is not open; a
+        session of another episode is a conflict (checked before a close stops anything)."""
+        current = self._open.get(session_id)
+        if current is None:
+            return None
+        if current.binding.get("episode_id") != episode_id:
+            raise SessionConflict(f"session {session_id!r} belongs to another episode")
+        return current.state
+
     def is_open(self, session_id: str) -> bool:
         return session_id in self._open
 

@@ -230,10 +230,12 @@ def test_deadline_gives_a_retryable_failure_that_keeps_partial_work(
     assert failure.failure_reason == "Episode timed out" and failure.terminal is False
     partial = failure.model_extra["partial_response"]
     assert [item["type"] for item in partial["output"]] == ["function_call", "function_call_output"]
-    assert partial["metadata"]["ng_termination_reason"] == "interrupted"
+    # The episode deadline stops the agent through its close: a stop requested by close.
+    assert partial["metadata"]["ng_termination_reason"] == "cancelled"
     records = failure.model_extra["ng_agent_observations"]["records"]
     invocation = next(r for r in records if r["kind"] == "agent_invocation")
     assert invocation["status"] == "incomplete" and len(invocation["model_calls"]) == 1
+    assert invocation["error_type"] == "cancelled"
     assert [r["tool_name"] for r in records if r["kind"] == "tool_call"] == ["calculate"]
 
 

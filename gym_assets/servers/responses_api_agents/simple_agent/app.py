@@ -25,16 +25,21 @@ from pydantic import Field
 
 from gym_assets.conformance.evidence import ToolStatus
 from gym_assets.rollouts.contracts import GatewayHandle, ResourcesServer
-from gym_assets.rollouts.episodes.agents import AgentSession, SessionAgent, ToolGrant
+from gym_assets.rollouts.episodes.agents import (
+    ActivationSettings,
+    AgentSession,
+    SessionAgent,
+    ToolGrant,
+)
 from gym_assets.rollouts.episodes.legacy import episode_id_of, episode_request_of
-from gym_assets.rollouts.episodes.model_calls import ModelSettings, add_usage
+from gym_assets.rollouts.episodes.model_calls import add_usage
 from gym_assets.rollouts.episodes.observations import Invocation
 from gym_assets.rollouts.episodes.resources import ToolFailed
 
 LEGACY_TASKSET = "legacy"
 
 
-class Settings(ModelSettings):
+class Settings(ActivationSettings):
     max_steps: int | None = Field(default=None, ge=1, strict=True)
 
 

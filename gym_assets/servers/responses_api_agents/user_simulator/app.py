@@ -14,8 +14,7 @@ from typing import Any
 from openai import AsyncOpenAI
 
 from gym_assets.rollouts.contracts import GatewayHandle, ResourcesServer
-from gym_assets.rollouts.episodes.agents import AgentSession, SessionAgent
-from gym_assets.rollouts.episodes.model_calls import ModelSettings
+from gym_assets.rollouts.episodes.agents import ActivationSettings, AgentSession, SessionAgent
 from gym_assets.rollouts.episodes.observations import Invocation
 
 STOP_MARKER = "###STOP###"
@@ -57,4 +56,4 @@ def create(
     gateway: GatewayHandle,
     resources: ResourcesServer | None,
 ) -> UserSimulator:
-    return UserSimulator(name, gateway, ModelSettings.model_validate(dict(settings)))
+    return UserSimulator(name, gateway, ActivationSettings.model_validate(dict(settings)))
