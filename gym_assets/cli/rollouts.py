@@ -101,6 +101,11 @@ def _summary(result: RunResult) -> None:
         print(f"masked by kind  : {kinds}")
     files = result.files
     print()
+    harness = result.harness
+    print(
+        f"harness            : {harness['harness']} ({harness['kind']}, interface "
+        f"{harness['interface']}, runtime {harness['runtime_version']})"
+    )
     print(f"records            : {files.records}")
     print(f"failures           : {files.failures}")
     print(f"materialized inputs: {files.materialized_inputs}")
@@ -138,7 +143,7 @@ def _rollouts(args: argparse.Namespace) -> int:
         parser.error("--script FILE goes with --upstream scripted (and is required by it)")
     script = None if args.script is None else load_script(args.script)  # before products
     catalog = load_catalog(settings.configs_root(args.configs), settings.data_root(args.data_root))
-    harness = get_harness(load_harnesses(catalog.loaded.data), args.harness)
+    harness = get_harness(load_harnesses(catalog.loaded), args.harness)
     check_run_dir(catalog, Path(args.out), args.resume)
     ensure_products(catalog, catalog.get(args.benchmark).name, _say)
     options = RunOptions(

@@ -97,7 +97,7 @@ def main(defs: dg.Definitions) -> int:
     catalog = workspace.catalog()
     names = catalog.names()
     _add_partitions(instance, BENCHMARK, names)
-    _add_partitions(instance, HARNESS, list(load_harnesses(catalog.loaded.data)))
+    _add_partitions(instance, HARNESS, list(load_harnesses(catalog.loaded)))
     job = defs.resolve_job_def(DEMO_JOB)
     rows: list[list[str]] = []
     ok = True

@@ -4,6 +4,14 @@ A harness is the program that talks to the model and executes tools. Running a b
 a harness swaps the agent *implementation* of the benchmark's agent instance; the instance name,
 its resources server and its model server stay, so records keep their ``agent_ref``.
 
+Two kinds: ``builtin`` names an agent implementation of this package; ``command`` is any
+program, run by the ``command_agent`` implementation with the contract of docs/harnesses.md.
+``interface`` says how episodes reach the agent (the conformance reference §4.3): ``session``
+(seed, activate and close through the environment server) is preferred; an agent without
+session handlers (inherited ones count) falls back to ``legacy_run``, the ``/run`` relay. The
+choice is made from the implementation, before anything runs, so a failure while seeding,
+activating or closing is that episode's failure and never switches the interface.
+
 The upstream says where the model gateway gets its answers: ``reference`` (each task's reference
 solution; offline), ``scripted`` (one script for every rollout; offline) or ``openai`` (any
 OpenAI-compatible server). An API key is never part of this config: only the *name* of the
@@ -14,29 +22,95 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
+import sys
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from gym_assets.config.locate import did_you_mean, locator_of
-from gym_assets.config.model import AGENTS, attributed_agent, server_instances
+from gym_assets.config.model import AGENTS, ENVIRONMENTS, attributed_agent, server_instances
 from gym_assets.errors import ConfigError, UserError
 from gym_assets.modes import UpstreamMode
+from gym_assets.plans.provenance import gym_version
+from gym_assets.rollouts.episodes.launch import version_of
+from gym_assets.rollouts.episodes.registry import agent_class
 
 HARNESSES_KEY = "harnesses"
+COMMAND_AGENT = "command_agent"
+LEGACY_RELAY = "legacy_agent"
+SESSION_HANDLERS = ("seed_session", "activate", "close_session")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# Placeholders a command template may use, filled when the registry is loaded: the
+# interpreter running gym-assets, and the directory of the file that defines the harness.
+_PLACEHOLDERS = ("{python}", "{config_dir}")
+
+Interface = Literal["session", "legacy_run"]
 
 
 class Harness(BaseModel):
-    """One registry entry. Only built-in agents exist so far (``kind: builtin``)."""
+    """One registry entry.
+
+    ``builtin``: ``agent_implementation`` names the agent. ``command``: ``command`` is the argv
+    (placeholders ``{python}`` and ``{config_dir}``, filled when the registry is loaded);
+    ``version`` pins the runtime version recorded in metadata (default: the program's answer
+    to ``--version``); ``timeout_s`` is the program's wall time per activation.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str
-    kind: Literal["builtin"]
+    kind: Literal["builtin", "command"]
+    interface: Interface = "session"
     agent_implementation: str = Field(min_length=1)
+    command: tuple[str, ...] = ()
+    version: str | None = Field(default=None, min_length=1)
+    timeout_s: float = Field(default=600.0, gt=0, allow_inf_nan=False)
     description: str = ""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _command_agent(cls, data: Any) -> Any:
+        if isinstance(data, Mapping) and data.get("kind") == "command":
+            if data.get("agent_implementation", COMMAND_AGENT) != COMMAND_AGENT:
+                raise ValueError("a command harness runs its command; drop agent_implementation")
+            return {**data, "agent_implementation": COMMAND_AGENT}
+        return data
+
+    @model_validator(mode="after")
+    def _kind_fields(self) -> Harness:
+        if self.kind == "builtin":
+            if self.command or self.version is not None:
+                raise ValueError("command and version belong to a command harness")
+            return self
+        if not self.command or not all(self.command):
+            raise ValueError("a command harness needs a non-empty argv list `command: [...]`")
+        for arg in self.command:
+            if re.search(r"\{[^}]*\}", arg):
+                raise ValueError(
+                    f"command argument {arg!r} has an unknown placeholder (only "
+                    f"{', '.join(_PLACEHOLDERS)}; the episode's values come in the environment)"
+                )
+        return self
+
+
+def _filled(entry: Mapping[str, Any], config_dir: Path | None) -> dict[str, Any]:
+    """The entry with its command's placeholders filled (relative to ``config_dir``)."""
+    command = entry.get("command")
+    if entry.get("kind") != "command" or not isinstance(command, list):
+        return dict(entry)
+    where = str(config_dir if config_dir is not None else Path.cwd())
+    values = {"{python}": sys.executable, "{config_dir}": where}
+    filled = []
+    for arg in command:
+        text = str(arg)
+        for placeholder, value in values.items():
+            text = text.replace(placeholder, value)
+        filled.append(text)
+    return {**entry, "command": filled}
 
 
 def load_harnesses(config: Mapping[str, Any]) -> dict[str, Harness]:
@@ -56,8 +130,12 @@ def load_harnesses(config: Mapping[str, Any]) -> dict[str, Harness]:
                 f"harness '{name}' must be a mapping with kind and agent_implementation.",
                 **locate(HARNESSES_KEY, name),
             )
+        where = locate(HARNESSES_KEY, name).get("path")
+        config_dir = Path(where).resolve().parent if where is not None else None
         try:
-            registry[str(name)] = Harness.model_validate({**entry, "name": str(name)})
+            registry[str(name)] = Harness.model_validate(
+                {**_filled(entry, config_dir), "name": str(name)}
+            )
         except ValidationError as exc:
             error = exc.errors()[0]
             where = ".".join(str(part) for part in error["loc"])
@@ -129,15 +207,92 @@ class Upstream(BaseModel):
         return value
 
 
+@dataclass(frozen=True)
+class ResolvedHarness:
+    """A harness as a run uses it: the interface chosen and the runtime version it runs."""
+
+    harness: Harness
+    interface: Interface
+    runtime_version: str
+
+    def metadata(self) -> dict[str, str]:
+        return {
+            "harness": self.harness.name,
+            "kind": self.harness.kind,
+            "interface": self.interface,
+            "runtime_version": self.runtime_version,
+        }
+
+
+def resolve_interface(harness: Harness) -> Interface:
+    """``session`` when asked for and the agent has every session handler (inherited ones
+    count), else the legacy ``/run`` relay when the agent has a ``run``; neither is refused."""
+    cls = agent_class(harness.agent_implementation)
+    if harness.interface == "session" and all(
+        callable(getattr(cls, handler, None)) for handler in SESSION_HANDLERS
+    ):
+        return "session"
+    if callable(getattr(cls, "run", None)):
+        return "legacy_run"
+    missing = (
+        f"session handlers ({', '.join(SESSION_HANDLERS)}) nor a legacy run"
+        if harness.interface == "session"
+        else "legacy run"
+    )
+    raise UserError(
+        f"harness '{harness.name}': agent implementation '{harness.agent_implementation}' has "
+        f"no {missing}; pick another implementation or interface"
+    )
+
+
+def runtime_version(harness: Harness) -> str:
+    """The configured ``version``; else a builtin's is the package's, a command's is the first
+    line its program prints for ``--version`` (a program that cannot answer is refused)."""
+    if harness.version is not None:
+        return harness.version
+    if harness.kind == "builtin":
+        return f"gym-assets {gym_version()}"
+    shown = " ".join([*harness.command, "--version"])
+    try:
+        version = version_of(harness.command)
+    except (OSError, subprocess.SubprocessError) as exc:
+        said = getattr(exc, "stderr", None) or b""
+        last = said.decode(errors="replace").strip().splitlines()[-1:] if said else []
+        raise UserError(
+            f"harness '{harness.name}': `{shown}` failed ({type(exc).__name__}"
+            f"{': ' + last[0] if last else ''}); fix the command or pin the runtime with "
+            "`version:` in the harness entry"
+        ) from None
+    if not version:
+        raise UserError(
+            f"harness '{harness.name}': `{shown}` printed nothing; make the program print its "
+            "version or pin it with `version:` in the harness entry"
+        )
+    return version
+
+
+def resolve(harness: Harness) -> ResolvedHarness:
+    """Interface and runtime version, settled before a run writes anything."""
+    return ResolvedHarness(harness, resolve_interface(harness), runtime_version(harness))
+
+
 def with_harness(
-    config: Mapping[str, Any], harness: Harness, environment_servers: Iterable[str]
+    config: Mapping[str, Any],
+    harness: Harness,
+    environment_servers: Iterable[str],
+    *,
+    episodes_dir: Path | None = None,
 ) -> tuple[dict[str, Any], list[str]]:
     """The config with the agent each server's results belong to running ``harness``, and the
     servers that credit no single agent (their agents run as configured).
 
-    Only the implementation changes; the instance keeps its name and settings. Agents a server
-    merely talks to (e.g. a simulated user) are left alone. The input is not modified.
+    Only the implementation changes; the instance keeps its name and settings (a command
+    harness adds its command, wall time and, with ``episodes_dir``, where its activation
+    directories go). With the ``legacy_run`` interface the server becomes a ``legacy_agent``
+    relay in front of the agent. Agents a server merely talks to (e.g. a simulated user) are
+    left alone. The input is not modified.
     """
+    legacy = resolve_interface(harness) == "legacy_run"
     data = dict(config)
     instances = server_instances(config)
     unchanged = []
@@ -146,8 +301,19 @@ def with_harness(
         if agent is None or agent not in instances:
             unchanged.append(server)
             continue
-        settings = instances[agent].config
-        data[agent] = {**config[agent], AGENTS: {harness.agent_implementation: dict(settings)}}
+        settings = dict(instances[agent].config)
+        if harness.kind == "command":
+            settings |= {
+                "command": list(harness.command),
+                "harness": harness.name,
+                "wall_time_s": harness.timeout_s,
+            }
+            if episodes_dir is not None:
+                settings["episodes_dir"] = str(episodes_dir)
+        data[agent] = {**config[agent], AGENTS: {harness.agent_implementation: settings}}
+        if legacy:
+            relay = {"agent_server": {"type": AGENTS, "name": agent}}
+            data[server] = {ENVIRONMENTS: {LEGACY_RELAY: relay}}
     return data, unchanged
 
 

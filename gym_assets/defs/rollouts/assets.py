@@ -53,6 +53,7 @@ def _metadata(result: RunResult) -> dict[str, dg.MetadataValue]:
         "failures": dg.MetadataValue.path(str(files.failures)),
         "materialized_inputs": dg.MetadataValue.path(str(files.materialized_inputs)),
         "aggregate_metrics": dg.MetadataValue.path(str(files.aggregate_metrics)),
+        "harness": dg.MetadataValue.json(result.harness),
     }
     for name, value in (("reward_mean", totals.reward_mean), ("pass@1", totals.pass_at_1)):
         if value is not None:
@@ -86,7 +87,7 @@ def rollouts(
     benchmark, harness_name = dimensions(context.partition_key)
     try:
         catalog = workspace.catalog()
-        harness = get_harness(load_harnesses(catalog.loaded.data), harness_name)
+        harness = get_harness(load_harnesses(catalog.loaded), harness_name)
         result = run_rollouts(
             catalog,
             benchmark,

@@ -26,7 +26,7 @@ def config_change_sensor(
 ) -> dg.SensorResult | dg.SkipReason:
     previous: dict[str, str] = json.loads(context.cursor) if context.cursor else {}
     catalog = workspace.catalog()
-    _add_harness_partitions(context.instance, list(load_harnesses(catalog.loaded.data)))
+    _add_harness_partitions(context.instance, list(load_harnesses(catalog.loaded)))
     current = catalog_fingerprints(catalog)
     known = set(context.instance.get_dynamic_partitions(BENCHMARK))
     new_partitions = sorted(name for name in current if name not in known)

@@ -55,7 +55,7 @@ from gym_assets.rollouts.collection.plan_gate import PlanGate
 from gym_assets.rollouts.collection.progress import Progress
 from gym_assets.rollouts.contracts import EnvironmentServer, ResourcesServer, Step
 from gym_assets.rollouts.episodes.registry import build_environment, build_resources
-from gym_assets.rollouts.harnesses import Harness, Upstream, with_harness
+from gym_assets.rollouts.harnesses import Harness, Upstream, resolve, with_harness
 from gym_assets.sandbox import SandboxPolicy
 from gym_assets.tasks.catalog import Benchmark, Catalog
 from gym_assets.tasks.pipeline import collated_path
@@ -90,6 +90,7 @@ class RunResult:
     metrics: list[dict[str, Any]]  # one entry per environment server
     drifted: list[tuple[str, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    harness: dict[str, str] = field(default_factory=dict)  # name, kind, interface, version
 
     @property
     def rollouts_per_second(self) -> float:
@@ -325,6 +326,13 @@ def run_rollouts(
     if options.timeout_s is not None and options.timeout_s <= 0:
         raise UserError(f"timeout must be positive, got {options.timeout_s}")
     require_ready(upstream, options.script)
+    if harness.kind == "command" and upstream.mode == "openai" and not options.allow_unsandboxed:
+        raise UserError(
+            f"harness '{harness.name}' runs the shell commands a model chooses, and command "
+            "harnesses do not run in the sandbox yet; use an offline upstream, or accept the "
+            "risk with --allow-unsandboxed"
+        )
+    resolved = resolve(harness)
     benchmark = catalog.get(benchmark_name)
     plan = load_plan(catalog.layout.plan_path(benchmark.name))
     files = RunFiles(Path(out_dir))
@@ -361,4 +369,5 @@ def run_rollouts(
         metrics=metrics,
         drifted=gate.drifted(),
         notes=notes,
+        harness=resolved.metadata(),
     )

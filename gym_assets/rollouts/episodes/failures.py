@@ -39,8 +39,24 @@ class ProtocolViolation(Exception):
     """A participant answered something malformed or with the wrong identity (terminal)."""
 
 
+class ModelRequestFailed(Exception):
+    """An agent's activation ended on a failed model call, as the gateway captured it (how a
+    command harness's model failure is known: from the capture, not from its exit code)."""
+
+    def __init__(self, status_code: int | None, error_category: str | None) -> None:
+        super().__init__(
+            f"the last model call ended with HTTP {status_code} ({error_category or 'error'})"
+            if status_code is not None
+            else f"the last model call got no response ({error_category or 'error'})"
+        )
+        self.status_code = status_code
+
+
 def classify(exc: BaseException, stage: str) -> tuple[bool, str]:
     """``(terminal, failure_kind)`` of an exception raised by a dependency at ``stage``."""
+    if isinstance(exc, ModelRequestFailed):
+        status = exc.status_code
+        return status is not None and not is_retryable_status(status), "agent_request_failed"
     if isinstance(exc, openai.APIStatusError):
         return not is_retryable_status(exc.status_code), "agent_request_failed"
     if isinstance(exc, openai.APITimeoutError):

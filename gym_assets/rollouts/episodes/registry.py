@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import typing
 from collections.abc import Mapping
 from types import ModuleType
 from typing import Any
@@ -60,6 +61,19 @@ def implementation_module(kind: str, implementation: str) -> ModuleType:
                 "check the implementation key of the instance."
             ) from None
         raise
+
+
+def agent_class(implementation: str) -> type:
+    """The class an agent implementation's ``create`` returns (from its annotations), so its
+    handlers can be inspected without building it."""
+    module = implementation_module(AGENTS, implementation)
+    made = typing.get_type_hints(module.create).get("return")
+    if not isinstance(made, type):
+        raise ConfigError(
+            f"agent implementation '{implementation}': its create() must be annotated with the "
+            "class it returns"
+        )
+    return made
 
 
 class _Build:

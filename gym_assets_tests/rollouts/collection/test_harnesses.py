@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from gym_assets.config.loader import load_configs
@@ -21,8 +23,15 @@ AGENTS = "responses_api_agents"
 
 def test_the_bundled_registry():
     registry = load_harnesses(load_configs(REPO / "configs"))
-    assert list(registry) == ["simple_agent"]
+    assert list(registry) == ["simple_agent", "minimal_agent"]
     assert registry["simple_agent"].agent_implementation == "simple_agent"
+    example = registry["minimal_agent"]
+    assert example.kind == "command" and example.agent_implementation == "command_agent"
+    # placeholders filled from the interpreter and the defining file's directory
+    assert example.command == (
+        sys.executable,
+        str(REPO / "configs" / ".." / "examples" / "harnesses" / "minimal_agent.py"),
+    )
     assert load_harnesses({}) == {}
 
 
@@ -34,6 +43,14 @@ def test_the_bundled_registry():
         {"x": {"kind": "docker", "agent_implementation": "a"}},
         {"x": {"kind": "builtin"}},
         {"x": {"kind": "builtin", "agent_implementation": "a", "typo": 1}},
+        {"x": {"kind": "builtin", "agent_implementation": "a", "command": ["prog"]}},
+        {"x": {"kind": "builtin", "agent_implementation": "a", "interface": "rest"}},
+        {"x": {"kind": "command"}},
+        {"x": {"kind": "command", "command": []}},
+        {"x": {"kind": "command", "command": ["prog", ""]}},
+        {"x": {"kind": "command", "command": ["prog", "{prompt}"]}},
+        {"x": {"kind": "command", "command": ["prog"], "agent_implementation": "simple_agent"}},
+        {"x": {"kind": "command", "command": ["prog"], "timeout_s": 0}},
     ],
 )
 def test_malformed_registries_are_config_errors(block):
@@ -49,11 +66,11 @@ def test_unknown_harness_suggests_a_close_name():
 
 def test_a_harness_replaces_only_the_credited_agents_implementation():
     config = load_configs(REPO / "configs").data
-    other = Harness(name="other", kind="builtin", agent_implementation="other_agent")
+    other = Harness(name="other", kind="builtin", agent_implementation="user_simulator")
     servers = ["humaneval_environment", "support_dialogue"]
     swapped, unchanged = with_harness(config, other, servers)
-    assert list(swapped["humaneval_simple_agent"][AGENTS]) == ["other_agent"]
-    assert swapped["humaneval_simple_agent"][AGENTS]["other_agent"]["max_steps"] == 4
+    assert list(swapped["humaneval_simple_agent"][AGENTS]) == ["user_simulator"]
+    assert swapped["humaneval_simple_agent"][AGENTS]["user_simulator"]["max_steps"] == 4
     assert list(swapped["arith_simple_agent"][AGENTS]) == ["simple_agent"]  # not in the run
     assert list(config["humaneval_simple_agent"][AGENTS]) == ["simple_agent"]  # input untouched
     # a server with a simulated user and an assistant credits no single agent: left as is

@@ -1,0 +1,254 @@
+"""Launching a command harness: the one place that builds its argv, environment and cwd, and
+the supervision of the process tree it starts.
+
+A command harness executes shell commands a model chose, so it gets nothing it does not need:
+an environment built from scratch (the contract's variables, ``PATH``, a private ``HOME``, XDG
+and temp directories; no variable of the parent, so no key or token), stdin closed, stdout and
+stderr in the episode's log, its own session and process group. ``launch_of`` is where issue
+12's sandbox will wrap the argv (a network route to the gateway only); nothing else builds one.
+
+Supervision records every descendant (pid and start time, from ``/proc``) while the program
+runs, because a CLI may start its own sessions and leave its group; when the program exits,
+or its caller is cancelled (a deadline, a close), the group and every recorded descendant
+still alive get SIGTERM, then SIGKILL after a grace period.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import subprocess
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+# The contract's variables (docs/harnesses.md); the names are part of the stable interface.
+BASE_URL = "GYM_BASE_URL"
+MODEL = "GYM_MODEL"
+MODEL_SERVER = "GYM_MODEL_SERVER"
+API_KEY = "GYM_API_KEY"
+PROMPT = "GYM_PROMPT"
+REQUEST_PATH = "GYM_REQUEST_PATH"
+WORKDIR = "GYM_WORKDIR"
+OBSERVATIONS_PATH = "GYM_OBSERVATIONS_PATH"
+RESPONSE_PATH = "GYM_RESPONSE_PATH"
+INVOCATION_ID = "GYM_INVOCATION_ID"
+DUMMY_API_KEY = "gym-assets-local"  # the gateway needs no key; real keys stay upstream
+
+POLL_SECONDS = 0.1
+TERMINATE_GRACE_SECONDS = 2.0
+VERSION_TIMEOUT_SECONDS = 10.0
+
+
+@dataclass(frozen=True)
+class EpisodeFiles:
+    """One activation's directory: the program's cwd, its private home, its log, and the
+    files it reads (the request) and writes (observations, optional final response)."""
+
+    root: Path
+
+    @property
+    def workdir(self) -> Path:
+        return self.root / "workspace"
+
+    @property
+    def home(self) -> Path:
+        return self.root / "home"
+
+    @property
+    def log(self) -> Path:
+        return self.root / "episode.log"
+
+    @property
+    def request(self) -> Path:
+        return self.root / "request.json"
+
+    @property
+    def observations(self) -> Path:
+        return self.root / "observations.json"
+
+    @property
+    def response(self) -> Path:
+        return self.root / "response.json"
+
+    def create(self) -> EpisodeFiles:
+        """Make the directories; an existing activation directory is refused (stale files
+        must never pass for this activation's output)."""
+        self.root.mkdir(parents=True, exist_ok=False)
+        for directory in (self.workdir, self.home / "tmp"):
+            directory.mkdir(parents=True)
+        return self
+
+
+def base_environment(home: Path) -> dict[str, str]:
+    """What any program needs and nothing else: ``PATH``, a UTF-8 locale, a private home."""
+    return {
+        "PATH": os.environ.get("PATH") or os.defpath,
+        "LANG": "C.UTF-8",
+        "HOME": str(home),
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "XDG_CACHE_HOME": str(home / ".cache"),
+        "XDG_DATA_HOME": str(home / ".local" / "share"),
+        "XDG_STATE_HOME": str(home / ".local" / "state"),
+        "TMPDIR": str(home / "tmp"),
+    }
+
+
+@dataclass(frozen=True)
+class Launch:
+    argv: tuple[str, ...]
+    env: Mapping[str, str]
+    cwd: Path
+    log: Path
+
+
+def launch_of(
+    command: Sequence[str],
+    files: EpisodeFiles,
+    *,
+    base_url: str,
+    model: str,
+    model_server: str,
+    prompt: str,
+    invocation_id: str,
+) -> Launch:
+    """The argv, environment and cwd of one activation (the contract of docs/harnesses.md)."""
+    env = {
+        **base_environment(files.home),
+        BASE_URL: base_url,
+        MODEL: model,
+        MODEL_SERVER: model_server,
+        API_KEY: DUMMY_API_KEY,
+        PROMPT: prompt,
+        REQUEST_PATH: str(files.request),
+        WORKDIR: str(files.workdir),
+        OBSERVATIONS_PATH: str(files.observations),
+        RESPONSE_PATH: str(files.response),
+        INVOCATION_ID: invocation_id,
+        # The names off-the-shelf OpenAI clients read, pointing at the same gateway.
+        "OPENAI_BASE_URL": base_url,
+        "OPENAI_API_KEY": DUMMY_API_KEY,
+    }
+    return Launch(tuple(command), env, files.workdir, files.log)
+
+
+async def supervise(launch: Launch) -> int:
+    """Run the launch to its exit and return its exit code; the process tree never outlives
+    this call (cancelling it stops the program)."""
+    with open(launch.log, "ab") as log:
+        process = await asyncio.create_subprocess_exec(
+            *launch.argv,
+            env=dict(launch.env),
+            cwd=launch.cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    tracked: dict[int, int] = {}
+    try:
+        while True:
+            tracked.update(descendants(process.pid))
+            with contextlib.suppress(TimeoutError):
+                return await asyncio.wait_for(asyncio.shield(process.wait()), POLL_SECONDS)
+    finally:
+        await asyncio.shield(_stop_tree(process, tracked))
+
+
+async def _stop_tree(process: asyncio.subprocess.Process, tracked: dict[int, int]) -> None:
+    if process.returncode is None:
+        tracked.update(descendants(process.pid))
+    _signal_tree(process, tracked, signal.SIGTERM)
+    waited = 0.0
+    while waited < TERMINATE_GRACE_SECONDS and (
+        process.returncode is None or _alive(tracked) or _group_alive(process.pid)
+    ):
+        await asyncio.sleep(POLL_SECONDS)
+        waited += POLL_SECONDS
+    _signal_tree(process, tracked, signal.SIGKILL)
+    await process.wait()
+
+
+def _signal_tree(
+    process: asyncio.subprocess.Process, tracked: Mapping[int, int], sig: signal.Signals
+) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, sig)  # the group is named after the leader, even once it exited
+    for pid in _alive(tracked):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, sig)
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+def _alive(tracked: Mapping[int, int]) -> list[int]:
+    """The recorded descendants still running as the same process (start time matches)."""
+    return [pid for pid, started in tracked.items() if _stat(pid) == (started, False)]
+
+
+def _stat(pid: int) -> tuple[int, bool] | None:
+    """(start time, is a zombie) of ``pid`` from ``/proc``; None when it is gone."""
+    fields = _stat_fields(pid)
+    if fields is None:
+        return None
+    return int(fields[19]), fields[0] == "Z"
+
+
+def _stat_fields(pid: int) -> list[str] | None:
+    """The fields of ``/proc/<pid>/stat`` after the command name (state first)."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return None
+    return text[text.rindex(")") + 2 :].split()
+
+
+def descendants(root: int) -> dict[int, int]:
+    """Every live descendant of ``root``: pid → start time (clock ticks since boot)."""
+    children: dict[int, list[int]] = {}
+    started: dict[int, int] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        fields = _stat_fields(int(entry.name))
+        if fields is None:
+            continue
+        pid = int(entry.name)
+        children.setdefault(int(fields[1]), []).append(pid)
+        started[pid] = int(fields[19])
+    found: dict[int, int] = {}
+    stack = list(children.get(root, []))
+    while stack:
+        pid = stack.pop()
+        if pid not in found:
+            found[pid] = started[pid]
+            stack.extend(children.get(pid, []))
+    return found
+
+
+def version_of(command: Sequence[str]) -> str:
+    """The first line the program prints for ``--version``, run with a scrubbed environment
+    in a throwaway home; ``OSError``/``subprocess`` errors propagate to the caller."""
+    with tempfile.TemporaryDirectory(prefix="gym-harness-version-") as home:
+        (Path(home) / "tmp").mkdir()
+        done = subprocess.run(
+            [*command, "--version"],
+            env=base_environment(Path(home)),
+            cwd=home,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=VERSION_TIMEOUT_SECONDS,
+            check=True,
+            start_new_session=True,
+        )
+    lines = [line.strip() for line in done.stdout.decode(errors="replace").splitlines()]
+    return next((line for line in lines if line), "")

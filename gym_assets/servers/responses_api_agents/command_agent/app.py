@@ -1,0 +1,175 @@
+"""The agent of ``kind: command`` harnesses: any program, run once per activation.
+
+The contract (docs/harnesses.md): the program gets the gateway's base URL, a model name, a
+dummy key, the task prompt and request, a working directory and the paths where it writes its
+``ng_agent_observations`` bundle (required) and its final Responses object (optional), all in
+a scrubbed environment (``gym_assets.rollouts.episodes.launch``). It talks to the model only
+through the gateway, which captures every exchange.
+
+What the activation returns is what the program wrote plus what the gateway captured — never
+its exit code. The response is the program's ``response.json``, or else the items its
+invocation's conversation gained after the task input. The bundle is the program's, as
+written; a missing or invalid one is an ``agent_observations_invalid`` gap, never a record
+made up on its behalf. When the gateway's last exchange of the activation failed, the
+activation failed with it (``agent_request_failed``), whatever the program claimed.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field, ValidationError
+
+from gym_assets.conformance.evidence import AgentObservations, GapCode
+from gym_assets.rollouts.contracts import GatewayHandle, ResourcesServer
+from gym_assets.rollouts.episodes.agents import ActivationSettings, AgentSession, SessionAgent
+from gym_assets.rollouts.episodes.failures import ModelRequestFailed
+from gym_assets.rollouts.episodes.launch import EpisodeFiles, launch_of, supervise
+from gym_assets.rollouts.episodes.observations import Invocation
+from gym_assets.rollouts.episodes.responses import input_items, message_text
+from gym_assets.rollouts.gateway import read_capture
+
+
+class Settings(ActivationSettings):
+    """``command``: the argv (placeholders already filled by the harness registry);
+    ``harness``: its registry name (the bundle's source when it writes none); ``episodes_dir``:
+    where activation directories go (default: a temporary directory removed at close)."""
+
+    command: list[str] = Field(min_length=1)
+    harness: str = "command"
+    episodes_dir: str | None = None
+
+
+class CommandAgent(SessionAgent):
+    source = "command_agent"
+
+    def __init__(self, name: str, settings: Settings, gateway: GatewayHandle) -> None:
+        super().__init__(name, gateway, settings)
+        self.settings = settings
+        self._reported: dict[str, list[dict[str, Any]]] = {}  # capture key → bundles
+        self._scratch: dict[str, Path] = {}  # capture key → temporary episodes dir
+
+    async def _activate(
+        self, session: AgentSession, invocation: Invocation, params: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        key = session.capture_key
+        files = EpisodeFiles(self._episodes_root(key) / key / invocation.invocation_id).create()
+        files.request.write_text(json.dumps(dict(params), ensure_ascii=False), encoding="utf-8")
+        launch = launch_of(
+            self.settings.command,
+            files,
+            base_url=self.gateway.url_for(key),
+            model=self.gateway.model_name,
+            model_server=self.gateway.model_server_name,
+            prompt=_prompt(params),
+            invocation_id=invocation.invocation_id,
+        )
+        before = len(self._captured(key))
+        try:
+            exit_code = await supervise(launch)
+        finally:  # stopped or not, what it wrote so far is its evidence
+            bundle = _bundle(files.observations, self.settings.harness)
+            self._reported.setdefault(key, []).append(bundle)
+            session.partial_response = _response(files, bundle, invocation, params)
+        calls = self._captured(key)[before:]
+        if calls and not _succeeded(calls[-1]):
+            raise ModelRequestFailed(calls[-1].get("status_code"), calls[-1].get("error_category"))
+        response = session.partial_response
+        metadata = {
+            **(response.get("metadata") or {}),
+            "ng_termination_reason": "completed",
+            "ng_harness_exit_code": str(exit_code),
+        }
+        return {**response, "metadata": metadata}
+
+    def _observations(self, session: AgentSession) -> dict[str, Any]:
+        bundles = self._reported.pop(session.capture_key, [])
+        scratch = self._scratch.pop(session.capture_key, None)
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
+        source = bundles[0]["source"] if bundles else self.settings.harness
+        merged = {
+            "source": source,
+            "records": [record for bundle in bundles for record in bundle["records"]],
+            "gaps": [gap for bundle in bundles for gap in bundle["gaps"]],
+        }
+        return AgentObservations.model_validate(merged).model_dump(mode="json")
+
+    def _episodes_root(self, key: str) -> Path:
+        if self.settings.episodes_dir is not None:
+            return Path(self.settings.episodes_dir)
+        if key not in self._scratch:
+            self._scratch[key] = Path(tempfile.mkdtemp(prefix="gym-harness-"))
+        return self._scratch[key]
+
+    def _captured(self, key: str) -> list[dict[str, Any]]:
+        return read_capture(self.gateway.capture_dir, key, include_payloads=False)["calls"]
+
+
+def _prompt(params: Mapping[str, Any]) -> str:
+    """The task's user text: every user message of the input, in order."""
+    items = input_items(params)
+    return "\n\n".join(message_text(item) for item in items if item.get("role") == "user")
+
+
+def _succeeded(call: Mapping[str, Any]) -> bool:
+    status = call.get("status_code")
+    return isinstance(status, int) and 200 <= status < 300 and call.get("error_category") is None
+
+
+def _bundle(path: Path, harness: str) -> dict[str, Any]:
+    """The program's bundle as it wrote it; missing or invalid: an empty one with a gap."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return AgentObservations.model_validate(data).model_dump(mode="json")
+    except FileNotFoundError:
+        detail = f"the harness wrote no {path.name}"
+    except (OSError, ValueError) as exc:  # ValidationError and JSON errors are ValueErrors
+        count = exc.error_count() if isinstance(exc, ValidationError) else 1
+        detail = f"{path.name} is not an ng_agent_observations bundle ({count} errors)"
+    gap = {"code": GapCode.AGENT_OBSERVATIONS_INVALID.value, "detail": detail}
+    return {"source": harness, "records": [], "gaps": [gap]}
+
+
+def _response(
+    files: EpisodeFiles,
+    bundle: Mapping[str, Any],
+    invocation: Invocation,
+    params: Mapping[str, Any],
+) -> dict[str, Any]:
+    """The program's ``response.json`` when it wrote an object with an ``output`` list; else
+    the items its invocation's conversation gained after the task input, ``completed`` when
+    the invocation says so."""
+    try:
+        written = json.loads(files.response.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        written = None
+    if isinstance(written, dict) and isinstance(written.get("output"), list):
+        return written
+    reported = next(
+        (
+            record
+            for record in bundle["records"]
+            if record.get("kind") == "agent_invocation"
+            and record.get("invocation_id") == invocation.invocation_id
+        ),
+        {},
+    )
+    output = list(reported.get("conversation") or [])[len(input_items(params)) :]
+    status = "completed" if reported.get("status") == "completed" else "incomplete"
+    return {"object": "response", "status": status, "output": output, "usage": None}
+
+
+def create(
+    name: str,
+    settings: Mapping[str, Any],
+    *,
+    gateway: GatewayHandle,
+    resources: ResourcesServer | None,
+) -> CommandAgent:
+    return CommandAgent(name, Settings.model_validate(dict(settings)), gateway)
