@@ -311,8 +311,10 @@ def with_harness(
             if episodes_dir is not None:
                 settings["episodes_dir"] = str(episodes_dir)
         data[agent] = {**config[agent], AGENTS: {harness.agent_implementation: settings}}
-        if legacy:
+        if legacy:  # the relay keeps the server's resources binding (reference scripts)
             relay = {"agent_server": {"type": AGENTS, "name": agent}}
+            bound = instances[server].config.get("resources_server")
+            relay |= {} if bound is None else {"resources_server": bound}
             data[server] = {ENVIRONMENTS: {LEGACY_RELAY: relay}}
     return data, unchanged
 

@@ -1,0 +1,220 @@
+"""Harness interfaces and runtime versions, and command harnesses in real runs (the example
+harness of docs/harnesses.md through ``run_rollouts`` with a scripted gateway)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gym_assets.conformance.checker import check_record
+from gym_assets.conformance.scope import EvidenceScope
+from gym_assets.errors import UserError
+from gym_assets.rollouts import harnesses
+from gym_assets.rollouts.collection.files import read_jsonl
+from gym_assets.rollouts.collection.run import RunOptions, RunResult, run_rollouts
+from gym_assets.rollouts.harnesses import (
+    Harness,
+    load_harnesses,
+    resolve_interface,
+    runtime_version,
+    upstream_of,
+    with_harness,
+)
+from gym_assets_tests.rollouts.collection.conftest import REPO, Products
+
+ENVIRONMENTS = "environment_servers"
+AGENTS = "responses_api_agents"
+EXAMPLE = REPO / "examples" / "harnesses" / "minimal_agent.py"
+BROKEN = Path(__file__).parents[1] / "harness_programs" / "broken_agent.py"
+# The first arith task is (483 + 446) * 88: two shell calls (the second fails), a 429 retried
+# twice and a 500 retried once, then the answer.
+SCRIPT = [
+    {"tool": "echo first > tool-0.txt; cat tool-0.txt"},
+    {"error": 429, "times": 2},
+    {"tool": "echo second; exit 7"},
+    {"error": 500, "times": 1},
+    {"text": "81752"},
+]
+
+
+class Sessions:
+    async def seed_session(self) -> None: ...
+    async def activate(self) -> None: ...
+    async def close_session(self) -> None: ...
+
+
+class InheritsSessions(Sessions):
+    pass
+
+
+class RunOnly:
+    async def run(self) -> None: ...
+
+
+class SessionsAndRun(Sessions, RunOnly):
+    pass
+
+
+@pytest.mark.parametrize(
+    ("asked", "cls", "chosen"),
+    [
+        ("session", InheritsSessions, "session"),  # inherited handlers count
+        ("session", SessionsAndRun, "session"),
+        ("session", RunOnly, "legacy_run"),  # the fallback: no session handlers
+        ("legacy_run", SessionsAndRun, "legacy_run"),
+    ],
+)
+def test_the_interface_prefers_sessions_and_falls_back_to_run(monkeypatch, asked, cls, chosen):
+    monkeypatch.setattr(harnesses, "agent_class", lambda implementation: cls)
+    harness = Harness(name="h", kind="builtin", agent_implementation="x", interface=asked)
+    assert resolve_interface(harness) == chosen
+
+
+@pytest.mark.parametrize(("asked", "cls"), [("session", object), ("legacy_run", Sessions)])
+def test_an_agent_without_the_handlers_it_needs_is_refused(monkeypatch, asked, cls):
+    monkeypatch.setattr(harnesses, "agent_class", lambda implementation: cls)
+    harness = Harness(name="h", kind="builtin", agent_implementation="x", interface=asked)
+    with pytest.raises(UserError, match="harness 'h': agent implementation 'x' has no"):
+        resolve_interface(harness)
+
+
+def test_the_bundled_agents_use_sessions(products):
+    registry = load_harnesses(products.catalog.loaded)
+    assert {name: resolve_interface(h) for name, h in registry.items()} == {
+        "simple_agent": "session",
+        "minimal_agent": "session",
+    }
+
+
+def test_legacy_run_puts_a_relay_in_front_of_the_agent(products):
+    config = products.catalog.loaded.data
+    harness = Harness(
+        name="h", kind="builtin", agent_implementation="simple_agent", interface="legacy_run"
+    )
+    swapped, _ = with_harness(config, harness, ["arith_environment"])
+    relay = {
+        "agent_server": {"type": AGENTS, "name": "arith_simple_agent"},
+        "resources_server": {"type": "resources_servers", "name": "arith_resources"},
+    }
+    assert swapped["arith_environment"] == {ENVIRONMENTS: {"legacy_agent": relay}}
+    assert "single_agent_turn_legacy" in config["arith_environment"][ENVIRONMENTS]
+
+
+def test_a_command_harness_carries_its_command_and_wall_time(products, tmp_path):
+    config = products.catalog.loaded.data
+    harness = load_harnesses(products.catalog.loaded)["minimal_agent"]
+    swapped, _ = with_harness(config, harness, ["arith_environment"], episodes_dir=tmp_path)
+    settings = swapped["arith_simple_agent"][AGENTS]["command_agent"]
+    assert settings["command"] == list(harness.command) and settings["harness"] == "minimal_agent"
+    assert settings["wall_time_s"] == harness.timeout_s == 120
+    assert settings["episodes_dir"] == str(tmp_path) and settings["max_steps"] == 6
+
+
+def _command(tmp_path: Path, source: str, **fields: Any) -> Harness:
+    path = tmp_path / "prog.py"
+    path.write_text(source)
+    return Harness(name="prog", kind="command", command=(sys.executable, str(path)), **fields)
+
+
+def test_runtime_versions(tmp_path):
+    assert runtime_version(
+        Harness(name="b", kind="builtin", agent_implementation="simple_agent")
+    ).startswith("gym-assets ")
+    assert runtime_version(_command(tmp_path, "raise SystemExit(1)", version="v9")) == "v9"
+    example = Harness(name="m", kind="command", command=(sys.executable, str(EXAMPLE)))
+    assert runtime_version(example) == "minimal_agent 1.0"
+    with pytest.raises(UserError, match=r"--version` failed \(CalledProcessError: boom\)"):
+        runtime_version(_command(tmp_path, "import sys; sys.exit('boom')"))
+    with pytest.raises(UserError, match="printed nothing"):
+        runtime_version(_command(tmp_path, ""))
+
+
+def _run(products: Products, out: Path, harness: str, script: list, **options: Any) -> RunResult:
+    products.plan("arith")
+    return run_rollouts(
+        products.catalog,
+        "arith",
+        load_harnesses(products.catalog.loaded)[harness],
+        out,
+        upstream_of(mode="scripted"),
+        RunOptions(limit=1, script=script, **options),
+    )
+
+
+def test_the_example_harness_keeps_every_attempt_and_tool(products, tmp_path):
+    result = _run(products, tmp_path / "run", "minimal_agent", SCRIPT)
+    assert result.harness == {
+        "harness": "minimal_agent",
+        "kind": "command",
+        "interface": "session",
+        "runtime_version": "minimal_agent 1.0",
+    }
+    (record,) = read_jsonl(result.files.records)
+    assert record["reward"] == 1.0
+    trajectory = record["ng_trajectory"]
+    statuses = [c["response_metadata"]["status_code"] for c in trajectory["model_calls"]]
+    assert statuses == [200, 429, 429, 200, 500, 200] and not trajectory["gaps"]
+    assert [t["status"] for t in trajectory["tool_calls"]] == ["completed", "failed"]
+    assert [t["output"] for t in trajectory["tool_calls"]] == ["first\n", "second\n"]
+    result_of = check_record(record, EvidenceScope())
+    assert result_of.verdict == "fulfilled", [c.id for c in result_of.rows if c.status == "fail"]
+
+
+def test_the_example_harness_on_a_permanent_model_error(products, tmp_path):
+    result = _run(products, tmp_path / "run", "minimal_agent", [{"error": 400, "times": 9}])
+    failures = [*read_jsonl(result.files.failures), *read_jsonl(result.files.records)]
+    kinds = {row.get("_ng_failure_kind", row.get("failure_kind")) for row in failures}
+    assert kinds == {"agent_request_failed"}
+
+
+def test_legacy_run_runs_the_agents_own_episode(products, tmp_path):
+    harness = Harness(
+        name="simple_agent", kind="builtin", agent_implementation="simple_agent",
+        interface="legacy_run",
+    )  # fmt: skip
+    products.plan("arith")
+    result = run_rollouts(
+        products.catalog,
+        "arith",
+        harness,
+        tmp_path / "run",
+        upstream_of(mode="reference"),
+        RunOptions(limit=2),
+    )
+    assert result.harness["interface"] == "legacy_run"
+    records = list(read_jsonl(result.files.records))
+    assert [r["_ng_result_type"] for r in records] == ["legacy_agent"] * 2
+    assert all(r["reward"] == 1.0 and r["ng_trajectory"]["turns"] for r in records)
+
+
+def test_a_command_harness_with_a_real_model_needs_an_explicit_opt_in(products, tmp_path):
+    products.plan("arith")
+    upstream = upstream_of(mode="openai", base_url="http://127.0.0.1:9/v1", api_key_env="K")
+    harness = load_harnesses(products.catalog.loaded)["minimal_agent"]
+    with pytest.raises(UserError, match="--allow-unsandboxed"):
+        run_rollouts(products.catalog, "arith", harness, tmp_path / "run", upstream)
+    assert not (tmp_path / "run").exists()
+
+
+def test_the_broken_harness_fails_exactly_the_ownership_checks(products, tmp_path):
+    """It drops the retried attempts (TE-8 must fail); its zeroed usage and exit code reach no
+    artifact check (token counts are the gateway's, and the usage was reported here)."""
+    broken = Harness(name="broken_agent", kind="command", command=(sys.executable, str(BROKEN)))
+    products.plan("arith")
+    result = run_rollouts(
+        products.catalog,
+        "arith",
+        broken,
+        tmp_path / "run",
+        upstream_of(mode="scripted"),
+        RunOptions(limit=1, script=SCRIPT),
+    )
+    assert result.harness["runtime_version"] == "broken_agent 0.1"
+    (record,) = read_jsonl(result.files.records)
+    failed = {c.id for c in check_record(record, EvidenceScope()).rows if c.status == "fail"}
+    assert failed == {"ownership.call_owner", "ownership.gap"}
+    gaps = record["ng_trajectory"]["gaps"]
+    assert [g["code"] for g in gaps] == ["model_call_ownership_unavailable"] * 3
