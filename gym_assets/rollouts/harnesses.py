@@ -83,8 +83,8 @@ class Harness(BaseModel):
     @model_validator(mode="after")
     def _kind_fields(self) -> Harness:
         if self.kind == "builtin":
-            if self.command or self.version is not None:
-                raise ValueError("command and version belong to a command harness")
+            if self.command or self.version is not None or "timeout_s" in self.model_fields_set:
+                raise ValueError("command, version and timeout_s belong to a command harness")
             return self
         if not self.command or not all(self.command):
             raise ValueError("a command harness needs a non-empty argv list `command: [...]`")

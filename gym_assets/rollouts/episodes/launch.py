@@ -149,11 +149,12 @@ async def supervise(launch: Launch) -> int:
             start_new_session=True,
         )
     tracked: dict[int, int] = {}
+    exited = asyncio.ensure_future(process.wait())
     try:
-        while True:
+        while not exited.done():
             tracked.update(descendants(process.pid))
-            with contextlib.suppress(TimeoutError):
-                return await asyncio.wait_for(asyncio.shield(process.wait()), POLL_SECONDS)
+            await asyncio.wait([exited], timeout=POLL_SECONDS)
+        return exited.result()
     finally:
         await asyncio.shield(_stop_tree(process, tracked))
 

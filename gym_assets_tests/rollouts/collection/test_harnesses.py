@@ -45,6 +45,7 @@ def test_the_bundled_registry():
         {"x": {"kind": "builtin", "agent_implementation": "a", "typo": 1}},
         {"x": {"kind": "builtin", "agent_implementation": "a", "command": ["prog"]}},
         {"x": {"kind": "builtin", "agent_implementation": "a", "interface": "rest"}},
+        {"x": {"kind": "builtin", "agent_implementation": "a", "timeout_s": 5}},
         {"x": {"kind": "command"}},
         {"x": {"kind": "command", "command": []}},
         {"x": {"kind": "command", "command": ["prog", ""]}},
