@@ -65,6 +65,8 @@ def test_reference_rollouts_pass_every_check(workspace, instance):
     assert meta["reward_mean"].value == 1.0 and meta["pass@1"].value == 1.0
     assert meta["outcomes"].value["measured"] == 30
     assert "| 0.9–1.0 | 30 |" in meta["reward_histogram"].value
+    harness = meta["harness"].value
+    assert harness["interface"] == "session" and harness["runtime_version"].startswith("gym-assets")
     records = Path(meta["records"].value)
     assert records == Path(workspace.data_root) / "rollouts/units/simple_agent/rollouts.jsonl"
     assert len(records.read_text().splitlines()) == 30
@@ -113,4 +115,7 @@ def test_an_upstream_failing_every_call_fails_the_masked_share_and_says_why(
 def test_config_change_sensor_adds_the_harness_partitions(workspace, instance):
     context = dg.build_sensor_context(instance=instance, resources={"workspace": workspace})
     config_change_sensor(context)
-    assert instance.get_dynamic_partitions(harness_partitions.name) == ["simple_agent"]
+    assert instance.get_dynamic_partitions(harness_partitions.name) == [
+        "simple_agent",
+        "minimal_agent",
+    ]
