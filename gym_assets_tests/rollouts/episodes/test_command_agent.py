@@ -276,3 +276,18 @@ def test_an_activation_dir_that_exists_is_refused(start_gateway, tmp_path) -> No
     root.mkdir(parents=True)
     with pytest.raises(FileExistsError):
         asyncio.run(_activate(made))
+
+
+def test_bundles_of_two_activations_that_clash_are_a_gap(start_gateway, tmp_path) -> None:
+    # The program ignores GYM_INVOCATION_ID: both activations report an invocation "root".
+    command = program(tmp_path, 'E["GYM_INVOCATION_ID"] = "root"\nbundle()\n')
+    made, _ = agent(start_gateway(ScriptedUpstream(DONE)), command, tmp_path)
+
+    async def scenario() -> dict[str, Any]:
+        await _activate(made)
+        await made.activate("as", {"input": "again"})
+        return await made.close_session("as", EPISODE)
+
+    observations = asyncio.run(scenario())["agent_observations"]
+    assert observations["records"] == []
+    assert observations["gaps"][0]["detail"].startswith("the activations' bundles do not merge")

@@ -98,7 +98,11 @@ class CommandAgent(SessionAgent):
             "records": [record for bundle in bundles for record in bundle["records"]],
             "gaps": [gap for bundle in bundles for gap in bundle["gaps"]],
         }
-        return AgentObservations.model_validate(merged).model_dump(mode="json")
+        try:
+            return AgentObservations.model_validate(merged).model_dump(mode="json")
+        except ValidationError as exc:  # e.g. two activations reusing one invocation id
+            detail = f"the activations' bundles do not merge ({exc.error_count()} errors)"
+            return _invalid(source, detail)
 
     def _episodes_root(self, key: str) -> Path:
         if self.settings.episodes_dir is not None:
@@ -132,8 +136,13 @@ def _bundle(path: Path, harness: str) -> dict[str, Any]:
     except (OSError, ValueError) as exc:  # ValidationError and JSON errors are ValueErrors
         count = exc.error_count() if isinstance(exc, ValidationError) else 1
         detail = f"{path.name} is not an ng_agent_observations bundle ({count} errors)"
+    return _invalid(harness, detail)
+
+
+def _invalid(source: str, detail: str) -> dict[str, Any]:
+    """A bundle holding only the gap that says why the program's own could not be kept."""
     gap = {"code": GapCode.AGENT_OBSERVATIONS_INVALID.value, "detail": detail}
-    return {"source": harness, "records": [], "gaps": [gap]}
+    return {"source": source, "records": [], "gaps": [gap]}
 
 
 def _response(
