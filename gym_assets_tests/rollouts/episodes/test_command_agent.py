@@ -122,7 +122,9 @@ def test_the_program_gets_the_contract_and_nothing_of_the_parent(
     }
     assert json.loads((root / "request.json").read_text()) == PARAMS
     assert sorted((root / "episode.log").read_text().splitlines()) == ["to stderr", "to stdout"]
-    # No response.json: the response is what the invocation's conversation gained.
+    # No response.json: the response is what the invocation's conversation gained, with the
+    # usage the gateway captured (the scripted first attempt: 20 in, 8 out).
+    assert response["usage"] == {"input_tokens": 20, "output_tokens": 8, "total_tokens": 28}
     assert response["status"] == "completed"
     assert [item["type"] for item in response["output"]] == ["message"]
     assert response["metadata"]["ng_harness_exit_code"] == "0"

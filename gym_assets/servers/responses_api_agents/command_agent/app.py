@@ -8,10 +8,11 @@ through the gateway, which captures every exchange.
 
 What the activation returns is what the program wrote plus what the gateway captured — never
 its exit code. The response is the program's ``response.json``, or else the items its
-invocation's conversation gained after the task input. The bundle is the program's, as
-written; a missing or invalid one is an ``agent_observations_invalid`` gap, never a record
-made up on its behalf. When the gateway's last exchange of the activation failed, the
-activation failed with it (``agent_request_failed``), whatever the program claimed.
+invocation's conversation gained after the task input, with the usage the gateway captured.
+The bundle is the program's, as written; a missing or invalid one is an
+``agent_observations_invalid`` gap, never a record made up on its behalf. When the gateway's
+last exchange of the activation failed, the activation failed with it
+(``agent_request_failed``), whatever the program claimed.
 """
 
 from __future__ import annotations
@@ -33,6 +34,13 @@ from gym_assets.rollouts.episodes.launch import EpisodeFiles, launch_of, supervi
 from gym_assets.rollouts.episodes.observations import Invocation
 from gym_assets.rollouts.episodes.responses import input_items, message_text
 from gym_assets.rollouts.gateway import read_capture
+
+# Responses usage keys and the capture's token fields they sum.
+USAGE_FIELDS = (
+    ("input_tokens", "tokens_in"),
+    ("output_tokens", "tokens_out"),
+    ("total_tokens", "tokens_total"),
+)
 
 
 class Settings(ActivationSettings):
@@ -80,6 +88,8 @@ class CommandAgent(SessionAgent):
         if calls and not _succeeded(calls[-1]):
             raise ModelRequestFailed(calls[-1].get("status_code"), calls[-1].get("error_category"))
         response = session.partial_response
+        if not files.response.exists():
+            response = {**response, "usage": _captured_usage(calls)}
         metadata = {
             **(response.get("metadata") or {}),
             "ng_termination_reason": "completed",
@@ -124,6 +134,19 @@ def _prompt(params: Mapping[str, Any]) -> str:
 def _succeeded(call: Mapping[str, Any]) -> bool:
     status = call.get("status_code")
     return isinstance(status, int) and 200 <= status < 300 and call.get("error_category") is None
+
+
+def _captured_usage(calls: list[dict[str, Any]]) -> dict[str, int] | None:
+    """The activation's usage as the gateway captured it: the sum over its answered calls,
+    or None when any count is unknown (never a zero for a count nobody reported)."""
+    answered = [call for call in calls if _succeeded(call)]
+    usage: dict[str, int] = {}
+    for key, field in USAGE_FIELDS:
+        counts = [call.get(field) for call in answered]
+        if not counts or any(count is None for count in counts):
+            return None
+        usage[key] = sum(counts)
+    return usage
 
 
 def _bundle(path: Path, harness: str) -> dict[str, Any]:
