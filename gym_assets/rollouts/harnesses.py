@@ -98,12 +98,13 @@ class Harness(BaseModel):
 
 
 def _filled(entry: Mapping[str, Any], config_dir: Path | None) -> dict[str, Any]:
-    """The entry with its command's placeholders filled (relative to ``config_dir``)."""
+    """The entry with its command's placeholders filled."""
     command = entry.get("command")
     if entry.get("kind") != "command" or not isinstance(command, list):
         return dict(entry)
-    where = str(config_dir if config_dir is not None else Path.cwd())
-    values = {"{python}": sys.executable, "{config_dir}": where}
+    values = {"{python}": sys.executable}
+    if config_dir is not None:
+        values["{config_dir}"] = str(config_dir)
     filled = []
     for arg in command:
         text = str(arg)
@@ -131,6 +132,11 @@ def load_harnesses(config: Mapping[str, Any]) -> dict[str, Harness]:
                 **locate(HARNESSES_KEY, name),
             )
         where = locate(HARNESSES_KEY, name).get("path")
+        if where is None and "{config_dir}" in str(entry.get("command")):
+            raise ConfigError(
+                f"harness '{name}': {{config_dir}} only works in a harness defined in a config "
+                "file; give the program's absolute path"
+            )
         config_dir = Path(where).resolve().parent if where is not None else None
         try:
             registry[str(name)] = Harness.model_validate(

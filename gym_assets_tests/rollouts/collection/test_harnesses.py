@@ -52,6 +52,7 @@ def test_the_bundled_registry():
         {"x": {"kind": "command", "command": ["prog", "{prompt}"]}},
         {"x": {"kind": "command", "command": ["prog"], "agent_implementation": "simple_agent"}},
         {"x": {"kind": "command", "command": ["prog"], "timeout_s": 0}},
+        {"x": {"kind": "command", "command": ["{config_dir}/prog"]}},  # no file to be under
     ],
 )
 def test_malformed_registries_are_config_errors(block):
