@@ -19,6 +19,7 @@ SLOW_MODULES = frozenset(
     {
         # whole runs: a gateway process, environment servers and real verifiers per test
         "rollouts/collection/test_cli.py",
+        "rollouts/collection/test_command_harnesses.py",
         "rollouts/collection/test_conformance_of_runs.py",
         "rollouts/collection/test_failed_model_calls.py",
         "rollouts/collection/test_gateway_process.py",
@@ -26,9 +27,12 @@ SLOW_MODULES = frozenset(
         "rollouts/collection/test_run.py",
         "rollouts/collection/test_run_dir.py",
         # conformance: supervised processes, sandboxed tools, whole suite runs
+        "conformance/runner/test_command_harness_suite.py",
         "conformance/runner/test_conformance_resources.py",
         "conformance/runner/test_suite_run.py",
         "conformance/runner/test_supervise.py",
+        # command harnesses: a harness program (and its descendants) per test
+        "rollouts/episodes/test_command_agent.py",
         # the sandbox: a bubblewrap guest per test, hostile code and whole hostile runs
         "sandbox/test_hostile_completions.py",
         "sandbox/test_hostile_runs.py",
