@@ -228,3 +228,30 @@ def test_legacy_run_is_refused_for_materialized_tasks(products, tmp_path):
     with pytest.raises(UserError, match="legacy /run relay, which takes flat rows"):
         run_rollouts(products.catalog, "units", harness, tmp_path / "run", upstream_of())
     assert not (tmp_path / "run").exists()
+
+
+def test_a_failing_activation_stays_visible_and_switches_nothing(products, tmp_path):
+    """The program cannot run (its script is missing): the episode fails at the agent stage,
+    with the reason, and the run stays on the session interface (no fallback to the relay)."""
+    missing = Harness(
+        name="missing", kind="command", command=(sys.executable, str(tmp_path / "nope.py")),
+        version="1",
+    )  # fmt: skip
+    products.plan("arith")
+    result = run_rollouts(
+        products.catalog,
+        "arith",
+        missing,
+        tmp_path / "run",
+        upstream_of(mode="scripted"),
+        RunOptions(limit=1, script=[{"text": "81752"}]),
+    )
+    assert result.harness["interface"] == "session"
+    assert not list(read_jsonl(result.files.records))  # nothing to grade
+    (row,) = read_jsonl(result.files.failures)
+    assert row["_ng_result_type"] == "single_agent_turn_legacy"
+    assert row["_ng_failure_stage"] == "agent" and row["_ng_failure_terminal"] is True
+    assert (
+        "HarnessWroteNothing: the harness wrote no usable observations.json (exit code 2)"
+        in (row["_ng_failure_message"])
+    )

@@ -18,7 +18,11 @@ from gym_assets.rollouts.episodes.failures import ModelRequestFailed, classify
 from gym_assets.rollouts.episodes.launch import DUMMY_API_KEY, base_environment
 from gym_assets.rollouts.gateway import ModelGateway, ScriptedUpstream
 from gym_assets.rollouts.protocol import EpisodeId, TaskId
-from gym_assets.servers.responses_api_agents.command_agent.app import CommandAgent, create
+from gym_assets.servers.responses_api_agents.command_agent.app import (
+    CommandAgent,
+    HarnessWroteNothing,
+    create,
+)
 
 EPISODE = EpisodeId(rollout_id="r1")
 TASK = TaskId(taskset="t", task_id="1")
@@ -236,7 +240,7 @@ def test_a_failed_model_call_fails_the_activation_whatever_the_exit(
     )
 
 
-def test_an_invalid_bundle_is_a_gap(start_gateway, tmp_path) -> None:
+def test_an_invalid_bundle_is_a_gap_and_no_result(start_gateway, tmp_path) -> None:
     command = program(
         tmp_path,
         """
@@ -247,7 +251,8 @@ def test_an_invalid_bundle_is_a_gap(start_gateway, tmp_path) -> None:
     made, _ = agent(start_gateway(ScriptedUpstream(DONE)), command, tmp_path)
 
     async def scenario() -> dict[str, Any]:
-        await _activate(made)
+        with pytest.raises(HarnessWroteNothing, match=r"no usable observations\.json"):
+            await _activate(made)
         return await made.close_session("as", EPISODE)
 
     observations = asyncio.run(scenario())["agent_observations"]

@@ -12,7 +12,8 @@ invocation's conversation gained after the task input, with the usage the gatewa
 The bundle is the program's, as written; a missing or invalid one is an
 ``agent_observations_invalid`` gap, never a record made up on its behalf. When the gateway's
 last exchange of the activation failed, the activation failed with it
-(``agent_request_failed``), whatever the program claimed.
+(``agent_request_failed``), whatever the program claimed; a program that left no usable
+bundle (it crashed, or never ran) has no result to grade, and the activation fails too.
 """
 
 from __future__ import annotations
@@ -53,6 +54,10 @@ class Settings(ActivationSettings):
     episodes_dir: str | None = None
 
 
+class HarnessWroteNothing(RuntimeError):
+    """The program left no evidence of what it did: the activation has no result to grade."""
+
+
 class CommandAgent(SessionAgent):
     source = "command_agent"
 
@@ -87,6 +92,11 @@ class CommandAgent(SessionAgent):
         calls = self._captured(key)[before:]
         if calls and not _succeeded(calls[-1]):
             raise ModelRequestFailed(calls[-1].get("status_code"), calls[-1].get("error_category"))
+        if not bundle["records"]:
+            raise HarnessWroteNothing(
+                f"the harness wrote no usable {files.observations.name} (exit code {exit_code}); "
+                f"see {files.log}"
+            )
         response = session.partial_response
         if not files.response.exists():
             response = {**response, "usage": _captured_usage(calls)}
