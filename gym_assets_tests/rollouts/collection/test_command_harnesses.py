@@ -132,15 +132,17 @@ def test_runtime_versions(tmp_path):
         runtime_version(_command(tmp_path, ""))
 
 
-def _run(products: Products, out: Path, harness: str, script: list, **options: Any) -> RunResult:
+def _run(
+    products: Products, out: Path, harness: str | Harness, script: list | None, limit: int = 1
+) -> RunResult:
+    """Arith's first ``limit`` tasks with ``harness`` (a registry name or an entry), on the
+    scripted upstream with ``script``, or on the reference upstream without one."""
     products.plan("arith")
+    if isinstance(harness, str):
+        harness = load_harnesses(products.catalog.loaded)[harness]
+    upstream = upstream_of(mode="reference" if script is None else "scripted")
     return run_rollouts(
-        products.catalog,
-        "arith",
-        load_harnesses(products.catalog.loaded)[harness],
-        out,
-        upstream_of(mode="scripted"),
-        RunOptions(limit=1, script=script, **options),
+        products.catalog, "arith", harness, out, upstream, RunOptions(limit=limit, script=script)
     )
 
 
@@ -175,15 +177,7 @@ def test_legacy_run_runs_the_agents_own_episode(products, tmp_path):
         name="simple_agent", kind="builtin", agent_implementation="simple_agent",
         interface="legacy_run",
     )  # fmt: skip
-    products.plan("arith")
-    result = run_rollouts(
-        products.catalog,
-        "arith",
-        harness,
-        tmp_path / "run",
-        upstream_of(mode="reference"),
-        RunOptions(limit=2),
-    )
+    result = _run(products, tmp_path / "run", harness, None, limit=2)
     assert result.harness["interface"] == "legacy_run"
     records = list(read_jsonl(result.files.records))
     assert [r["_ng_result_type"] for r in records] == ["legacy_agent"] * 2
@@ -203,15 +197,7 @@ def test_the_broken_harness_fails_exactly_the_ownership_checks(products, tmp_pat
     """It drops the retried attempts (TE-8 must fail); its zeroed usage and exit code reach no
     artifact check (token counts are the gateway's, and the usage was reported here)."""
     broken = Harness(name="broken_agent", kind="command", command=(sys.executable, str(BROKEN)))
-    products.plan("arith")
-    result = run_rollouts(
-        products.catalog,
-        "arith",
-        broken,
-        tmp_path / "run",
-        upstream_of(mode="scripted"),
-        RunOptions(limit=1, script=SCRIPT),
-    )
+    result = _run(products, tmp_path / "run", broken, SCRIPT)
     assert result.harness["runtime_version"] == "broken_agent 0.1"
     (record,) = read_jsonl(result.files.records)
     failed = {c.id for c in check_record(record, EvidenceScope()).rows if c.status == "fail"}
@@ -237,15 +223,7 @@ def test_a_failing_activation_stays_visible_and_switches_nothing(products, tmp_p
         name="missing", kind="command", command=(sys.executable, str(tmp_path / "nope.py")),
         version="1",
     )  # fmt: skip
-    products.plan("arith")
-    result = run_rollouts(
-        products.catalog,
-        "arith",
-        missing,
-        tmp_path / "run",
-        upstream_of(mode="scripted"),
-        RunOptions(limit=1, script=[{"text": "81752"}]),
-    )
+    result = _run(products, tmp_path / "run", missing, [{"text": "81752"}])
     assert result.harness["interface"] == "session"
     assert not list(read_jsonl(result.files.records))  # nothing to grade
     (row,) = read_jsonl(result.files.failures)
