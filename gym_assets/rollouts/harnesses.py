@@ -46,7 +46,8 @@ SESSION_HANDLERS = ("seed_session", "activate", "close_session")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Placeholders a command template may use, filled when the registry is loaded: the
 # interpreter running gym-assets, and the directory of the file that defines the harness.
-_PLACEHOLDERS = ("{python}", "{config_dir}")
+CONFIG_DIR = "{config_dir}"
+_PLACEHOLDERS = ("{python}", CONFIG_DIR)
 
 Interface = Literal["session", "legacy_run"]
 
@@ -89,7 +90,7 @@ class Harness(BaseModel):
         if not self.command or not all(self.command):
             raise ValueError("a command harness needs a non-empty argv list `command: [...]`")
         for arg in self.command:
-            if re.search(r"\{[^}]*\}", arg):
+            if re.search(r"\{[^}]*\}", arg.replace(CONFIG_DIR, "")):
                 raise ValueError(
                     f"command argument {arg!r} has an unknown placeholder (only "
                     f"{', '.join(_PLACEHOLDERS)}; the episode's values come in the environment)"
@@ -103,8 +104,8 @@ def _filled(entry: Mapping[str, Any], config_dir: Path | None) -> dict[str, Any]
     if entry.get("kind") != "command" or not isinstance(command, list):
         return dict(entry)
     values = {"{python}": sys.executable}
-    if config_dir is not None:
-        values["{config_dir}"] = str(config_dir)
+    if config_dir is not None:  # else it stays, and using the harness is refused
+        values[CONFIG_DIR] = str(config_dir)
     filled = []
     for arg in command:
         text = str(arg)
@@ -132,11 +133,6 @@ def load_harnesses(config: Mapping[str, Any]) -> dict[str, Harness]:
                 **locate(HARNESSES_KEY, name),
             )
         where = locate(HARNESSES_KEY, name).get("path")
-        if where is None and "{config_dir}" in str(entry.get("command")):
-            raise ConfigError(
-                f"harness '{name}': {{config_dir}} only works in a harness defined in a config "
-                "file; give the program's absolute path"
-            )
         config_dir = Path(where).resolve().parent if where is not None else None
         try:
             registry[str(name)] = Harness.model_validate(
@@ -230,6 +226,16 @@ class ResolvedHarness:
         }
 
 
+def _located(harness: Harness) -> None:
+    """A command whose ``{config_dir}`` could not be filled (the registry was read from a config
+    built in code, not from a file) cannot run."""
+    if any(CONFIG_DIR in arg for arg in harness.command):
+        raise UserError(
+            f"harness '{harness.name}': its command uses {CONFIG_DIR}, but the registry was not "
+            "read from a config file; load the configs tree, or give the program's absolute path"
+        )
+
+
 def resolve_interface(harness: Harness) -> Interface:
     """``session`` when asked for and the agent has every session handler (inherited ones
     count), else the legacy ``/run`` relay when the agent has a ``run``; neither is refused."""
@@ -258,6 +264,7 @@ def runtime_version(harness: Harness) -> str:
         return harness.version
     if harness.kind == "builtin":
         return f"gym-assets {gym_version()}"
+    _located(harness)
     shown = " ".join([*harness.command, "--version"])
     try:
         version = version_of(harness.command)
@@ -298,6 +305,7 @@ def with_harness(
     relay in front of the agent. Agents a server merely talks to (e.g. a simulated user) are
     left alone. The input is not modified.
     """
+    _located(harness)
     legacy = resolve_interface(harness) == "legacy_run"
     data = dict(config)
     instances = server_instances(config)

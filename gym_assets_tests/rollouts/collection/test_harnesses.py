@@ -52,7 +52,6 @@ def test_the_bundled_registry():
         {"x": {"kind": "command", "command": ["prog", "{prompt}"]}},
         {"x": {"kind": "command", "command": ["prog"], "agent_implementation": "simple_agent"}},
         {"x": {"kind": "command", "command": ["prog"], "timeout_s": 0}},
-        {"x": {"kind": "command", "command": ["{config_dir}/prog"]}},  # no file to be under
     ],
 )
 def test_malformed_registries_are_config_errors(block):
@@ -125,3 +124,12 @@ def test_corrupt_replaces_the_final_text_step():
         {"call": "x", "args": {}},
         {"text": WRONG_ANSWER},
     ]
+
+
+def test_config_dir_needs_a_config_file():
+    """A registry built in code keeps ``{config_dir}``; only using that harness is refused."""
+    registry = load_harnesses(
+        {"harnesses": {"x": {"kind": "command", "command": ["{config_dir}/p"]}}}
+    )
+    with pytest.raises(UserError, match=r"uses \{config_dir\}, but the registry was not read"):
+        with_harness({}, registry["x"], [])

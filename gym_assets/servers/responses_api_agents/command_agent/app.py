@@ -152,8 +152,8 @@ def _captured_usage(calls: list[dict[str, Any]]) -> dict[str, int] | None:
     answered = [call for call in calls if _succeeded(call)]
     usage: dict[str, int] = {}
     for key, field in USAGE_FIELDS:
-        counts = [call.get(field) for call in answered]
-        if not counts or any(count is None for count in counts):
+        counts = [count for call in answered if isinstance(count := call.get(field), int)]
+        if not answered or len(counts) < len(answered):
             return None
         usage[key] = sum(counts)
     return usage
