@@ -166,10 +166,15 @@ def test_the_example_harness_keeps_every_attempt_and_tool(products, tmp_path):
 
 
 def test_the_example_harness_on_a_permanent_model_error(products, tmp_path):
+    """It exits 1 after the 400; the gateway's capture, not the exit, makes the activation
+    fail, and the run still keeps a judged, masked record owning the failed attempt."""
     result = _run(products, tmp_path / "run", "minimal_agent", [{"error": 400, "times": 9}])
-    failures = [*read_jsonl(result.files.failures), *read_jsonl(result.files.records)]
-    kinds = {row.get("_ng_failure_kind", row.get("failure_kind")) for row in failures}
-    assert kinds == {"agent_request_failed"}
+    (record,) = read_jsonl(result.files.records)
+    assert record["mask_sample"] is True and record["failure_kind"] == "agent_request_failed"
+    calls = record["ng_trajectory"]["model_calls"]
+    assert [c["response_metadata"]["status_code"] for c in calls] == [400]
+    scope = EvidenceScope(tools=False, verifier=False, steps=False)
+    assert check_record(record, scope).verdict == "fulfilled"
 
 
 def test_legacy_run_runs_the_agents_own_episode(products, tmp_path):
