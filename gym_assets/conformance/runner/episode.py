@@ -32,6 +32,7 @@ from typing import Any, cast
 
 from gym_assets.conformance.runner.layout import (
     CAPTURE_DIR,
+    HARNESS_DIR,
     LAUNCH_FILE,
     REQUESTS_FILE,
     RUNTIME_FILE,
@@ -56,7 +57,13 @@ from gym_assets.rollouts.contracts import RunGateway
 from gym_assets.rollouts.episodes.registry import build_environment
 from gym_assets.rollouts.gateway.probe import ProbeUpstream
 from gym_assets.rollouts.gateway.server import ModelGateway
-from gym_assets.rollouts.harnesses import Harness, with_harness
+from gym_assets.rollouts.harnesses import (
+    Harness,
+    Interface,
+    resolve,
+    resolve_interface,
+    with_harness,
+)
 from gym_assets.sandbox import SandboxPolicy
 
 TASKSET = "conformance"
@@ -69,12 +76,10 @@ COLLECTION_GRACE_S = 10.0  # collection's limit is the harness budget plus this 
 # Which environment server drives a harness of each interface (§4.3): the agent-session path
 # (seed, activate, close through ``single_agent_turn``), or the legacy relay of ``/run`` for an
 # agent that runs whole episodes itself (it is handed a flat row).
-ENVIRONMENT_FOR_INTERFACE = {"session": "single_agent_turn", "legacy_run": "legacy_agent"}
-
-
-def interface_of(harness: Harness) -> str:
-    """The registry's ``interface`` of the harness (``session`` when it names none)."""
-    return str(getattr(harness, "interface", None) or "session")
+ENVIRONMENT_FOR_INTERFACE: dict[Interface, str] = {
+    "session": "single_agent_turn",
+    "legacy_run": "legacy_agent",
+}
 
 
 def _ref(kind: str, name: str) -> dict[str, str]:
@@ -85,11 +90,7 @@ def episode_config(
     harness: Harness, scenario: Scenario, directory: Path, timeout_s: float
 ) -> dict[str, Any]:
     """The servers of one episode, as a config tree; the agent runs ``harness``."""
-    interface = interface_of(harness)
-    environment = ENVIRONMENT_FOR_INTERFACE.get(interface)
-    if environment is None:
-        known = ", ".join(ENVIRONMENT_FOR_INTERFACE)
-        raise UserError(f"harness '{harness.name}': unknown interface {interface!r} ({known})")
+    environment = ENVIRONMENT_FOR_INTERFACE[resolve_interface(harness)]
     resources = _ref("resources_servers", RESOURCES)
     model = _ref("responses_api_models", MODEL_SERVER)
     config: dict[str, Any] = {
@@ -118,7 +119,7 @@ def episode_config(
             }
         },
     }
-    swapped, _ = with_harness(config, harness, [ENVIRONMENT])
+    swapped, _ = with_harness(config, harness, [ENVIRONMENT], episodes_dir=directory / HARNESS_DIR)
     return swapped
 
 
@@ -154,13 +155,15 @@ def run_episode(
     witness = WitnessLog(directory / WITNESS_FILE)
     witness.create()
     config = episode_config(harness, scenario, directory, timeout_s)
-    item = episode_input(scenario, interface_of(harness))
+    resolved = resolve(harness)
+    item = episode_input(scenario, resolved.interface)
     atomic_write_text(
         directory / RUNTIME_FILE,
         json.dumps(
             {
                 "harness": harness.model_dump(mode="json", exclude_defaults=True),
-                "interface": interface_of(harness),
+                "interface": resolved.interface,
+                "runtime_version": resolved.runtime_version,
                 "python": platform.python_version(),
             },
             indent=2,

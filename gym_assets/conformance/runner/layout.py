@@ -6,6 +6,7 @@ LAUNCH_FILE = "launch.json"
 REQUESTS_FILE = "requests.jsonl"
 LOG_FILE = "episode.log"
 CAPTURE_DIR = "capture"
+HARNESS_DIR = "harness"  # a command harness's activation directories: its cwd, home and log
 WORKSPACE_DIR = "workspace"  # the harness's working directory; tool marker files land here
 RECORDS_FILE = "rollouts.jsonl"
 FAILURES_FILE = "rollouts_failures.jsonl"

@@ -1,9 +1,12 @@
-"""Resources of the rollouts asset: the model endpoint and how the harness runs."""
+"""Resources of the rollouts and conformance assets: the model endpoint and how harnesses run."""
 
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 
+from gym_assets.conformance.runner.suite import DEFAULT_TIMEOUT_S, SuiteSummary, run_suite
 from gym_assets.limits import (
     DEFAULT_CONCURRENCY,
     DEFAULT_MAX_ATTEMPTS,
@@ -45,8 +48,11 @@ class ModelEndpoint(dg.ConfigurableResource):
 
 
 class HarnessRunner(dg.ConfigurableResource):
-    """How rollouts are collected: parallelism, repeats, deadlines, resume, failure and masking
-    budgets. ``allow_unsandboxed`` lets model-written code be verified without isolation where
+    """How harnesses are run: for rollouts, parallelism, repeats, deadlines, resume, failure and
+    masking budgets; for the conformance suite, the per-episode timeout and how many episodes
+    run at once (``conformance_jobs``; default: the number of cores). Every process (episodes,
+    harness programs, the gateway) is started and supervised by the library, never by Dagster
+    code. ``allow_unsandboxed`` lets model-written code be verified without isolation where
     no sandbox can be made (records then say ``sandbox: none``); leave it off.
     ``quarantine_corrupt`` lets a resume move a damaged run file aside instead of failing."""
 
@@ -59,6 +65,8 @@ class HarnessRunner(dg.ConfigurableResource):
     max_failure_rate: float = DEFAULT_MAX_FAILURE_RATE
     max_masked_share: float = DEFAULT_MAX_MASKED_SHARE
     allow_unsandboxed: bool = False
+    conformance_timeout_s: float = DEFAULT_TIMEOUT_S
+    conformance_jobs: int | None = None
 
     def options(self, script: list[Step] | None) -> RunOptions:
         return RunOptions(
@@ -70,4 +78,28 @@ class HarnessRunner(dg.ConfigurableResource):
             max_attempts=self.max_attempts,
             script=script,
             allow_unsandboxed=self.allow_unsandboxed,
+        )
+
+    def run_conformance(
+        self,
+        config: Mapping[str, Any],
+        harness: str,
+        output: Path,
+        *,
+        scenarios: Sequence[str] | None = None,
+        configs: str | None = None,
+        progress: Callable[[str], None] | None = None,
+    ) -> SuiteSummary:
+        """The conformance suite (all scenarios, or ``scenarios``) for one harness of
+        ``config``'s registry, into ``output`` (which must not exist)."""
+        return run_suite(
+            config,
+            harnesses=[harness],
+            scenarios=scenarios,
+            output=output,
+            timeout_s=self.conformance_timeout_s,
+            jobs=self.conformance_jobs,
+            progress=progress,
+            allow_unsandboxed=self.allow_unsandboxed,
+            configs=configs,
         )

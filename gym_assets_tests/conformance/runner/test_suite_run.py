@@ -172,15 +172,12 @@ def test_an_interrupted_run_writes_no_summary(tmp_path: Path) -> None:
     assert not (output / "conformance_summary.json").exists()
 
 
-class LegacyHarness(Harness):
-    """A registry entry naming the legacy interface (the field the registry gains in issue 11)."""
-
-    interface: str = "legacy_run"
-
-
 def test_a_legacy_run_harness_goes_through_the_legacy_relay(tmp_path: Path) -> None:
-    harness = LegacyHarness(
-        name="simple_agent", kind="builtin", agent_implementation="simple_agent"
+    harness = Harness(
+        name="simple_agent",
+        kind="builtin",
+        agent_implementation="simple_agent",
+        interface="legacy_run",
     )
     scenario = get_scenario("tool_failure")
     run_episode(harness, scenario, tmp_path, 30)
