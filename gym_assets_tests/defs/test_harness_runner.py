@@ -36,7 +36,8 @@ def test_an_asset_runs_a_harness_through_the_resource(tmp_path, instance) -> Non
         )
 
     runner = HarnessRunner(conformance_timeout_s=60, conformance_jobs=1)
-    result = dg.materialize([harness_probe], resources={"harness_runner": runner}, instance=instance)
+    resources = {"harness_runner": runner}
+    result = dg.materialize([harness_probe], resources=resources, instance=instance)
     assert result.success
     (event,) = result.get_asset_materialization_events()
     metadata = event.materialization.metadata
