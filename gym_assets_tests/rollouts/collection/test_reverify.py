@@ -189,9 +189,11 @@ def test_usage_errors_exit_2(argv, capsys):
 def test_a_record_without_its_input_is_refused_and_nothing_is_published(tmp_path, capsys):
     run = _run(tmp_path, "units", "--limit", "2")
     _rewrite(run.records, lambda record: record.update(_ng_rollout_index=7))
+    first_task = list(read_jsonl(run.records))[0]["_ng_task_index"]  # records are in finishing order
     assert _reverify(tmp_path, run) == 1
     err = capsys.readouterr().err.strip().splitlines()[-1]
-    assert err.startswith(f"error: {run.records}:1: record (0, 7) has no materialized input")
+    expected = f"error: {run.records}:1: record ({first_task}, 7) has no materialized input"
+    assert err.startswith(expected)
     assert not default_out(run.out_dir).exists()
     assert [p.name for p in tmp_path.iterdir() if "reverified" in p.name] == []
 
@@ -205,7 +207,8 @@ def test_a_verifier_that_raises_masks_its_record_and_reverify_goes_on(tmp_path):
 
     _rewrite(run.materialized_inputs, break_first)
     assert _reverify(tmp_path, run) == 0
-    first, second = read_jsonl(RunFiles(default_out(run.out_dir)).records)
+    records = list(read_jsonl(RunFiles(default_out(run.out_dir)).records))
+    first, second = sorted(records, key=lambda record: record["_ng_task_index"])
     assert (first["mask_sample"], first["failure_kind"], first["reward"]) == (
         True,
         "verifier_error",
