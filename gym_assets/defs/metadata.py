@@ -36,8 +36,3 @@ def check_result(
         description=outcome.description,
         metadata={"summary": outcome.description, **outcome.metadata},
     )
-
-
-def partition_of(context: dg.AssetCheckExecutionContext) -> str:
-    """The partition of the run a check executes in (checks are not partitioned themselves)."""
-    return context.op_execution_context.partition_key

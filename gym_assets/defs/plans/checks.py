@@ -7,7 +7,6 @@ from functools import cached_property
 import dagster as dg
 
 from gym_assets.defs.check_suites import CheckSuite, SuiteCheck
-from gym_assets.defs.metadata import partition_of
 from gym_assets.defs.plans.assets import eval_plan
 from gym_assets.defs.resources import GymWorkspace
 from gym_assets.defs.tasksets.checks import TasksetInputs
@@ -51,4 +50,4 @@ SUITE = CheckSuite[PlanInputs](
 def eval_plan_checks(
     context: dg.AssetCheckExecutionContext, workspace: GymWorkspace
 ) -> Iterator[dg.AssetCheckResult]:
-    yield from SUITE.results(context, PlanInputs(workspace, partition_of(context)))
+    yield from SUITE.results(context, PlanInputs(workspace, context.partition_key))

@@ -7,7 +7,6 @@ from functools import cached_property
 import dagster as dg
 
 from gym_assets.defs.check_suites import CheckSuite, SuiteCheck
-from gym_assets.defs.metadata import partition_of
 from gym_assets.defs.resources import GymWorkspace
 from gym_assets.defs.rollouts.assets import dimensions, rollouts
 from gym_assets.defs.rollouts.resources import HarnessRunner
@@ -58,4 +57,4 @@ def rollouts_checks(
     workspace: GymWorkspace,
     harness_runner: HarnessRunner,
 ) -> Iterator[dg.AssetCheckResult]:
-    yield from SUITE.results(context, RunInputs(workspace, harness_runner, partition_of(context)))
+    yield from SUITE.results(context, RunInputs(workspace, harness_runner, context.partition_key))

@@ -10,7 +10,6 @@ from typing import Any
 import dagster as dg
 
 from gym_assets.defs.check_suites import CheckSuite, SuiteCheck
-from gym_assets.defs.metadata import partition_of
 from gym_assets.defs.resources import GymWorkspace
 from gym_assets.defs.tasksets.assets import collated_taskset
 from gym_assets.tasks import checks
@@ -61,4 +60,4 @@ SUITE = CheckSuite[TasksetInputs](
 def collated_taskset_checks(
     context: dg.AssetCheckExecutionContext, workspace: GymWorkspace
 ) -> Iterator[dg.AssetCheckResult]:
-    yield from SUITE.results(context, TasksetInputs(workspace, partition_of(context)))
+    yield from SUITE.results(context, TasksetInputs(workspace, context.partition_key))
