@@ -10,6 +10,8 @@ import sys
 
 import dagster as dg
 
+from gym_assets.defs.alerts.resources import AlertSink
+from gym_assets.defs.alerts.sensors import check_alerts_on_failure, check_alerts_on_success
 from gym_assets.defs.automation import plan_automation_sensor
 from gym_assets.defs.jobs import benchmark_job
 from gym_assets.defs.plans import assets as plan_assets
@@ -28,11 +30,17 @@ defs = dg.Definitions(
     asset_checks=dg.load_asset_checks_from_modules([taskset_checks, plan_checks, rollout_checks]),
     jobs=[benchmark_job, rollouts_job],
     executor=dg.in_process_executor,
-    sensors=[config_change_sensor, plan_automation_sensor],
+    sensors=[
+        config_change_sensor,
+        plan_automation_sensor,
+        check_alerts_on_success,
+        check_alerts_on_failure,
+    ],
     resources={
         "workspace": GymWorkspace(),
         "model_endpoint": ModelEndpoint(upstream="reference"),
         "harness_runner": HarnessRunner(),
+        "alert_sink": AlertSink(),
     },
 )
 

@@ -48,6 +48,7 @@ CONFORMANCE_REPORTS = Kind("conformance-reports", "conformance reports")
 CONFORMANCE_MATRIX = Kind("conformance-matrix", "a conformance matrix")
 CONFORMANCE_RUN = Kind("conformance-run", "a conformance run")
 CATALOGUE = Kind("catalogue", "the conformance check catalogue")
+ALERTS = Kind("alerts", "an alert log")
 
 KINDS = {
     kind.id: kind
@@ -64,6 +65,7 @@ KINDS = {
         CONFORMANCE_MATRIX,
         CONFORMANCE_RUN,
         CATALOGUE,
+        ALERTS,
     )
 }
 

@@ -7,6 +7,7 @@ One function per product so the CLI, the Dagster assets and the docs agree on pa
     <data_root>/plans/<benchmark>/plan.json  eval plan (plan.previous.json: the one before)
     <data_root>/metrics/<benchmark>/         metrics sidecar of a dataset outside both roots
     <data_root>/rollouts/<benchmark>/<harness>/  the rollouts asset's run
+    <data_root>/alerts/                      the failed-check alert log
 
 Each of these directories is a product marked as gym-assets' own (``gym_assets.outputs``).
 """
@@ -40,3 +41,6 @@ class Layout:
     def metrics_dir(self, benchmark: str) -> Path:
         """Where the metrics sidecar of a dataset outside the configs and data roots goes."""
         return self.root / "metrics" / benchmark
+
+    def alerts_dir(self) -> Path:
+        return self.root / "alerts"

@@ -1,0 +1,33 @@
+"""``alert_sink``: where failed-check alerts go and how long a webhook is waited for."""
+
+import os
+
+import dagster as dg
+
+from gym_assets.alerts.webhook import Webhook
+
+WEBHOOK_ENV = "GYM_ASSETS_ALERT_WEBHOOK"
+
+
+class AlertSink(dg.ConfigurableResource):
+    """Every failed check is appended to ``<data_root>/alerts/check_alerts.jsonl``. When the
+    variable named by ``webhook_url_env`` is set, its URL (a Slack incoming webhook or anything
+    that takes ``{"text": ...}``) also gets one message per run: ``attempts`` tries of at most
+    ``timeout_s`` each. The URL is read from the environment at each tick and never enters
+    config, logs or the alert log (a chat webhook's URL is its secret). ``ui_url`` is where the
+    Dagster UI answers, for the run links."""
+
+    webhook_url_env: str | None = WEBHOOK_ENV
+    timeout_s: float = 5.0
+    attempts: int = 3
+    backoff_s: float = 1.0
+    ui_url: str = "http://127.0.0.1:3000"
+
+    def webhook(self) -> Webhook | None:
+        url = os.environ.get(self.webhook_url_env) if self.webhook_url_env else None
+        if not url:
+            return None
+        return Webhook(url, self.timeout_s, self.attempts, self.backoff_s)
+
+    def run_url(self, run_id: str) -> str:
+        return f"{self.ui_url.rstrip('/')}/runs/{run_id}"

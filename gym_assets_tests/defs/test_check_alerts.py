@@ -1,0 +1,122 @@
+"""Failed checks of finished runs reach the alert sink: a JSONL line always, a webhook POST to a
+real server on 127.0.0.1 when one is configured, and a webhook that is down fails nothing."""
+
+import json
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from gym_assets.alerts.log import ALERT_LOG
+from gym_assets.defs.alerts.resources import AlertSink
+from gym_assets.defs.alerts.sensors import check_alerts_on_failure, check_alerts_on_success
+from gym_assets.defs.partitions import benchmark_partitions
+from gym_assets.defs.tasksets import assets, checks
+from gym_assets_tests.alerts.webhook_server import closed_port_url, webhook_server
+
+TASKSET = [assets.prepared_benchmark, assets.collated_taskset, checks.collated_taskset_checks]
+HOOK_ENV = "GYM_ASSETS_TEST_ALERT_WEBHOOK"
+
+
+def _edit_units(configs: Path, edit) -> None:
+    source = configs / "benchmarks" / "units" / "units.jsonl"
+    rows = [json.loads(line) for line in source.read_text().splitlines()]
+    edit(rows)
+    source.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (configs / "benchmarks" / "units" / "units_metrics.json").unlink()
+
+
+def _materialize(workspace, instance) -> dg.ExecuteInProcessResult:
+    instance.add_dynamic_partitions(benchmark_partitions.name, ["units"])
+    return dg.materialize(
+        TASKSET,
+        resources={"workspace": workspace},
+        instance=instance,
+        partition_key="units",
+        raise_on_error=False,
+    )
+
+
+def _tick(sensor, result, instance, workspace, sink) -> dg.SkipReason:
+    event = result.get_run_success_event() if result.success else result.get_run_failure_event()
+    context = dg.build_run_status_sensor_context(
+        sensor_name=sensor.name,
+        dagster_event=event,
+        dagster_instance=instance,
+        dagster_run=result.dagster_run,
+        resources={"workspace": workspace, "alert_sink": sink},
+    )
+    return sensor(context)
+
+
+def _log(workspace) -> list[dict]:
+    path = Path(workspace.data_root) / "alerts" / ALERT_LOG
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def _sink(**kwargs) -> AlertSink:
+    return AlertSink(webhook_url_env=HOOK_ENV, backoff_s=0.01, **kwargs)
+
+
+def _break_task_data(rows):
+    rows[0]["task_data"]["expected_answer"] = 3000  # the schema wants a string
+
+
+def test_a_blocking_failure_is_logged_and_posted(configs, workspace, instance, monkeypatch):
+    _edit_units(configs, _break_task_data)
+    result = _materialize(workspace, instance)
+    assert not result.success  # blocking ERROR: the run fails, the failure sensor sees it
+    with webhook_server() as receiver:
+        monkeypatch.setenv(HOOK_ENV, receiver.url)
+        skip = _tick(check_alerts_on_failure, result, instance, workspace, _sink())
+    run_id = result.dagster_run.run_id
+    [line] = _log(workspace)
+    assert line["asset"] == "collated_taskset" and line["partition"] == "units"
+    assert (line["check"], line["severity"]) == ("task_data_valid", "ERROR")
+    assert "failed task-data validation" in line["reason"]
+    assert line["run_url"] == f"http://127.0.0.1:3000/runs/{run_id}"
+    assert line["job"] == result.dagster_run.job_name
+    [body] = receiver.bodies
+    assert f"/runs/{run_id}|run {run_id[:8]}>" in body["text"]
+    assert "`task_data_valid` failed on `collated_taskset[units]`" in body["text"]
+    assert "posted to the webhook" in skip.skip_message
+    assert "secret-token" not in json.dumps(line)
+
+
+def test_a_warning_in_a_successful_run_is_alerted(configs, workspace, instance):
+    def drop_ids(rows):
+        for row in rows:
+            del row["task_id"]
+
+    _edit_units(configs, drop_ids)
+    result = _materialize(workspace, instance)
+    assert result.success  # WARN never fails a run: only a success sensor can see it
+    _tick(check_alerts_on_success, result, instance, workspace, _sink())
+    [line] = _log(workspace)
+    assert (line["check"], line["severity"]) == ("stable_task_ids", "WARN")
+
+
+def test_a_webhook_that_is_down_keeps_the_line_and_the_tick(
+    configs, workspace, instance, monkeypatch
+):
+    _edit_units(configs, _break_task_data)
+    result = _materialize(workspace, instance)
+    monkeypatch.setenv(HOOK_ENV, closed_port_url())
+    skip = _tick(check_alerts_on_failure, result, instance, workspace, _sink(attempts=2))
+    assert [line["check"] for line in _log(workspace)] == ["task_data_valid"]
+    assert "the webhook was not reached (connection refused after 2 attempt(s))" in (
+        skip.skip_message
+    )
+
+
+def test_a_run_without_failed_checks_alerts_nothing(workspace, instance):
+    result = _materialize(workspace, instance)
+    assert result.success
+    skip = _tick(check_alerts_on_success, result, instance, workspace, _sink())
+    assert "no failed checks" in skip.skip_message
+    assert not (Path(workspace.data_root) / "alerts").exists()
+
+
+@pytest.mark.parametrize("sensor", [check_alerts_on_success, check_alerts_on_failure])
+def test_the_alert_sensors_run_by_default(sensor):
+    assert sensor.default_status == dg.DefaultSensorStatus.RUNNING
