@@ -4,9 +4,11 @@ Dagster OSS has no "check failed" alert, and a failed check fails its run only w
 at ERROR severity: a WARN or non-blocking failure ends in a successful run. So two run-status
 sensors, one per way a run can finish, read the run's check evaluations and hand the failed
 ones to the ``alert_sink``. Each run is seen once (the sensors' cursors follow run-status
-events); a webhook that is down costs its bounded wait and a warning, never the tick.
+events, and pass a run whose alerts raised: the error shows on the tick and on the run); a
+webhook that is down costs its bounded wait and a warning, never the tick.
 """
 
+import logging
 from datetime import UTC, datetime
 
 import dagster as dg
@@ -45,24 +47,30 @@ def failed_checks(
     return alerts
 
 
-def _alert(
-    context: dg.RunStatusSensorContext, workspace: GymWorkspace, alert_sink: AlertSink
-) -> dg.SkipReason:
-    run = context.dagster_run
-    alerts = failed_checks(context.instance, run, alert_sink)
+def alert_run(
+    instance: dg.DagsterInstance,
+    run: dg.DagsterRun,
+    workspace: GymWorkspace,
+    alert_sink: AlertSink,
+    log: logging.Logger,
+) -> None:
+    """Deliver the run's failed checks; say in the sensor's log where they went."""
+    alerts = failed_checks(instance, run, alert_sink)
     if not alerts:
-        return dg.SkipReason(f"run {run.run_id}: no failed checks")
+        return
     roots = Roots(workspace.configs_path, workspace.layout.root)
     delivered = deliver(alerts, workspace.layout.alerts_dir(), roots, alert_sink.webhook())
     where = f"{len(alerts)} failed check(s) of run {run.run_id} logged to {delivered.log}"
     webhook = delivered.webhook
     if webhook is None:
-        return dg.SkipReason(where)
-    if webhook.delivered:
-        return dg.SkipReason(f"{where} and posted to the webhook")
-    missed = f"the webhook was not reached ({webhook.outcome} after {webhook.attempts} attempt(s))"
-    context.log.warning(f"{where}; {missed}")
-    return dg.SkipReason(f"{where}; {missed}")
+        log.info(where)
+    elif webhook.delivered:
+        log.info(f"{where} and posted to the webhook")
+    else:
+        log.warning(
+            f"{where}; the webhook was not reached ({webhook.outcome} after "
+            f"{webhook.attempts} attempt(s))"
+        )
 
 
 def _alert_sensor(status: dg.DagsterRunStatus, description: str) -> dg.RunStatusSensorDefinition:
@@ -74,8 +82,10 @@ def _alert_sensor(status: dg.DagsterRunStatus, description: str) -> dg.RunStatus
     )
     def sensor(
         context: dg.RunStatusSensorContext, workspace: GymWorkspace, alert_sink: AlertSink
-    ) -> dg.SkipReason:
-        return _alert(context, workspace, alert_sink)
+    ) -> None:
+        # None, not a SkipReason: Dagster then goes on to the next finished run in this tick
+        # (any other return value ends the tick after one run)
+        alert_run(context.instance, context.dagster_run, workspace, alert_sink, context.log)
 
     return sensor
 
