@@ -26,5 +26,10 @@ def test_assets_checks_and_partitions():
 def test_job_and_sensor_resolve():
     job = defs.resolve_job_def("benchmark_job")
     assert job.partitions_def is not None
-    for name in ("config_change_sensor", "plan_automation_sensor"):
+    for name in (
+        "config_change_sensor",
+        "plan_automation_sensor",
+        "check_alerts_on_success",
+        "check_alerts_on_failure",
+    ):
         assert defs.resolve_sensor_def(name).default_status == dg.DefaultSensorStatus.RUNNING
