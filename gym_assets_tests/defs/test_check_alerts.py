@@ -103,18 +103,31 @@ def test_a_warning_in_a_successful_run_is_alerted(configs, workspace, instance):
 
 
 def test_a_webhook_that_is_down_keeps_the_line_and_the_tick(
-    configs, workspace, instance, monkeypatch, caplog
+    configs, workspace, instance, monkeypatch
 ):
     _edit_units(configs, _break_task_data)
     result = _materialize(workspace, instance)
     monkeypatch.setenv(HOOK_ENV, closed_port_url())
     assert _tick(check_alerts_on_failure, result, instance, workspace, _sink()) is None
     assert [line["check"] for line in _log(workspace)] == ["task_data_valid"]
-    alert_run(instance, result.dagster_run, workspace, _sink(attempts=2), logging.getLogger("t"))
+
+
+def test_a_failing_webhook_is_tried_once_per_tick(
+    configs, workspace, instance, monkeypatch, caplog
+):
+    _edit_units(configs, _break_task_data)
+    run = _materialize(workspace, instance).dagster_run
+    sink = _sink(attempts=2)  # one tick: Dagster sets the resource up once for all its runs
+    with webhook_server([503]) as receiver:
+        monkeypatch.setenv(HOOK_ENV, receiver.url)
+        for _ in range(2):
+            alert_run(instance, run, workspace, sink, logging.getLogger("tick"))
+    assert receiver.requests == 2  # both attempts for the first run, none for the second
     assert [line["check"] for line in _log(workspace)] == ["task_data_valid"] * 2
-    [warning] = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
-    assert warning.endswith("the webhook was not reached (connection refused after 2 attempt(s))")
-    assert "secret-token" not in warning
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warnings[0].endswith("the webhook was not reached (HTTP 503 after 2 attempt(s))")
+    assert warnings[1].endswith("not posted: the webhook failed earlier in this tick")
+    assert not any("secret-token" in w for w in warnings)
 
 
 def test_a_run_without_failed_checks_alerts_nothing(workspace, instance):

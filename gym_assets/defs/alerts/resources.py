@@ -3,6 +3,7 @@
 import os
 
 import dagster as dg
+from pydantic import PrivateAttr
 
 from gym_assets.alerts.webhook import Webhook
 
@@ -15,19 +16,32 @@ class AlertSink(dg.ConfigurableResource):
     that takes ``{"text": ...}``) also gets one message per run: ``attempts`` tries of at most
     ``timeout_s`` each. The URL is read from the environment at each tick and never enters
     config, logs or the alert log (a chat webhook's URL is its secret). ``ui_url`` is where the
-    Dagster UI answers, for the run links."""
+    Dagster UI answers, for the run links.
+
+    Dagster sets up the resource afresh for each sensor tick. Once the webhook has failed all
+    its attempts, the rest of the tick only logs: a tick then waits at most one full retry
+    ladder, however many runs it alerts, and stays far inside the sensor's time limit (60 s)."""
 
     webhook_url_env: str | None = WEBHOOK_ENV
     timeout_s: float = 5.0
     attempts: int = 3
     backoff_s: float = 1.0
     ui_url: str = "http://127.0.0.1:3000"
+    _unreachable: bool = PrivateAttr(default=False)
 
     def webhook(self) -> Webhook | None:
         url = os.environ.get(self.webhook_url_env) if self.webhook_url_env else None
         if not url:
             return None
         return Webhook(url, self.timeout_s, self.attempts, self.backoff_s)
+
+    @property
+    def unreachable(self) -> bool:
+        """The webhook failed all its attempts earlier in this tick."""
+        return self._unreachable
+
+    def mark_unreachable(self) -> None:
+        self._unreachable = True
 
     def run_url(self, run_id: str) -> str:
         return f"{self.ui_url.rstrip('/')}/runs/{run_id}"

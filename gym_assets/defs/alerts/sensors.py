@@ -59,14 +59,18 @@ def alert_run(
     if not alerts:
         return
     roots = Roots(workspace.configs_path, workspace.layout.root)
-    delivered = deliver(alerts, workspace.layout.alerts_dir(), roots, alert_sink.webhook())
+    hook = None if alert_sink.unreachable else alert_sink.webhook()
+    delivered = deliver(alerts, workspace.layout.alerts_dir(), roots, hook)
     where = f"{len(alerts)} failed check(s) of run {run.run_id} logged to {delivered.log}"
     webhook = delivered.webhook
-    if webhook is None:
+    if alert_sink.unreachable:
+        log.warning(f"{where}; not posted: the webhook failed earlier in this tick")
+    elif webhook is None:
         log.info(where)
     elif webhook.delivered:
         log.info(f"{where} and posted to the webhook")
     else:
+        alert_sink.mark_unreachable()
         log.warning(
             f"{where}; the webhook was not reached ({webhook.outcome} after "
             f"{webhook.attempts} attempt(s))"
