@@ -12,7 +12,10 @@ import dagster as dg
 
 from gym_assets.defs.alerts.resources import AlertSink
 from gym_assets.defs.alerts.sensors import check_alerts_on_failure, check_alerts_on_success
-from gym_assets.defs.automation import plan_automation_sensor
+from gym_assets.defs.automation import conformance_automation_sensor, plan_automation_sensor
+from gym_assets.defs.conformance import assets as conformance_assets
+from gym_assets.defs.conformance import checks as conformance_checks
+from gym_assets.defs.conformance.schedules import conformance_job, conformance_sweep
 from gym_assets.defs.jobs import benchmark_job
 from gym_assets.defs.plans import assets as plan_assets
 from gym_assets.defs.plans import checks as plan_checks
@@ -26,13 +29,19 @@ from gym_assets.defs.tasksets import checks as taskset_checks
 from gym_assets.defs.tasksets.sensors import config_change_sensor
 
 defs = dg.Definitions(
-    assets=dg.load_assets_from_modules([taskset_assets, plan_assets, rollout_assets]),
-    asset_checks=dg.load_asset_checks_from_modules([taskset_checks, plan_checks, rollout_checks]),
-    jobs=[benchmark_job, rollouts_job],
+    assets=dg.load_assets_from_modules(
+        [taskset_assets, plan_assets, rollout_assets, conformance_assets]
+    ),
+    asset_checks=dg.load_asset_checks_from_modules(
+        [taskset_checks, plan_checks, rollout_checks, conformance_checks]
+    ),
+    jobs=[benchmark_job, rollouts_job, conformance_job],
+    schedules=[conformance_sweep],
     executor=dg.in_process_executor,
     sensors=[
         config_change_sensor,
         plan_automation_sensor,
+        conformance_automation_sensor,
         check_alerts_on_success,
         check_alerts_on_failure,
     ],

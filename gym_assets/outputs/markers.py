@@ -47,6 +47,8 @@ REVERIFIED_RUN = Kind("reverified-run", "a re-verified rollouts run")
 CONFORMANCE_REPORTS = Kind("conformance-reports", "conformance reports")
 CONFORMANCE_MATRIX = Kind("conformance-matrix", "a conformance matrix")
 CONFORMANCE_RUN = Kind("conformance-run", "a conformance run")
+CONFORMANCE_RUNS = Kind("conformance-runs", "a harness's conformance runs")
+CONFORMANCE_SWEEP = Kind("conformance-sweep", "the conformance matrix of every harness")
 CATALOGUE = Kind("catalogue", "the conformance check catalogue")
 ALERTS = Kind("alerts", "an alert log")
 
@@ -64,6 +66,8 @@ KINDS = {
         CONFORMANCE_REPORTS,
         CONFORMANCE_MATRIX,
         CONFORMANCE_RUN,
+        CONFORMANCE_RUNS,
+        CONFORMANCE_SWEEP,
         CATALOGUE,
         ALERTS,
     )

@@ -8,6 +8,8 @@ One function per product so the CLI, the Dagster assets and the docs agree on pa
     <data_root>/metrics/<benchmark>/         metrics sidecar of a dataset outside both roots
     <data_root>/rollouts/<benchmark>/<harness>/  the rollouts asset's run
     <data_root>/alerts/                      the failed-check alert log
+    <data_root>/conformance/harnesses/<harness>/  a harness's conformance suite runs
+    <data_root>/conformance/matrix/          the matrix over every harness's latest run
 
 Each of these directories is a product marked as gym-assets' own (``gym_assets.outputs``).
 """
@@ -44,3 +46,9 @@ class Layout:
 
     def alerts_dir(self) -> Path:
         return self.root / "alerts"
+
+    def conformance_runs_dir(self, harness: str) -> Path:
+        return self.root / "conformance" / "harnesses" / harness
+
+    def conformance_matrix_dir(self) -> Path:
+        return self.root / "conformance" / "matrix"

@@ -29,7 +29,15 @@ def test_job_and_sensor_resolve():
     for name in (
         "config_change_sensor",
         "plan_automation_sensor",
+        "conformance_automation_sensor",
         "check_alerts_on_success",
         "check_alerts_on_failure",
     ):
         assert defs.resolve_sensor_def(name).default_status == dg.DefaultSensorStatus.RUNNING
+
+
+def test_conformance_job_and_sweep_resolve():
+    assert defs.resolve_job_def("conformance_job").partitions_def.name == "harness"
+    sweep = defs.resolve_schedule_def("conformance_sweep")
+    assert sweep.default_status == dg.DefaultScheduleStatus.RUNNING
+    assert sweep.job_name == "conformance_job"

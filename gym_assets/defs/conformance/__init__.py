@@ -1,0 +1,1 @@
+"""Conformance: each harness run through the scripted suite, its P0 gate, the matrix, the sweep."""

@@ -1,0 +1,119 @@
+"""``harness_conformance[harness]`` runs the suite for one harness; ``conformance_matrix`` puts
+every harness's latest run side by side."""
+
+import dagster as dg
+
+from gym_assets.conformance.harness_runs import (
+    MATRIX_HTML,
+    publish_matrix,
+    run_in_new_dir,
+    scenario_rows,
+)
+from gym_assets.conformance.runner.suite import SuiteSummary
+from gym_assets.defs.metadata import as_failure, markdown_table
+from gym_assets.defs.partitions import harness_partitions
+from gym_assets.defs.resources import GymWorkspace
+from gym_assets.defs.rollouts.resources import HarnessRunner
+from gym_assets.errors import UserError
+from gym_assets.rollouts.harnesses import load_harnesses
+
+GROUP = "conformance"
+
+
+class ConformanceConfig(dg.Config):
+    """The scenarios to run, by name (unset: the whole suite, as the nightly sweep runs it)."""
+
+    scenarios: list[str] | None = None
+
+
+def _metadata(summary: SuiteSummary, harness: str) -> dict[str, dg.MetadataValue]:
+    result = summary.harnesses[harness]
+    entry = result.to_json()
+    evidence = [[label, c.required, c.observed, c.passed] for label, c in result.evidence.items()]
+    return {
+        "verdict": dg.MetadataValue.text(entry["verdict"]),
+        "exit_code": dg.MetadataValue.int(summary.exit_code),
+        "scenarios": dg.MetadataValue.md(
+            markdown_table(
+                ["scenario", "verdict", "process", "failing checks"], scenario_rows(entry)
+            )
+        ),
+        "evidence": dg.MetadataValue.md(
+            markdown_table(["evidence", "required", "observed", "passed"], evidence)
+        ),
+        "report": dg.MetadataValue.md(summary.report_md.read_text("utf-8")),
+        "report_html": dg.MetadataValue.path(str(summary.report_html)),
+        "summary": dg.MetadataValue.path(str(summary.summary_path)),
+    }
+
+
+@dg.asset(
+    partitions_def=harness_partitions,
+    group_name=GROUP,
+    kinds={"python", "json"},
+    code_version="1",
+    description="The scripted conformance suite (harness-p0-probes/v1) for one harness: episode "
+    "directories, scenario results and reports under "
+    "data_root/conformance/harnesses/<harness>/<run id>/.",
+)
+def harness_conformance(
+    context: dg.AssetExecutionContext,
+    config: ConformanceConfig,
+    workspace: GymWorkspace,
+    harness_runner: HarnessRunner,
+) -> dg.MaterializeResult:
+    harness = context.partition_key
+    try:
+        catalog = workspace.catalog()
+        summary = run_in_new_dir(
+            workspace.layout.conformance_runs_dir(harness),
+            catalog.roots,
+            context.run_id,
+            lambda output: harness_runner.run_conformance(
+                catalog.loaded.data,
+                harness=harness,
+                scenarios=config.scenarios,
+                output=output,
+                progress=context.log.info,
+                configs=str(workspace.configs_path),
+            ),
+        )
+    except UserError as exc:
+        raise as_failure(exc) from None
+    return dg.MaterializeResult(metadata=_metadata(summary, harness))
+
+
+@dg.asset(
+    group_name=GROUP,
+    deps=[harness_conformance],
+    kinds={"python", "html"},
+    code_version="1",
+    automation_condition=dg.AutomationCondition.eager(),
+    description="Every registered harness's latest conformance run in one report (markdown, "
+    "HTML, JSON) under data_root/conformance/matrix/; re-rendered once harness runs finish.",
+)
+def conformance_matrix(workspace: GymWorkspace) -> dg.MaterializeResult:
+    try:
+        catalog = workspace.catalog()
+        harnesses = load_harnesses(catalog.loaded.data)
+        matrix = publish_matrix(
+            {name: workspace.layout.conformance_runs_dir(name) for name in harnesses},
+            workspace.layout.conformance_matrix_dir(),
+            catalog.roots,
+        )
+    except UserError as exc:
+        raise as_failure(exc) from None
+    rows = []
+    for name, entry in matrix.document["harnesses"].items():
+        verdicts = list(entry["scenarios"].values())
+        rows.append([name, entry["verdict"], f"{verdicts.count('fulfilled')}/{len(verdicts)}"])
+    return dg.MaterializeResult(
+        metadata={
+            "verdict": dg.MetadataValue.text(matrix.document["verdict"]),
+            "harnesses": dg.MetadataValue.md(
+                markdown_table(["harness", "P0", "scenarios fulfilled"], rows)
+            ),
+            "matrix": dg.MetadataValue.md(matrix.markdown),
+            "matrix_html": dg.MetadataValue.path(str(matrix.directory / MATRIX_HTML)),
+        }
+    )

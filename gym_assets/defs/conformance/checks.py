@@ -1,0 +1,33 @@
+"""``p0_gate`` on ``harness_conformance``: blocking, ERROR; it fails naming the failing checks."""
+
+from collections.abc import Iterator
+
+import dagster as dg
+
+from gym_assets.conformance import harness_runs
+from gym_assets.defs.check_suites import CheckSuite, SuiteCheck
+from gym_assets.defs.conformance.assets import harness_conformance
+from gym_assets.defs.resources import GymWorkspace
+
+
+class GateInputs:
+    def __init__(self, workspace: GymWorkspace, harness: str):
+        self.harness = harness
+        self.latest = harness_runs.latest_run(workspace.layout.conformance_runs_dir(harness))
+
+
+SUITE = CheckSuite[GateInputs](
+    harness_conformance,
+    (SuiteCheck(harness_runs.p0_gate, lambda g: (g.latest, g.harness), blocking=True),),
+)
+
+
+@dg.multi_asset_check(
+    specs=SUITE.specs(),
+    can_subset=True,
+    description="The P0 gate of the harness's latest conformance run.",
+)
+def harness_conformance_checks(
+    context: dg.AssetCheckExecutionContext, workspace: GymWorkspace
+) -> Iterator[dg.AssetCheckResult]:
+    yield from SUITE.results(context, GateInputs(workspace, context.partition_key))

@@ -1,0 +1,193 @@
+"""harness_conformance[harness] with the real suite runner, its P0 gate, the matrix, the nightly
+sweep, and the alert a failed gate raises (a real instance; the built-in agents, a subset of
+scenarios to stay fast)."""
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import dagster as dg
+import pytest
+import yaml
+
+from gym_assets.alerts.log import ALERT_LOG
+from gym_assets.conformance.harness_runs import LATEST, MATRIX_HTML, MATRIX_JSON, MATRIX_MD
+from gym_assets.definitions import defs
+from gym_assets.defs.alerts.resources import AlertSink
+from gym_assets.defs.alerts.sensors import check_alerts_on_failure
+from gym_assets.defs.conformance import assets, checks
+from gym_assets.defs.conformance.schedules import conformance_sweep
+from gym_assets.defs.partitions import harness_partitions
+from gym_assets.defs.rollouts.resources import HarnessRunner
+from gym_assets_tests.alerts.webhook_server import webhook_server
+
+SCENARIOS = ["tool_success", "verifier_failure"]
+HOOK_ENV = "GYM_ASSETS_TEST_ALERT_WEBHOOK"
+
+
+@pytest.fixture
+def configs(configs: Path) -> Path:
+    """The bundled registry plus the user simulator as a harness: it never runs a tool, so the
+    tool scenarios fail for real."""
+    registry = configs / "harnesses.yaml"
+    document = yaml.safe_load(registry.read_text())
+    document["harnesses"]["user_simulator"] = {
+        "kind": "builtin",
+        "agent_implementation": "user_simulator",
+    }
+    registry.write_text(yaml.safe_dump(document))
+    return configs
+
+
+def _resources(workspace):
+    return {"workspace": workspace, "harness_runner": HarnessRunner(conformance_jobs=2)}
+
+
+def _conformance(workspace, instance, harness, scenarios=SCENARIOS):
+    if harness not in instance.get_dynamic_partitions(harness_partitions.name):
+        instance.add_dynamic_partitions(harness_partitions.name, [harness])
+    return dg.materialize(
+        [assets.harness_conformance, checks.harness_conformance_checks],
+        resources=_resources(workspace),
+        instance=instance,
+        partition_key=harness,
+        run_config={"ops": {"harness_conformance": {"config": {"scenarios": scenarios}}}},
+        raise_on_error=False,
+    )
+
+
+def _gate(result) -> dg.AssetCheckEvaluation:
+    [evaluation] = result.get_asset_check_evaluations()
+    assert evaluation.check_name == "p0_gate"
+    return evaluation
+
+
+def _metadata(instance, partition):
+    [record] = instance.fetch_materializations(
+        dg.AssetRecordsFilter(assets.harness_conformance.key, asset_partitions=[partition]),
+        limit=1,
+    ).records
+    return record.asset_materialization.metadata
+
+
+def test_a_conforming_harness_passes_the_gate(workspace, instance):
+    result = _conformance(workspace, instance, "simple_agent")
+    assert result.success
+    gate = _gate(result)
+    assert gate.passed and gate.partition == "simple_agent"
+    assert gate.description == "all 2 scenarios meet the P0 gate"
+    meta = _metadata(instance, "simple_agent")
+    assert meta["verdict"].value == "fulfilled" and meta["exit_code"].value == 0
+    assert "| tool_success | fulfilled | exit 0 | - |" in meta["scenarios"].value
+    assert "| TE-1 | 2 | 2 | 2 |" in meta["evidence"].value
+    assert meta["report"].value.startswith("# Harness checks by scenario")
+    run_dir = Path(workspace.data_root) / "conformance/harnesses/simple_agent" / result.run_id
+    assert Path(meta["report_html"].value) == run_dir / "conformance_report.html"
+    assert (run_dir / "simple_agent/tool_success/scenario_result.json").is_file()
+    assert json.loads((run_dir.parent / LATEST).read_text()) == {"run": result.run_id}
+
+
+def test_a_failing_harness_fails_the_gate_and_raises_an_alert(workspace, instance, monkeypatch):
+    result = _conformance(workspace, instance, "user_simulator", ["tool_success"])
+    assert not result.success  # the gate blocks at ERROR: the run fails
+    gate = _gate(result)
+    assert not gate.passed and gate.severity == dg.AssetCheckSeverity.ERROR
+    assert gate.description.startswith("P0 not met in 1 scenario(s): tool_success: ")
+    assert "tool_calls.present" in gate.description
+    assert gate.metadata["failing"].value["tool_success"][0] == "tool_calls.present"
+    assert _metadata(instance, "user_simulator")["verdict"].value == "not_fulfilled"
+
+    with webhook_server() as receiver:
+        monkeypatch.setenv(HOOK_ENV, receiver.url)
+        context = dg.build_run_status_sensor_context(
+            sensor_name=check_alerts_on_failure.name,
+            dagster_event=result.get_run_failure_event(),
+            dagster_instance=instance,
+            dagster_run=result.dagster_run,
+            resources={"workspace": workspace, "alert_sink": AlertSink(webhook_url_env=HOOK_ENV)},
+        )
+        check_alerts_on_failure(context)
+    [line] = [json.loads(x) for x in (Path(workspace.data_root) / "alerts" / ALERT_LOG).open()]
+    assert (line["asset"], line["partition"], line["check"]) == (
+        "harness_conformance",
+        "user_simulator",
+        "p0_gate",
+    )
+    assert "`p0_gate` failed on `harness_conformance[user_simulator]`" in receiver.bodies[0]["text"]
+
+
+def test_the_matrix_puts_every_harness_side_by_side(workspace, instance):
+    location = dg.Definitions(
+        assets=[assets.harness_conformance, assets.conformance_matrix],
+        resources=_resources(workspace),
+    )
+    instance.add_dynamic_partitions(harness_partitions.name, ["simple_agent", "user_simulator"])
+    before = dg.evaluate_automation_conditions(defs=location, instance=instance)
+    assert before.total_requested == 0  # no harness has run yet
+    _conformance(workspace, instance, "simple_agent")
+    _conformance(workspace, instance, "user_simulator", ["tool_success"])
+    # the automation sensor renders the matrix once every harness partition has a run
+    automation = dg.evaluate_automation_conditions(
+        defs=location, instance=instance, cursor=before.cursor
+    )
+    assert automation.get_requested_partitions(assets.conformance_matrix.key) == {None}
+    # the gate's history reads per harness
+    gate = dg.AssetCheckKey(assets.harness_conformance.key, "p0_gate")
+    history = instance.event_log_storage.get_asset_check_execution_history(gate, limit=5)
+    by_partition = {r.event.dagster_event.event_specific_data.partition: r for r in history}
+    assert {key: r.status.value for key, r in by_partition.items()} == {
+        "simple_agent": "SUCCEEDED",
+        "user_simulator": "FAILED",
+    }
+    result = dg.materialize(
+        [assets.conformance_matrix], resources={"workspace": workspace}, instance=instance
+    )
+    assert result.success
+    meta = instance.get_latest_materialization_event(
+        assets.conformance_matrix.key
+    ).asset_materialization.metadata
+    assert meta["verdict"].value == "not_fulfilled"
+    table = meta["harnesses"].value
+    assert "| simple_agent | fulfilled | 2/2 |" in table
+    assert "| user_simulator | not_fulfilled | 0/1 |" in table
+    assert "## simple_agent" in meta["matrix"].value and "## user_simulator" in meta["matrix"].value
+    page = Path(meta["matrix_html"].value)
+    assert page.name == MATRIX_HTML
+    html = page.read_text()
+    assert "<script" not in html and "http://" not in html and "https://" not in html
+    document = json.loads((page.parent / MATRIX_JSON).read_text())
+    assert document["harnesses"]["user_simulator"]["failing"]["tool_success"][0] == (
+        "tool_calls.present"
+    )
+
+
+def test_a_harness_never_run_is_in_the_matrix_as_not_run(workspace, instance):
+    result = dg.materialize(
+        [assets.conformance_matrix], resources={"workspace": workspace}, instance=instance
+    )
+    assert result.success
+    document = json.loads(
+        (Path(workspace.data_root) / "conformance/matrix" / MATRIX_JSON).read_text()
+    )
+    verdicts = {name: h["verdict"] for name, h in document["harnesses"].items()}
+    assert {"simple_agent", "user_simulator"} <= set(verdicts)  # every harness of the registry
+    assert set(verdicts.values()) == {"not_run"}
+    markdown = (Path(workspace.data_root) / "conformance/matrix" / MATRIX_MD).read_text()
+    assert "## user_simulator" in markdown
+    assert "| No check results available | ✗ | ✗ | ✗ | ✗ | ✗ | ✗ | ✗ |" in markdown
+
+
+def test_the_nightly_sweep_requests_every_harness_partition(instance):
+    tick = datetime(2026, 12, 2, 2, 0, tzinfo=UTC)
+    context = dg.build_schedule_context(
+        instance=instance, scheduled_execution_time=tick, repository_def=defs.get_repository_def()
+    )
+    assert isinstance(conformance_sweep.evaluate_tick(context).skip_message, str)
+    instance.add_dynamic_partitions(harness_partitions.name, ["simple_agent", "user_simulator"])
+    requests = conformance_sweep.evaluate_tick(context).run_requests
+    assert [(r.partition_key, r.run_key) for r in requests] == [
+        ("simple_agent", "simple_agent:2026-12-02"),
+        ("user_simulator", "user_simulator:2026-12-02"),
+    ]
+    assert conformance_sweep.default_status == dg.DefaultScheduleStatus.RUNNING
+    assert conformance_sweep.cron_schedule == "0 2 * * *"
