@@ -71,10 +71,12 @@ def latest_run(runs: Path) -> LatestRun | None:
     pointer = runs / LATEST
     if not pointer.is_file():
         return None
-    name = read_json_file(pointer, "latest-run pointer").get("run")
+    document = read_json_file(pointer, "latest-run pointer")
+    name = document.get("run") if isinstance(document, dict) else None
     if not isinstance(name, str) or not _RUN_ID.match(name):
-        raise UserError('must be {"run": "<run id>"}; rerun the harness_conformance asset',
-                        path=pointer)  # fmt: skip
+        raise UserError(
+            'must be {"run": "<run id>"}; materialize harness_conformance again', path=pointer
+        )
     directory = runs / name
     return LatestRun(
         directory,
