@@ -70,7 +70,7 @@ def harness_conformance(
             catalog.roots,
             context.run_id,
             lambda output: harness_runner.run_conformance(
-                catalog.loaded.data,
+                catalog.loaded,
                 harness=harness,
                 scenarios=config.scenarios,
                 output=output,
@@ -95,7 +95,7 @@ def harness_conformance(
 def conformance_matrix(workspace: GymWorkspace) -> dg.MaterializeResult:
     try:
         catalog = workspace.catalog()
-        harnesses = load_harnesses(catalog.loaded.data)
+        harnesses = load_harnesses(catalog.loaded)
         matrix = publish_matrix(
             {name: workspace.layout.conformance_runs_dir(name) for name in harnesses},
             workspace.layout.conformance_matrix_dir(),
