@@ -84,7 +84,8 @@ def test_a_grade_from_another_verifier_is_replaced_and_diffed(tmp_path, capsys):
     assert [json.loads(r) for r in out.records.read_bytes().splitlines()] == [
         json.loads(r) for r in original.splitlines()
     ]
-    diff = list(read_jsonl(out.out_dir / "reward_diff.jsonl"))
+    # the diff follows the run's records, which are in finishing order
+    diff = sorted(read_jsonl(out.out_dir / "reward_diff.jsonl"), key=lambda d: d["_ng_task_index"])
     assert [(d["_ng_task_index"], d["reward_before"], d["reward_after"]) for d in diff] == sorted(
         (task, grade, 1.0) for task, grade in stale.items()
     )
