@@ -24,6 +24,8 @@ from typing import Any
 
 import psutil
 
+from gym_assets.process_tree import Tracked, signal_all
+
 POLL_S = 0.1
 TERM_GRACE_S = 2.0
 EXIT_GRACE_S = 3.0
@@ -52,26 +54,6 @@ def episode_environment(environ: Mapping[str, str] = os.environ) -> dict[str, st
     return {k: v for k, v in environ.items() if k in _KEPT_VARIABLES or k.startswith("GYM_ASSETS_")}
 
 
-def _descendants(root: psutil.Process) -> list[psutil.Process]:
-    with contextlib.suppress(psutil.Error):
-        return root.children(recursive=True)
-    return []
-
-
-def _alive(process: psutil.Process) -> bool:
-    """Still the process that was recorded (psutil compares creation times)."""
-    with contextlib.suppress(psutil.Error):
-        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
-    return False
-
-
-def _signal_all(processes: Sequence[psutil.Process], sig: signal.Signals) -> None:
-    for process in processes:
-        if _alive(process):
-            with contextlib.suppress(psutil.Error):
-                process.send_signal(sig)
-
-
 def supervise(
     argv: Sequence[str],
     *,
@@ -92,19 +74,12 @@ def supervise(
             env=episode_environment(),
             cwd=cwd,
         )
-    tracked: dict[tuple[int, float], psutil.Process] = {}
-    try:
-        root = psutil.Process(episode.pid)
-    except psutil.NoSuchProcess:
-        root = None
+    tracked = Tracked(episode.pid)
     started = time.monotonic()
     ends = started + deadline_s
     timed_out = False
     while episode.poll() is None:
-        if root is not None:
-            for child in _descendants(root):
-                with contextlib.suppress(psutil.Error):
-                    tracked.setdefault((child.pid, child.create_time()), child)
+        tracked.record()
         if time.monotonic() >= ends:
             timed_out = True
             break
@@ -112,18 +87,17 @@ def supervise(
             break
         time.sleep(POLL_S)
     seconds = time.monotonic() - started
-    _stop(episode, list(tracked.values()))
+    _stop(episode, tracked)
     return Execution(episode.returncode, timed_out, seconds)
 
 
-def _stop(episode: subprocess.Popen[bytes], tracked: list[psutil.Process]) -> None:
+def _stop(episode: subprocess.Popen[bytes], tracked: Tracked) -> None:
     """The ladder: TERM the group and the recorded descendants, wait, KILL what is left."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(episode.pid, signal.SIGTERM)
-    newest_first = list(reversed(tracked))
-    _signal_all(newest_first, signal.SIGTERM)
-    _, survivors = psutil.wait_procs([p for p in newest_first if _alive(p)], TERM_GRACE_S)
-    _signal_all(survivors, signal.SIGKILL)
+    signal_all(tracked.alive(), signal.SIGTERM)
+    _, survivors = psutil.wait_procs(tracked.alive(), TERM_GRACE_S)
+    signal_all(survivors, signal.SIGKILL)
     try:
         episode.wait(EXIT_GRACE_S)
     except subprocess.TimeoutExpired:

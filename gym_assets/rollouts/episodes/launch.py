@@ -7,7 +7,7 @@ and temp directories; no variable of the parent, so no key or token), stdin clos
 stderr in the episode's log, its own session and process group. ``launch_of`` is where issue
 12's sandbox will wrap the argv (a network route to the gateway only); nothing else builds one.
 
-Supervision records every descendant (pid and start time, from ``/proc``) while the program
+Supervision records every descendant (``gym_assets.process_tree``) while the program
 runs, because a CLI may start its own sessions and leave its group; when the program exits,
 or its caller is cancelled (a deadline, a close), the group and every recorded descendant
 still alive get SIGTERM, then SIGKILL after a grace period.
@@ -24,6 +24,8 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from gym_assets.process_tree import Tracked, signal_all
 
 # The contract's variables (docs/harnesses.md); the names are part of the stable interface.
 BASE_URL = "GYM_BASE_URL"
@@ -148,24 +150,24 @@ async def supervise(launch: Launch) -> int:
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-    tracked: dict[int, int] = {}
+    tracked = Tracked(process.pid)
     exited = asyncio.ensure_future(process.wait())
     try:
         while not exited.done():
-            tracked.update(descendants(process.pid))
+            tracked.record()
             await asyncio.wait([exited], timeout=POLL_SECONDS)
         return exited.result()
     finally:
         await asyncio.shield(_stop_tree(process, tracked))
 
 
-async def _stop_tree(process: asyncio.subprocess.Process, tracked: dict[int, int]) -> None:
+async def _stop_tree(process: asyncio.subprocess.Process, tracked: Tracked) -> None:
     if process.returncode is None:
-        tracked.update(descendants(process.pid))
+        tracked.record()
     _signal_tree(process, tracked, signal.SIGTERM)
     waited = 0.0
     while waited < TERMINATE_GRACE_SECONDS and (
-        process.returncode is None or _alive(tracked) or _group_alive(process.pid)
+        process.returncode is None or tracked.alive() or _group_alive(process.pid)
     ):
         await asyncio.sleep(POLL_SECONDS)
         waited += POLL_SECONDS
@@ -174,13 +176,11 @@ async def _stop_tree(process: asyncio.subprocess.Process, tracked: dict[int, int
 
 
 def _signal_tree(
-    process: asyncio.subprocess.Process, tracked: Mapping[int, int], sig: signal.Signals
+    process: asyncio.subprocess.Process, tracked: Tracked, sig: signal.Signals
 ) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, sig)  # the group is named after the leader, even once it exited
-    for pid in _alive(tracked):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, sig)
+    signal_all(tracked.alive(), sig)
 
 
 def _group_alive(pgid: int) -> bool:
@@ -189,51 +189,6 @@ def _group_alive(pgid: int) -> bool:
     except (ProcessLookupError, PermissionError):
         return False
     return True
-
-
-def _alive(tracked: Mapping[int, int]) -> list[int]:
-    """The recorded descendants still running as the same process (start time matches)."""
-    return [pid for pid, started in tracked.items() if _stat(pid) == (started, False)]
-
-
-def _stat(pid: int) -> tuple[int, bool] | None:
-    """(start time, is a zombie) of ``pid`` from ``/proc``; None when it is gone."""
-    fields = _stat_fields(pid)
-    if fields is None:
-        return None
-    return int(fields[19]), fields[0] == "Z"
-
-
-def _stat_fields(pid: int) -> list[str] | None:
-    """The fields of ``/proc/<pid>/stat`` after the command name (state first)."""
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except (FileNotFoundError, ProcessLookupError, PermissionError):
-        return None
-    return text[text.rindex(")") + 2 :].split()
-
-
-def descendants(root: int) -> dict[int, int]:
-    """Every live descendant of ``root``: pid → start time (clock ticks since boot)."""
-    children: dict[int, list[int]] = {}
-    started: dict[int, int] = {}
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        fields = _stat_fields(int(entry.name))
-        if fields is None:
-            continue
-        pid = int(entry.name)
-        children.setdefault(int(fields[1]), []).append(pid)
-        started[pid] = int(fields[19])
-    found: dict[int, int] = {}
-    stack = list(children.get(root, []))
-    while stack:
-        pid = stack.pop()
-        if pid not in found:
-            found[pid] = started[pid]
-            stack.extend(children.get(pid, []))
-    return found
 
 
 def version_of(command: Sequence[str]) -> str:
