@@ -47,8 +47,9 @@ class GatewayHandle(Protocol):
     model_server_name: str  # the config instance name recorded as model_ref.name
     capture_dir: Path
 
-    def url_for(self, rollout_id: str) -> str:
-        """Base URL (ending in ``/v1``) whose traffic is captured under ``rollout_id``."""
+    def url_for(self, rollout_id: str, invocation_id: str | None = None) -> str:
+        """Base URL (ending in ``/v1``) whose traffic is captured under ``rollout_id``; with
+        ``invocation_id``, each call on it is recorded as made in that invocation's session."""
         ...
 
 

@@ -123,8 +123,8 @@ class GatewayProcess:
     async def __aexit__(self, *exc: object) -> None:
         await self.stop()
 
-    def url_for(self, rollout_id: str) -> str:
-        return rollout_url(self.origin, rollout_id)
+    def url_for(self, rollout_id: str, invocation_id: str | None = None) -> str:
+        return rollout_url(self.origin, rollout_id, invocation_id)
 
     async def set_reference_script(self, rollout_id: str, steps: Sequence[Step]) -> None:
         """Script one rollout; returns once the child has it, so the agent's first call finds

@@ -61,6 +61,7 @@ from gym_assets.rollouts.protocol import ROLLOUT_ID_PATTERN
 log = logging.getLogger(__name__)
 
 ROLLOUT_PREFIX = "/ng-rollout"
+INVOCATION_PREFIX = "/invocation"
 START_TIMEOUT_S = 15.0
 STOP_GRACE_S = 5
 # Failures with no upstream HTTP answer: what the client is told.
@@ -204,8 +205,8 @@ class ModelGateway:
 
     # ------------------------------------------------------------------ GatewayHandle
 
-    def url_for(self, rollout_id: str) -> str:
-        return rollout_url(self.origin, rollout_id)
+    def url_for(self, rollout_id: str, invocation_id: str | None = None) -> str:
+        return rollout_url(self.origin, rollout_id, invocation_id)
 
     def set_reference_script(self, rollout_id: str, steps: Sequence[Step]) -> None:
         _check_rollout_id(rollout_id)
@@ -220,7 +221,8 @@ class ModelGateway:
 
     def _build_app(self) -> Starlette:
         routes = []
-        for prefix in ("", ROLLOUT_PREFIX + "/{rollout_id}"):
+        rollout = ROLLOUT_PREFIX + "/{rollout_id}"
+        for prefix in ("", rollout, rollout + INVOCATION_PREFIX + "/{invocation_id}"):
             routes += [
                 Route(prefix + "/v1/chat/completions", self._chat, methods=["POST"]),
                 Route(prefix + "/v1/responses", self._responses, methods=["POST"]),
@@ -230,8 +232,8 @@ class ModelGateway:
 
     async def _models(self, request: Request) -> Response:
         rollout_id = request.path_params.get("rollout_id")
-        if rollout_id is not None and not ROLLOUT_ID_PATTERN.match(rollout_id):
-            return _bad_rollout_id(rollout_id)
+        if (refused := _refused_path(request)) is not None:
+            return refused
         model = {"id": self.model_name, "object": "model", "created": 0, "owned_by": "gym_assets"}
         return _json(200, {"object": "list", "data": [model]})
 
@@ -243,8 +245,8 @@ class ModelGateway:
 
     async def _model_call(self, request: Request, dialect: Dialect) -> Response:
         rollout_id = request.path_params.get("rollout_id")
-        if rollout_id is not None and not ROLLOUT_ID_PATTERN.match(rollout_id):
-            return _bad_rollout_id(rollout_id)
+        if (refused := _refused_path(request)) is not None:
+            return refused
         raw = await request.body()
         try:
             body = orjson.loads(raw)
@@ -252,7 +254,9 @@ class ModelGateway:
             body = None
         if not isinstance(body, dict):
             body = None
-        exchange = _Exchange(dialect, raw, body, client_session_id(request.headers))
+        # A per-invocation URL names the session itself; else the client's session header.
+        session = request.path_params.get("invocation_id") or client_session_id(request.headers)
+        exchange = _Exchange(dialect, raw, body, session)
         failure: UpstreamFailure | None = None
         if body is None:
             reply = error_reply(
@@ -374,17 +378,31 @@ def _parsed(reply: UpstreamReply) -> tuple[dict | None, str | None]:
     return None, reply.content.decode("utf-8", "replace")
 
 
-def rollout_url(origin: str, rollout_id: str) -> str:
-    """The base URL whose calls a gateway serving at ``origin`` captures under ``rollout_id``."""
+def rollout_url(origin: str, rollout_id: str, invocation_id: str | None = None) -> str:
+    """The base URL whose calls a gateway serving at ``origin`` captures under ``rollout_id``;
+    with ``invocation_id``, every call made on it is also recorded as made in that invocation's
+    session (``client_session_id``), whatever session header the client sends."""
     _check_rollout_id(rollout_id)
     if not origin:
         raise RuntimeError("start the gateway before asking for its URLs")
-    return f"{origin}{ROLLOUT_PREFIX}/{rollout_id}/v1"
+    if invocation_id is None:
+        return f"{origin}{ROLLOUT_PREFIX}/{rollout_id}/v1"
+    _check_rollout_id(invocation_id)
+    return f"{origin}{ROLLOUT_PREFIX}/{rollout_id}{INVOCATION_PREFIX}/{invocation_id}/v1"
 
 
 def _check_rollout_id(rollout_id: str) -> None:
     if not ROLLOUT_ID_PATTERN.match(rollout_id):
         raise ValueError(f"rollout id {rollout_id!r} must match {ROLLOUT_ID_PATTERN.pattern}")
+
+
+def _refused_path(request: Request) -> Response | None:
+    """A 400 for a rollout or invocation id in the URL that ids may not look like."""
+    for key in ("rollout_id", "invocation_id"):
+        value = request.path_params.get(key)
+        if value is not None and not ROLLOUT_ID_PATTERN.match(value):
+            return _bad_rollout_id(value)
+    return None
 
 
 def _bad_rollout_id(rollout_id: str) -> Response:

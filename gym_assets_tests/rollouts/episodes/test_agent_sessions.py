@@ -28,7 +28,7 @@ class _Gateway:
     model_server_name = "policy_model"
     capture_dir = Path("unused")
 
-    def url_for(self, rollout_id: str) -> str:
+    def url_for(self, rollout_id: str, invocation_id: str | None = None) -> str:
         return f"http://127.0.0.1:1/ng-rollout/{rollout_id}/v1"
 
 

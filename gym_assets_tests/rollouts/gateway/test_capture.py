@@ -339,3 +339,22 @@ def test_many_files_at_once_keep_each_files_order(tmp_path: Path) -> None:
     for file in range(50):
         lines = capture_lines(tmp_path, f"r{file}")
         assert [line["model_call_id"] for line in lines] == [f"mc_{n}" for n in range(20)]
+
+
+def test_a_per_invocation_url_names_the_session_of_every_call(
+    start_gateway, tmp_path: Path
+) -> None:
+    """Harnesses that send no session header of ours (or their own) still have each call on
+    their invocation's URL recorded as made in that invocation; a bad id in the URL is a 400."""
+    gateway = start_gateway(ScriptedUpstream([{"text": "Done."}]))
+    url = gateway.url_for("inv-1", "activation-1")
+    assert url.endswith("/ng-rollout/inv-1/invocation/activation-1/v1")
+    client = OpenAI(base_url=url, api_key="dummy", default_headers={"session-id": "theirs"})
+    client.chat.completions.create(model="policy", messages=USER)
+    plain = OpenAI(base_url=gateway.url_for("inv-1"), api_key="dummy")
+    plain.with_options(default_headers={"x-session-id": "root"}).models.list()
+    plain.chat.completions.create(model="policy", messages=USER, extra_headers={"session-id": "x"})
+    sessions = [line["client_session_id"] for line in capture_lines(tmp_path / "capture", "inv-1")]
+    assert sessions == ["activation-1", "x"]
+    bad = httpx2.post(url.replace("activation-1", "-bad") + "/responses", json={"input": "hi"})
+    assert bad.status_code == 400 and "-bad" in bad.json()["error"]["message"]
