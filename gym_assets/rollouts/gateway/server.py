@@ -231,7 +231,6 @@ class ModelGateway:
         return Starlette(routes=routes, exception_handlers={HTTPException: _http_error})
 
     async def _models(self, request: Request) -> Response:
-        rollout_id = request.path_params.get("rollout_id")
         if (refused := _refused_path(request)) is not None:
             return refused
         model = {"id": self.model_name, "object": "model", "created": 0, "owned_by": "gym_assets"}
