@@ -4,8 +4,11 @@ A harness is the program that talks to the model and executes tools. Running a b
 a harness swaps the agent *implementation* of the benchmark's agent instance; the instance name,
 its resources server and its model server stay, so records keep their ``agent_ref``.
 
-Two kinds: ``builtin`` names an agent implementation of this package; ``command`` is any
-program, run by the ``command_agent`` implementation with the contract of docs/harnesses.md.
+Three kinds: ``builtin`` names an agent implementation of this package; ``command`` is any
+program, run by the ``command_agent`` implementation with the contract of docs/harnesses.md;
+``cli`` is a third-party harness program (Codex CLI, pi, ...) at a pinned version, installed into
+the project-local ``.harnesses/<name>/`` and driven by a named adapter
+(``gym_assets.harness_adapters``), also through ``command_agent``.
 ``interface`` says how episodes reach the agent (the conformance reference §4.3): ``session``
 (seed, activate and close through the environment server) is preferred; an agent without
 session handlers (inherited ones count) falls back to ``legacy_run``, the ``/run`` relay. The
@@ -34,6 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from gym_assets.config.locate import did_you_mean, locator_of
 from gym_assets.config.model import AGENTS, ENVIRONMENTS, attributed_agent, server_instances
 from gym_assets.errors import ConfigError, UserError
+from gym_assets.harness_adapters.base import Api, adapter_named
 from gym_assets.modes import UpstreamMode
 from gym_assets.plans.provenance import gym_version
 from gym_assets.rollouts.episodes.launch import version_of
@@ -49,7 +53,36 @@ _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 CONFIG_DIR = "{config_dir}"
 _PLACEHOLDERS = ("{python}", CONFIG_DIR)
 
+HARNESSES_DIR_ENV = "GYM_ASSETS_HARNESSES_DIR"
+INSTALL_FOLDER = ".harnesses"
+
 Interface = Literal["session", "legacy_run"]
+
+
+class InstallRecipe(BaseModel):
+    """Where a ``cli`` harness comes from: one npm package (installed with ``npm --prefix``) or
+    one PyPI distribution (installed into a venv), at the entry's pinned ``version``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    npm: str | None = Field(default=None, min_length=1)
+    pip: str | None = Field(default=None, min_length=1)
+
+    @model_validator(mode="after")
+    def _one(self) -> InstallRecipe:
+        if (self.npm is None) == (self.pip is None):
+            raise ValueError("give exactly one of npm: <package> or pip: <distribution>")
+        return self
+
+
+class OfflineProfile(BaseModel):
+    """What keeps a ``cli`` harness from reaching anything but the gateway: variables set in
+    its environment and flags added to its argv."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    env: dict[str, str] = Field(default_factory=dict)
+    args: tuple[str, ...] = ()
 
 
 class Harness(BaseModel):
@@ -58,35 +91,51 @@ class Harness(BaseModel):
     ``builtin``: ``agent_implementation`` names the agent. ``command``: ``command`` is the argv
     (placeholders ``{python}`` and ``{config_dir}``, filled when the registry is loaded);
     ``version`` pins the runtime version recorded in metadata (default: the program's answer
-    to ``--version``); ``timeout_s`` is the program's wall time per activation.
+    to ``--version``); ``timeout_s`` is the program's wall time per activation. ``cli``:
+    ``adapter``, the pinned ``version``, the ``install`` recipe, the ``api`` and ``stream`` mode
+    it is driven with and its ``offline`` profile; ``install_dir`` is filled by the loader
+    (``$GYM_ASSETS_HARNESSES_DIR/<name>``, else ``.harnesses/<name>`` beside the configs folder).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str
-    kind: Literal["builtin", "command"]
+    kind: Literal["builtin", "command", "cli"]
     interface: Interface = "session"
     agent_implementation: str = Field(min_length=1)
     command: tuple[str, ...] = ()
     version: str | None = Field(default=None, min_length=1)
     timeout_s: float = Field(default=600.0, gt=0, allow_inf_nan=False)
+    adapter: str | None = Field(default=None, min_length=1)
+    install: InstallRecipe | None = None
+    api: Api | None = None
+    stream: bool | None = None
+    offline: OfflineProfile = OfflineProfile()
+    install_dir: Path | None = None
     description: str = ""
 
     @model_validator(mode="before")
     @classmethod
     def _command_agent(cls, data: Any) -> Any:
-        if isinstance(data, Mapping) and data.get("kind") == "command":
+        if isinstance(data, Mapping) and data.get("kind") in ("command", "cli"):
             if data.get("agent_implementation", COMMAND_AGENT) != COMMAND_AGENT:
-                raise ValueError("a command harness runs its command; drop agent_implementation")
+                raise ValueError(
+                    f"a {data['kind']} harness runs its program; drop agent_implementation"
+                )
             return {**data, "agent_implementation": COMMAND_AGENT}
         return data
 
     @model_validator(mode="after")
     def _kind_fields(self) -> Harness:
+        cli_fields = ("adapter", "install", "api", "stream", "offline")
+        if self.kind != "cli" and (set(cli_fields) & self.model_fields_set):
+            raise ValueError(f"{', '.join(cli_fields)} belong to a cli harness")
         if self.kind == "builtin":
             if self.command or self.version is not None or "timeout_s" in self.model_fields_set:
                 raise ValueError("command, version and timeout_s belong to a command harness")
             return self
+        if self.kind == "cli":
+            return self._cli_fields()
         if not self.command or not all(self.command):
             raise ValueError("a command harness needs a non-empty argv list `command: [...]`")
         for arg in self.command:
@@ -97,9 +146,50 @@ class Harness(BaseModel):
                 )
         return self
 
+    def _cli_fields(self) -> Harness:
+        missing = [
+            name
+            for name in ("adapter", "version", "install", "api", "stream")
+            if getattr(self, name) is None
+        ]
+        if missing:
+            raise ValueError(f"a cli harness needs {', '.join(missing)}")
+        if self.command:
+            raise ValueError("a cli harness is started by its adapter; drop command")
+        assert self.adapter is not None and self.api is not None and self.stream is not None
+        try:
+            adapter = adapter_named(self.adapter)
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
+        if (self.api, self.stream) not in adapter.supports:
+            spoken = ", ".join(
+                f"{api} {'streaming' if stream else 'JSON'}"
+                for api, stream in sorted(adapter.supports)
+            )
+            raise ValueError(
+                f"adapter '{self.adapter}' cannot drive {self.api} "
+                f"{'streaming' if self.stream else 'JSON'}; it speaks {spoken}"
+            )
+        return self
+
+
+def harnesses_dir(config_dir: Path | None) -> Path:
+    """Where ``cli`` harnesses are installed: ``$GYM_ASSETS_HARNESSES_DIR``, else
+    ``.harnesses`` beside the folder holding the registry file (the project's root for
+    ``configs/harnesses.yaml``), else in the working directory."""
+    chosen = os.environ.get(HARNESSES_DIR_ENV)
+    if chosen:
+        return Path(chosen).resolve()
+    base = config_dir.parent if config_dir is not None else Path.cwd()
+    return (base / INSTALL_FOLDER).resolve()
+
 
 def _filled(entry: Mapping[str, Any], config_dir: Path | None) -> dict[str, Any]:
-    """The entry with its command's placeholders filled."""
+    """The entry with its command's placeholders filled, or a cli harness's install folder."""
+    if "install_dir" in entry:
+        raise ValueError("install_dir is where the loader installs the harness; drop it")
+    if entry.get("kind") == "cli":
+        return {**entry, "install_dir": harnesses_dir(config_dir) / str(entry.get("name"))}
     command = entry.get("command")
     if entry.get("kind") != "command" or not isinstance(command, list):
         return dict(entry)
@@ -136,9 +226,13 @@ def load_harnesses(config: Mapping[str, Any]) -> dict[str, Harness]:
         config_dir = Path(where).resolve().parent if where is not None else None
         try:
             registry[str(name)] = Harness.model_validate(
-                {**_filled(entry, config_dir), "name": str(name)}
+                _filled({**entry, "name": str(name)}, config_dir)
             )
-        except ValidationError as exc:
+        except ValueError as exc:
+            if not isinstance(exc, ValidationError):
+                raise ConfigError(
+                    f"harness '{name}': {exc}", **locate(HARNESSES_KEY, name)
+                ) from None
             error = exc.errors()[0]
             where = ".".join(str(part) for part in error["loc"])
             raise ConfigError(
@@ -284,8 +378,27 @@ def runtime_version(harness: Harness) -> str:
     return version
 
 
+class HarnessUnavailable(UserError):
+    """A ``cli`` harness that is not installed (or not at its pinned version) here."""
+
+
+def require_installed(harness: Harness) -> None:
+    """A ``cli`` harness's program must be in its install folder before anything runs."""
+    if harness.kind != "cli":
+        return
+    assert harness.adapter is not None and harness.install_dir is not None
+    program = adapter_named(harness.adapter).executable(harness.install_dir)
+    if not program.exists():
+        raise HarnessUnavailable(
+            f"harness '{harness.name}' is not installed ({program} is missing); run "
+            f"`gym-assets harness install {harness.name}`"
+        )
+
+
 def resolve(harness: Harness) -> ResolvedHarness:
-    """Interface and runtime version, settled before a run writes anything."""
+    """Interface and runtime version, settled before a run writes anything (a ``cli`` harness
+    that is not installed is refused here)."""
+    require_installed(harness)
     return ResolvedHarness(harness, resolve_interface(harness), runtime_version(harness))
 
 
@@ -316,12 +429,12 @@ def with_harness(
             unchanged.append(server)
             continue
         settings = dict(instances[agent].config)
-        if harness.kind == "command":
-            settings |= {
-                "command": list(harness.command),
-                "harness": harness.name,
-                "wall_time_s": harness.timeout_s,
-            }
+        if harness.kind != "builtin":
+            settings |= {"harness": harness.name, "wall_time_s": harness.timeout_s}
+            if harness.kind == "command":
+                settings["command"] = list(harness.command)
+            else:
+                settings["adapter"] = adapter_settings(harness)
             if episodes_dir is not None:
                 settings["episodes_dir"] = str(episodes_dir)
         data[agent] = {**config[agent], AGENTS: {harness.agent_implementation: settings}}
@@ -331,6 +444,18 @@ def with_harness(
             relay |= {} if bound is None else {"resources_server": bound}
             data[server] = {ENVIRONMENTS: {LEGACY_RELAY: relay}}
     return data, unchanged
+
+
+def adapter_settings(harness: Harness) -> dict[str, Any]:
+    """What ``command_agent`` needs to drive a ``cli`` harness through its adapter."""
+    return {
+        "name": harness.adapter,
+        "install_dir": str(harness.install_dir),
+        "api": harness.api,
+        "stream": harness.stream,
+        "offline_env": dict(harness.offline.env),
+        "offline_args": list(harness.offline.args),
+    }
 
 
 def upstream_of(**fields: Any) -> Upstream:

@@ -116,8 +116,10 @@ def launch_of(
     model_server: str,
     prompt: str,
     invocation_id: str,
+    extra_env: Mapping[str, str] = {},
 ) -> Launch:
-    """The argv, environment and cwd of one activation (the contract of docs/harnesses.md)."""
+    """The argv, environment and cwd of one activation (the contract of docs/harnesses.md);
+    ``extra_env`` (a cli harness's adapter and offline profile) is laid over it."""
     env = {
         **base_environment(files.home),
         BASE_URL: base_url,
@@ -133,6 +135,7 @@ def launch_of(
         # The names off-the-shelf OpenAI clients read, pointing at the same gateway.
         "OPENAI_BASE_URL": base_url,
         "OPENAI_API_KEY": DUMMY_API_KEY,
+        **extra_env,
     }
     return Launch(tuple(command), env, files.workdir, files.log)
 

@@ -25,9 +25,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from gym_assets.conformance.evidence import AgentObservations, GapCode
+from gym_assets.harness_adapters import Adapter, Api, CliEpisode, adapter_named
+from gym_assets.io import atomic_write_text
 from gym_assets.rollouts.contracts import GatewayHandle, ResourcesServer
 from gym_assets.rollouts.episodes.agents import ActivationSettings, AgentSession, SessionAgent
 from gym_assets.rollouts.episodes.failures import ModelRequestFailed
@@ -44,14 +46,36 @@ USAGE_FIELDS = (
 )
 
 
-class Settings(ActivationSettings):
-    """``command``: the argv (placeholders already filled by the harness registry);
-    ``harness``: its registry name (the bundle's source when it writes none); ``episodes_dir``:
-    where activation directories go (default: a temporary directory removed at close)."""
+class AdapterSettings(BaseModel):
+    """A ``cli`` harness as the registry hands it over (``harnesses.adapter_settings``)."""
 
-    command: list[str] = Field(min_length=1)
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    install_dir: str
+    api: Api
+    stream: bool
+    offline_env: dict[str, str] = Field(default_factory=dict)
+    offline_args: list[str] = Field(default_factory=list)
+
+
+class Settings(ActivationSettings):
+    """``command``: the argv (placeholders already filled by the harness registry), or
+    ``adapter``: a ``cli`` harness driven by its adapter, which writes the bundle from what the
+    program kept; ``harness``: its registry name (the bundle's source when it writes none);
+    ``episodes_dir``: where activation directories go (default: a temporary directory removed
+    at close)."""
+
+    command: list[str] = Field(default_factory=list)
+    adapter: AdapterSettings | None = None
     harness: str = "command"
     episodes_dir: str | None = None
+
+    @model_validator(mode="after")
+    def _one_program(self) -> Settings:
+        if bool(self.command) == (self.adapter is not None):
+            raise ValueError("give exactly one of command (an argv) or adapter (a cli harness)")
+        return self
 
 
 class HarnessWroteNothing(RuntimeError):
@@ -73,19 +97,26 @@ class CommandAgent(SessionAgent):
         key = session.capture_key
         files = EpisodeFiles(self._episodes_root(key) / key / invocation.invocation_id).create()
         files.request.write_text(json.dumps(dict(params), ensure_ascii=False), encoding="utf-8")
+        episode = self._cli_episode(files, key, invocation, params)
+        prepared = None if episode is None else self._adapter().prepare(episode)
         launch = launch_of(
-            self.settings.command,
+            self.settings.command if prepared is None else prepared.argv,
             files,
-            base_url=self.gateway.url_for(key),
+            base_url=self.gateway.url_for(key) if episode is None else episode.base_url,
             model=self.gateway.model_name,
             model_server=self.gateway.model_server_name,
             prompt=_prompt(params),
             invocation_id=invocation.invocation_id,
+            extra_env={} if prepared is None else prepared.env,
         )
         before = len(self._captured(key))
+        exit_code: int | None = None
         try:
             exit_code = await supervise(launch)
         finally:  # stopped or not, what it wrote so far is its evidence
+            if episode is not None:
+                written = self._adapter().observations(episode, exit_code)
+                atomic_write_text(files.observations, json.dumps(written, ensure_ascii=False))
             bundle = _bundle(files.observations, self.settings.harness)
             self._reported.setdefault(key, []).append(bundle)
             session.partial_response = _response(files, bundle, invocation, params)
@@ -123,6 +154,32 @@ class CommandAgent(SessionAgent):
         except ValidationError as exc:  # e.g. two activations reusing one invocation id
             detail = f"the activations' bundles do not merge ({exc.error_count()} errors)"
             return _invalid(source, detail)
+
+    def _adapter(self) -> Adapter:
+        assert self.settings.adapter is not None
+        return adapter_named(self.settings.adapter.name)
+
+    def _cli_episode(
+        self, files: EpisodeFiles, key: str, invocation: Invocation, params: Mapping[str, Any]
+    ) -> CliEpisode | None:
+        """The activation as the adapter sees it (None for a plain command harness). Its base
+        URL names the invocation, so the gateway gives it every call the program makes."""
+        adapter = self.settings.adapter
+        if adapter is None:
+            return None
+        return CliEpisode(
+            files=files,
+            base_url=self.gateway.url_for(key, invocation.invocation_id),
+            model=self.gateway.model_name,
+            model_server=self.gateway.model_server_name,
+            prompt=_prompt(params),
+            invocation_id=invocation.invocation_id,
+            install_dir=Path(adapter.install_dir),
+            api=adapter.api,
+            stream=adapter.stream,
+            offline_env=adapter.offline_env,
+            offline_args=tuple(adapter.offline_args),
+        )
 
     def _episodes_root(self, key: str) -> Path:
         if self.settings.episodes_dir is not None:

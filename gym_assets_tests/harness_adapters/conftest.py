@@ -1,0 +1,5 @@
+"""Adapter tests run harness programs against real gateways on loopback."""
+
+from gym_assets_tests.rollouts.gateway.conftest import start_gateway
+
+__all__ = ["start_gateway"]
