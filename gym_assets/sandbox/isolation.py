@@ -35,7 +35,7 @@ GUEST_MOUNT = "/guest"
 SandboxKind = Literal["bwrap", "none"]
 _MiB = 1024 * 1024
 _SANDBOX_UIDS = (1_000_000_000, 1_100_000_000)  # far from any real account's uid
-_SYSTEM_DIRS = ("/usr", "/bin", "/lib", "/lib64", "/sbin")
+SYSTEM_DIRS = ("/usr", "/bin", "/lib", "/lib64", "/sbin")
 # possessor may view, read and search the inherited session keyring; nobody may write it
 _READ_ONLY_KEYRING = "0x0b000000"
 _RESIDENT_CAPS = "+setuid,+setgid,+chown,+kill,+dac_override,+fowner"
@@ -97,14 +97,18 @@ class Isolation:
             return [*guest, str(GUEST_DIR / "guest.py"), limits.guest_argument()]
         argv = self._sandbox(python, limits, tmp_mode="1777")
         if workdir is not None:
-            argv += [*_parents(str(workdir.parent)), "--bind", str(workdir), str(workdir)]
+            argv += [*parents(str(workdir.parent)), "--bind", str(workdir), str(workdir)]
         argv.append("--")
         argv += [str(self.keyctl), "session", "-"]
         if self.setpriv is not None:
-            uid = str(secrets.randbelow(_SANDBOX_UIDS[1] - _SANDBOX_UIDS[0]) + _SANDBOX_UIDS[0])
-            argv += [self.setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups"]
-            argv += ["--inh-caps=-all", "--bounding-set=-all", "--no-new-privs"]
+            argv += self.unprivileged(sandbox_uid())
         return [*argv, *guest, f"{GUEST_MOUNT}/guest.py", limits.guest_argument()]
+
+    def unprivileged(self, uid: int) -> list[str]:
+        """The prefix that runs a command as ``uid`` without any capability (root only)."""
+        assert self.setpriv is not None
+        argv = [self.setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups"]
+        return [*argv, "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs"]
 
     def worker_command(self, limits: Limits, control_fd: int) -> list[str]:
         """The argv of a warm worker: its resident keeps root with only the capabilities it
@@ -121,16 +125,21 @@ class Isolation:
 
     def _sandbox(self, python: Path, limits: Limits, *, tmp_mode: str) -> list[str]:
         assert self.bwrap is not None
-        argv = [self.bwrap, *_namespaces(as_root=self.setpriv is not None)]
-        argv += _system_view(python)
-        argv += _parents(GUEST_MOUNT)
+        argv = [self.bwrap, *namespaces(as_root=self.setpriv is not None)]
+        argv += system_view(python)
+        argv += parents(GUEST_MOUNT)
         for name in GUEST_FILES:
             argv += ["--ro-bind", str(GUEST_DIR / name), f"{GUEST_MOUNT}/{name}"]
         argv += ["--perms", tmp_mode, "--size", str(limits.tmp_bytes), "--tmpfs", "/tmp"]
         return [*argv, "--chdir", "/tmp"]
 
 
-def _namespaces(*, as_root: bool) -> list[str]:
+def sandbox_uid() -> int:
+    """A fresh uid no account and no other sandbox is likely to have."""
+    return secrets.randbelow(_SANDBOX_UIDS[1] - _SANDBOX_UIDS[0]) + _SANDBOX_UIDS[0]
+
+
+def namespaces(*, as_root: bool) -> list[str]:
     shared = ["--die-with-parent", "--new-session", "--clearenv"]
     shared += ["--proc", "/proc", "--dev", "/dev"]
     if as_root:  # no user namespace: setpriv must reach an unmapped, unprivileged uid
@@ -139,22 +148,22 @@ def _namespaces(*, as_root: bool) -> list[str]:
     return ["--unshare-all", *shared]
 
 
-def _system_view(python: Path) -> list[str]:
+def system_view(python: Path) -> list[str]:
     """Read-only binds of the system libraries and the interpreter's installation, no more."""
     argv: list[str] = []
-    for directory in _SYSTEM_DIRS:
+    for directory in SYSTEM_DIRS:
         if os.path.islink(directory):
             argv += ["--symlink", os.readlink(directory), directory]
         elif os.path.isdir(directory):
             argv += ["--ro-bind", directory, directory]
     prefix = os.path.realpath(sys.base_prefix)
     for tree in (prefix, str(python.parent)):
-        if not any(Path(tree).is_relative_to(d) for d in (*_SYSTEM_DIRS, prefix) if d != tree):
-            argv += [*_parents(os.path.dirname(tree)), "--ro-bind", tree, tree]
+        if not any(Path(tree).is_relative_to(d) for d in (*SYSTEM_DIRS, prefix) if d != tree):
+            argv += [*parents(os.path.dirname(tree)), "--ro-bind", tree, tree]
     return argv
 
 
-def _parents(directory: str) -> list[str]:
+def parents(directory: str) -> list[str]:
     """World-traversable directories down to ``directory`` (bwrap makes missing ones 0700)."""
     argv: list[str] = []
     path = Path(directory)

@@ -4,8 +4,10 @@ the supervision of the process tree it starts.
 A command harness executes shell commands a model chose, so it gets nothing it does not need:
 an environment built from scratch (the contract's variables, ``PATH``, a private ``HOME``, XDG
 and temp directories; no variable of the parent, so no key or token), stdin closed, stdout and
-stderr in the episode's log, its own session and process group. ``launch_of`` is where issue
-12's sandbox will wrap the argv (a network route to the gateway only); nothing else builds one.
+stderr in the episode's log, its own session and process group. ``launch_of`` builds it and
+``run_isolated`` runs it in the run's sandbox (``gym_assets.sandbox.harness_sandbox``: its own
+namespaces, only the activation directory writable, a network route to the gateway only);
+nothing else starts one.
 
 Supervision records every descendant (``gym_assets.process_tree``) while the program
 runs, because a CLI may start its own sessions and leave its group; when the program exits,
@@ -21,11 +23,15 @@ import os
 import signal
 import subprocess
 import tempfile
+import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from gym_assets.process_tree import Tracked, signal_all
+from gym_assets.sandbox import Isolation
+from gym_assets.sandbox.harness_sandbox import HarnessSandbox
 
 # The contract's variables (docs/harnesses.md); the names are part of the stable interface.
 BASE_URL = "GYM_BASE_URL"
@@ -105,6 +111,7 @@ class Launch:
     env: Mapping[str, str]
     cwd: Path
     log: Path
+    pass_fds: tuple[int, ...] = ()  # descriptors the program inherits besides stdio
 
 
 def launch_of(
@@ -152,6 +159,7 @@ async def supervise(launch: Launch) -> int:
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            pass_fds=launch.pass_fds,
         )
     tracked = Tracked(process.pid)
     exited = asyncio.ensure_future(process.wait())
@@ -162,6 +170,51 @@ async def supervise(launch: Launch) -> int:
         return exited.result()
     finally:
         await asyncio.shield(_stop_tree(process, tracked))
+
+
+async def run_isolated(
+    launch: Launch,
+    isolation: Isolation,
+    files: EpisodeFiles,
+    *,
+    gateway_url: str,
+    sandbox_id: str,
+    records: list[dict[str, Any]],
+) -> int:
+    """``supervise`` the launch inside a harness sandbox (as it is when ``isolation`` is
+    ``none``) and append the ``sandbox`` record of how it ended to ``records``, whatever
+    happens (docs/evidence-format.md: a failed start is ``sandbox_error``, a stop before the
+    program exited ``cancelled``)."""
+    started = time.monotonic()
+    record: dict[str, Any] = {
+        "kind": "sandbox",
+        "role": "agent",
+        "provider": isolation.kind,
+        "sandbox_id": sandbox_id,
+        "outcome": "cancelled",
+    }
+    try:
+        if isolation.kind == "none":
+            exit_code, came_up = await supervise(launch), True
+        else:
+            async with HarnessSandbox(isolation, files.root, gateway_url) as sandbox:
+                argv = sandbox.command(launch.argv, launch.env, launch.cwd)
+                jailed = replace(launch, argv=tuple(argv), pass_fds=sandbox.pass_fds)
+                exit_code = await supervise(jailed)
+                came_up = sandbox.started()
+        record.update(exit_code=exit_code, **_ending(exit_code, came_up))
+        return exit_code
+    finally:
+        record["wall_time_s"] = round(time.monotonic() - started, 3)
+        records.append(record)
+
+
+def _ending(exit_code: int, came_up: bool) -> dict[str, str]:
+    if not came_up:
+        return {"outcome": "sandbox_error", "error_type": "sandbox_did_not_start"}
+    if exit_code != 0:
+        return {"outcome": "failed", "error_type": "nonzero_exit"}
+    return {"outcome": "completed"}
 
 
 async def _stop_tree(process: asyncio.subprocess.Process, tracked: Tracked) -> None:

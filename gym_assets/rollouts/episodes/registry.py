@@ -3,8 +3,9 @@
 An instance ``<name>: {<kind>: {<impl>: {...}}}`` is built by the ``create`` factory of
 ``gym_assets.servers.<kind>.<impl>.app``. One build shares each named server between everyone
 who references it, so an agent's tool calls and the verifier see the same resources sessions.
-A resources server whose ``create`` takes a ``sandbox`` argument runs model-written code and gets
-the run's ``SandboxPolicy``; the others never see it.
+A resources server or agent whose ``create`` takes a ``sandbox`` argument runs model-written code
+(or a harness that runs a model's commands) and gets the run's ``SandboxPolicy``; the others never
+see it.
 """
 
 from __future__ import annotations
@@ -98,7 +99,10 @@ class _Build:
         return self._memo(
             name,
             lambda: self._create(
-                instance, gateway=self.gateway, resources=self._bound_resources(instance)
+                instance,
+                gateway=self.gateway,
+                resources=self._bound_resources(instance),
+                sandbox=self.sandbox,
             ),
         )
 

@@ -1,6 +1,7 @@
 """The ``command`` harness agent: its launch contract, process supervision and what counts as
 its result (docs/harnesses.md). Every program here is a real child process talking real HTTP
-to a real gateway."""
+to a real gateway, in the harness sandbox (and supervision also without it, as under
+``--allow-unsandboxed``)."""
 
 from __future__ import annotations
 
@@ -12,15 +13,18 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 
 from gym_assets.rollouts.episodes.failures import ModelRequestFailed, classify
 from gym_assets.rollouts.episodes.launch import DUMMY_API_KEY, base_environment
 from gym_assets.rollouts.gateway import ModelGateway, ScriptedUpstream
 from gym_assets.rollouts.protocol import EpisodeId, TaskId
+from gym_assets.sandbox import Isolation
 from gym_assets.servers.responses_api_agents.command_agent.app import (
     CommandAgent,
     HarnessWroteNothing,
+    Settings,
     create,
 )
 
@@ -47,11 +51,12 @@ def ask(text):
     with urllib.request.urlopen(request) as reply:
         return json.load(reply)
 
-def spawn_sleepers():
-    grouped = subprocess.Popen(["sleep", "300"])
-    escaped = subprocess.Popen(["sleep", "300"], start_new_session=True)
-    with open("pids.json", "w") as out:
-        json.dump([grouped.pid, escaped.pid], out)
+def spawn_sleepers():  # a duration no other process has: pids differ inside a sandbox
+    duration = "300.%06d" % int.from_bytes(os.urandom(3), "big")
+    subprocess.Popen(["sleep", duration])
+    subprocess.Popen(["sleep", duration], start_new_session=True)
+    with open("sleepers.json", "w") as out:
+        json.dump(duration, out)
 """
 
 
@@ -61,15 +66,28 @@ def program(tmp_path: Path, body: str) -> list[str]:
     return [sys.executable, str(path)]
 
 
-def agent(gateway: ModelGateway, command: list[str], tmp_path: Path, **settings: Any):
+def agent(
+    gateway: ModelGateway,
+    command: list[str],
+    tmp_path: Path,
+    isolation: Isolation | None = None,
+    **settings: Any,
+):
+    """The agent in the run's sandbox, or under ``isolation`` when given."""
     episodes = tmp_path / "episodes"
-    made = create(
-        "agent",
-        {"command": command, "episodes_dir": str(episodes), **settings},
-        gateway=gateway,
-        resources=None,
-    )
+    config = {"command": command, "episodes_dir": str(episodes), **settings}
+    if isolation is None:
+        made = create("agent", config, gateway=gateway, resources=None)
+    else:
+        made = CommandAgent("agent", Settings.model_validate(config), gateway, isolation)
     return made, episodes / EPISODE.capture_key / "root"
+
+
+@pytest.fixture(params=["bwrap", "none"])
+def isolation(request) -> Isolation | None:
+    """Supervision holds in the sandbox (where its PID namespace also ends every descendant)
+    and as the outer net on its own."""
+    return None if request.param == "bwrap" else Isolation("none")
 
 
 async def _activate(made: CommandAgent) -> dict[str, Any]:
@@ -77,13 +95,17 @@ async def _activate(made: CommandAgent) -> dict[str, Any]:
     return await made.activate("as", PARAMS)
 
 
-def running(pid: int) -> bool:
-    """Whether ``pid`` is a live process (a zombie left for its parent to reap is not)."""
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return text[text.rindex(")") + 2] not in "ZX"
+def sleeping(workspace: Path) -> list[psutil.Process]:
+    """The live sleepers ``spawn_sleepers`` started (a zombie left to its parent is not)."""
+    duration = json.loads((workspace / "sleepers.json").read_text())
+    found = []
+    for process in psutil.process_iter():
+        try:
+            if process.cmdline() == ["sleep", duration] and process.status() != "zombie":
+                found.append(process)
+        except psutil.Error:
+            continue
+    return found
 
 
 def test_the_program_gets_the_contract_and_nothing_of_the_parent(
@@ -136,7 +158,9 @@ def test_the_program_gets_the_contract_and_nothing_of_the_parent(
     assert receipt["agent_observations"]["source"] == "test_program"
 
 
-def test_every_descendant_is_killed_when_the_program_exits(start_gateway, tmp_path) -> None:
+def test_every_descendant_is_killed_when_the_program_exits(
+    start_gateway, tmp_path, isolation
+) -> None:
     command = program(
         tmp_path,
         """
@@ -145,13 +169,14 @@ def test_every_descendant_is_killed_when_the_program_exits(start_gateway, tmp_pa
         bundle()
         """,
     )
-    made, root = agent(start_gateway(ScriptedUpstream(DONE)), command, tmp_path)
+    made, root = agent(start_gateway(ScriptedUpstream(DONE)), command, tmp_path, isolation)
     asyncio.run(_activate(made))
-    pids = json.loads((root / "workspace" / "pids.json").read_text())
-    assert not any(running(pid) for pid in pids)
+    assert sleeping(root / "workspace") == []
 
 
-def test_the_wall_time_stops_the_program_and_reports_wall_time(start_gateway, tmp_path) -> None:
+def test_the_wall_time_stops_the_program_and_reports_wall_time(
+    start_gateway, tmp_path, isolation
+) -> None:
     command = program(
         tmp_path,
         """
@@ -160,7 +185,8 @@ def test_the_wall_time_stops_the_program_and_reports_wall_time(start_gateway, tm
         time.sleep(600)
         """,
     )
-    made, root = agent(start_gateway(ScriptedUpstream(DONE)), command, tmp_path, wall_time_s=2.0)
+    gateway = start_gateway(ScriptedUpstream(DONE))
+    made, root = agent(gateway, command, tmp_path, isolation, wall_time_s=2.0)
 
     async def scenario() -> tuple[dict[str, Any], dict[str, Any]]:
         response = await _activate(made)
@@ -169,16 +195,18 @@ def test_the_wall_time_stops_the_program_and_reports_wall_time(start_gateway, tm
     response, receipt = asyncio.run(scenario())
     assert response["status"] == "incomplete"
     assert response["metadata"]["ng_termination_reason"] == "wall_time"
-    pids = json.loads((root / "workspace" / "pids.json").read_text())
-    assert not any(running(pid) for pid in pids)
-    (invocation,) = receipt["agent_observations"]["records"]  # what it wrote before the stop
+    assert sleeping(root / "workspace") == []
+    invocation, sandbox = receipt["agent_observations"]["records"]  # as written before the stop
     assert invocation["status"] == "incomplete"
+    assert sandbox["outcome"] == "cancelled" and sandbox["provider"] == made.isolation.kind
 
 
-def test_close_stops_a_running_program_and_reports_cancelled(start_gateway, tmp_path) -> None:
+def test_close_stops_a_running_program_and_reports_cancelled(
+    start_gateway, tmp_path, isolation
+) -> None:
     command = program(tmp_path, "spawn_sleepers()\ntime.sleep(600)\n")
-    made, root = agent(start_gateway(ScriptedUpstream(DONE)), command, tmp_path)
-    pids_file = root / "workspace" / "pids.json"
+    made, root = agent(start_gateway(ScriptedUpstream(DONE)), command, tmp_path, isolation)
+    pids_file = root / "workspace" / "sleepers.json"
 
     async def scenario() -> dict[str, Any]:
         activation = asyncio.create_task(_activate(made))
@@ -192,10 +220,10 @@ def test_close_stops_a_running_program_and_reports_cancelled(start_gateway, tmp_
 
     receipt = asyncio.run(scenario())
     assert receipt["partial_response"]["metadata"]["ng_termination_reason"] == "cancelled"
-    assert not any(running(pid) for pid in json.loads(pids_file.read_text()))
+    assert sleeping(root / "workspace") == []
     # It wrote no bundle before it was stopped: a gap says so, nothing is made up.
     observations = receipt["agent_observations"]
-    assert observations["records"] == []
+    assert [record["kind"] for record in observations["records"]] == ["sandbox"]
     assert [gap["code"] for gap in observations["gaps"]] == ["agent_observations_invalid"]
 
 
@@ -258,7 +286,7 @@ def test_an_invalid_bundle_is_a_gap_and_no_result(start_gateway, tmp_path) -> No
     observations = asyncio.run(scenario())["agent_observations"]
     (gap,) = observations["gaps"]
     assert gap["code"] == "agent_observations_invalid" and "errors" in gap["detail"]
-    assert observations["records"] == []
+    assert [record["kind"] for record in observations["records"]] == ["sandbox"]
 
 
 def test_without_an_episodes_dir_the_activation_dirs_are_removed_at_close(
@@ -296,5 +324,5 @@ def test_bundles_of_two_activations_that_clash_are_a_gap(start_gateway, tmp_path
         return await made.close_session("as", EPISODE)
 
     observations = asyncio.run(scenario())["agent_observations"]
-    assert observations["records"] == []
+    assert [record["kind"] for record in observations["records"]] == ["sandbox", "sandbox"]
     assert observations["gaps"][0]["detail"].startswith("the activations' bundles do not merge")

@@ -10,7 +10,9 @@ What the activation returns is what the program wrote plus what the gateway capt
 its exit code. The response is the program's ``response.json``, or else the items its
 invocation's conversation gained after the task input, with the usage the gateway captured.
 The bundle is the program's, as written; a missing or invalid one is an
-``agent_observations_invalid`` gap, never a record made up on its behalf. When the gateway's
+``agent_observations_invalid`` gap, never a record made up on its behalf. Each activation runs
+in the run's sandbox (``run_isolated``), whose ``sandbox`` record (ours, not the program's)
+joins the bundle either way, so the evidence says what isolation it had. When the gateway's
 last exchange of the activation failed, the activation failed with it
 (``agent_request_failed``), whatever the program claimed; a program that left no usable
 bundle (it crashed, or never ran) has no result to grade, and the activation fails too.
@@ -27,16 +29,17 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from gym_assets.conformance.evidence import AgentObservations, GapCode
+from gym_assets.conformance.evidence import AgentObservations, GapCode, SandboxObservation
 from gym_assets.harness_adapters import Adapter, Api, CliEpisode, adapter_named
 from gym_assets.io import atomic_write_text
 from gym_assets.rollouts.contracts import GatewayHandle, ResourcesServer
 from gym_assets.rollouts.episodes.agents import ActivationSettings, AgentSession, SessionAgent
 from gym_assets.rollouts.episodes.failures import ModelRequestFailed
-from gym_assets.rollouts.episodes.launch import EpisodeFiles, launch_of, supervise
+from gym_assets.rollouts.episodes.launch import EpisodeFiles, launch_of, run_isolated
 from gym_assets.rollouts.episodes.observations import Invocation
 from gym_assets.rollouts.episodes.responses import input_items, message_text
 from gym_assets.rollouts.gateway import read_capture
+from gym_assets.sandbox import Isolation, SandboxPolicy
 
 # Responses usage keys and the capture's token fields they sum.
 USAGE_FIELDS = (
@@ -85,9 +88,13 @@ class HarnessWroteNothing(RuntimeError):
 class CommandAgent(SessionAgent):
     source = "command_agent"
 
-    def __init__(self, name: str, settings: Settings, gateway: GatewayHandle) -> None:
+    def __init__(
+        self, name: str, settings: Settings, gateway: GatewayHandle, isolation: Isolation
+    ) -> None:
         super().__init__(name, gateway, settings)
         self.settings = settings
+        self.isolation = isolation
+        self._sandboxes: dict[str, list[dict[str, Any]]] = {}  # capture key → sandbox records
         self._reported: dict[str, list[dict[str, Any]]] = {}  # capture key → bundles
         self._scratch: dict[str, Path] = {}  # capture key → temporary episodes dir
 
@@ -99,10 +106,11 @@ class CommandAgent(SessionAgent):
         files.request.write_text(json.dumps(dict(params), ensure_ascii=False), encoding="utf-8")
         episode = self._cli_episode(files, key, invocation, params)
         prepared = None if episode is None else self._adapter().prepare(episode)
+        base_url = self.gateway.url_for(key) if episode is None else episode.base_url
         launch = launch_of(
             self.settings.command if prepared is None else prepared.argv,
             files,
-            base_url=self.gateway.url_for(key) if episode is None else episode.base_url,
+            base_url=base_url,
             model=self.gateway.model_name,
             model_server=self.gateway.model_server_name,
             prompt=_prompt(params),
@@ -112,7 +120,14 @@ class CommandAgent(SessionAgent):
         before = len(self._captured(key))
         exit_code: int | None = None
         try:
-            exit_code = await supervise(launch)
+            exit_code = await run_isolated(
+                launch,
+                self.isolation,
+                files,
+                gateway_url=base_url,
+                sandbox_id=f"{key}/{invocation.invocation_id}",
+                records=self._sandboxes.setdefault(key, []),
+            )
         finally:  # stopped or not, what it wrote so far is its evidence
             if episode is not None:
                 written = self._adapter().observations(episode, exit_code)
@@ -140,6 +155,7 @@ class CommandAgent(SessionAgent):
 
     def _observations(self, session: AgentSession) -> dict[str, Any]:
         bundles = self._reported.pop(session.capture_key, [])
+        sandboxes = self._sandboxes.pop(session.capture_key, [])
         scratch = self._scratch.pop(session.capture_key, None)
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
@@ -150,10 +166,12 @@ class CommandAgent(SessionAgent):
             "gaps": [gap for bundle in bundles for gap in bundle["gaps"]],
         }
         try:
-            return AgentObservations.model_validate(merged).model_dump(mode="json")
+            kept = AgentObservations.model_validate(merged).model_dump(mode="json")
         except ValidationError as exc:  # e.g. two activations reusing one invocation id
             detail = f"the activations' bundles do not merge ({exc.error_count()} errors)"
-            return _invalid(source, detail)
+            kept = _invalid(source, detail)
+        ours = [SandboxObservation.model_validate(r).model_dump(mode="json") for r in sandboxes]
+        return {**kept, "records": [*kept["records"], *ours]}
 
     def _adapter(self) -> Adapter:
         assert self.settings.adapter is not None
@@ -270,5 +288,9 @@ def create(
     *,
     gateway: GatewayHandle,
     resources: ResourcesServer | None,
+    sandbox: SandboxPolicy | None = None,
 ) -> CommandAgent:
-    return CommandAgent(name, Settings.model_validate(dict(settings)), gateway)
+    """``sandbox``: the run's policy; no sandbox and no ``--allow-unsandboxed`` is refused here,
+    before any activation starts."""
+    isolation = (sandbox or SandboxPolicy()).isolation()
+    return CommandAgent(name, Settings.model_validate(dict(settings)), gateway, isolation)

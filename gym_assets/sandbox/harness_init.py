@@ -1,0 +1,226 @@
+"""The first program in a harness's sandbox: the only network it has, then the harness.
+
+Bubblewrap starts it (stdlib only, ``python -I -S``) with the privileges needed to bind
+port 53 in the sandbox's own network namespace, where nothing but loopback exists. It binds
+
+* a resolver stub on 127.0.0.1:53, UDP and TCP, answering NXDOMAIN to every query (the
+  sandbox's ``/etc/resolv.conf`` names it), so a lookup fails at once and its name is logged;
+* a relay on the gateway's own address (``127.0.0.1:<port>``, so the harness keeps its base
+  URL) carrying each connection over the Unix socket bound into the sandbox to the host,
+  whose half (``gateway_route``) forwards it to the gateway;
+
+then starts the harness (the argv after ``--``, already wrapped in its privilege drop) under
+the configured rlimits, gives up its own root for an unprivileged uid of its own, serves until
+the harness exits and exits with the harness's status. Every looked-up name and every gateway
+connection is one JSON line on the log descriptor the host passed in; the harness never holds
+it, and as another uid, or non-dumpable, cannot take it from us.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import json
+import os
+import resource
+import socket
+import struct
+import subprocess
+import sys
+from typing import Any, TextIO
+
+DNS_PORT = 53
+CHUNK = 1 << 16
+READY = "sandbox_ready"
+_PR_SET_DUMPABLE = 4
+_QTYPES = {1: "A", 2: "NS", 5: "CNAME", 6: "SOA", 12: "PTR", 15: "MX", 16: "TXT", 28: "AAAA"}
+_QTYPES |= {33: "SRV", 64: "SVCB", 65: "HTTPS", 255: "ANY"}
+_RLIMITS = {
+    "memory_bytes": resource.RLIMIT_DATA,
+    "processes": resource.RLIMIT_NPROC,
+    "open_files": resource.RLIMIT_NOFILE,
+    "file_bytes": resource.RLIMIT_FSIZE,
+}
+
+
+async def splice(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """Copy one direction of a connection until EOF, then half-close the other side (an HTTP
+    client may close its sending side and still wait for the answer)."""
+    try:
+        while chunk := await reader.read(CHUNK):
+            writer.write(chunk)
+            await writer.drain()
+        if writer.can_write_eof():
+            writer.write_eof()
+    except (ConnectionError, OSError):
+        writer.close()
+
+
+async def join(
+    left: tuple[asyncio.StreamReader, asyncio.StreamWriter],
+    right: tuple[asyncio.StreamReader, asyncio.StreamWriter],
+) -> None:
+    """Carry bytes both ways between two connections until both directions ended."""
+    try:
+        await asyncio.gather(splice(left[0], right[1]), splice(right[0], left[1]))
+    finally:
+        for _, writer in (left, right):
+            writer.close()
+
+
+def nxdomain(query: bytes) -> tuple[bytes, str | None, str | None]:
+    """The NXDOMAIN answer to a DNS query, with the name and type it asked for (``None`` when
+    the question cannot be read: then the answer is FORMERR)."""
+    if len(query) < 12:
+        return b"", None, None
+    ident, flags, questions = struct.unpack("!HHH", query[:6])
+    name, end = _question(query) if questions >= 1 else (None, 12)
+    answer_flags = 0x8000 | (flags & 0x7800) | (flags & 0x0100) | 0x0080
+    if name is None:
+        return struct.pack("!HHHHHH", ident, answer_flags | 1, 0, 0, 0, 0), None, None
+    (qtype,) = struct.unpack("!H", query[end : end + 2])
+    header = struct.pack("!HHHHHH", ident, answer_flags | 3, 1, 0, 0, 0)
+    return header + query[12 : end + 4], name, _QTYPES.get(qtype, str(qtype))
+
+
+def _question(query: bytes) -> tuple[str | None, int]:
+    labels: list[str] = []
+    at = 12
+    while at < len(query):
+        size = query[at]
+        if size == 0:
+            if at + 5 > len(query):
+                break
+            return ".".join(labels) or ".", at + 1
+        if size > 63 or at + 1 + size > len(query):  # compression has no place in a question
+            break
+        labels.append(query[at + 1 : at + 1 + size].decode("ascii", "backslashreplace"))
+        at += 1 + size
+    return None, 12
+
+
+class _Log:
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+
+    def write(self, **fields: Any) -> None:
+        self.stream.write(json.dumps(fields, sort_keys=True) + "\n")
+        self.stream.flush()
+
+
+class _Resolver(asyncio.DatagramProtocol):
+    def __init__(self, log: _Log) -> None:
+        self.log = log
+        self.transport: Any = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport
+
+    def datagram_received(self, data: bytes, addr: tuple[str, int]) -> None:
+        answer = _answer(self.log, data, "udp")
+        if answer:
+            self.transport.sendto(answer, addr)
+
+
+def _answer(log: _Log, query: bytes, transport: str) -> bytes:
+    answer, name, qtype = nxdomain(query)
+    log.write(event="dns_query", name=name, type=qtype, transport=transport)
+    return answer
+
+
+def _serve_dns_tcp(log: _Log):
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while prefix := await reader.readexactly(2):
+                query = await reader.readexactly(struct.unpack("!H", prefix)[0])
+                answer = _answer(log, query, "tcp")
+                writer.write(struct.pack("!H", len(answer)) + answer)
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    return serve
+
+
+def _relay(log: _Log, socket_path: str, address: str):
+    async def carry(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            host_side = await asyncio.open_unix_connection(socket_path)
+        except OSError as exc:
+            log.write(event="gateway_connection", to=address, error=exc.strerror or str(exc))
+            writer.close()
+            return
+        log.write(event="gateway_connection", to=address)
+        await join((reader, writer), host_side)
+
+    return carry
+
+
+def _bound(config: dict[str, Any]) -> dict[str, socket.socket]:
+    host, port = config["gateway_host"], config["gateway_port"]
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    udp.bind(("127.0.0.1", DNS_PORT))
+    return {
+        "dns_udp": udp,
+        "dns_tcp": socket.create_server(("127.0.0.1", DNS_PORT)),
+        "relay": socket.create_server((host, port), family=family),
+    }
+
+
+def _limit(limits: dict[str, int]) -> None:
+    for name, value in limits.items():
+        resource.setrlimit(_RLIMITS[name], (value, value))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def _new_session_keyring() -> None:
+    """Join a new, empty session keyring (the harness inherits it), so no key of the session
+    that started the run is reachable; ``keyctl session -`` would say so on the harness's
+    stdout."""
+    keyutils = ctypes.CDLL("libkeyutils.so.1", use_errno=True)
+    if keyutils.keyctl_join_session_keyring(None) < 0:
+        raise OSError(ctypes.get_errno(), "cannot join a new session keyring")
+
+
+def _drop_privileges(uid: int | None) -> None:
+    """Root gives way to an uid of its own (which also makes us non-dumpable); without root
+    (a user namespace) non-dumpable alone keeps the harness's same uid out of our fds."""
+    if uid is not None:
+        os.setgroups([])
+        os.setgid(uid)
+        os.setuid(uid)
+    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
+
+
+async def _serve(config: dict[str, Any], command: list[str], log: _Log) -> int:
+    _new_session_keyring()
+    sockets = _bound(config)
+    env = {k: v for k, v in os.environ.items() if k not in config["unset"]}
+    harness = subprocess.Popen(command, env=env, preexec_fn=lambda: _limit(config["limits"]))
+    _drop_privileges(config.get("uid"))
+    loop = asyncio.get_running_loop()
+    address = f"{config['gateway_host']}:{config['gateway_port']}"
+    await loop.create_datagram_endpoint(lambda: _Resolver(log), sock=sockets["dns_udp"])
+    await asyncio.start_server(_serve_dns_tcp(log), sock=sockets["dns_tcp"])
+    await asyncio.start_server(_relay(log, config["socket"], address), sock=sockets["relay"])
+    log.write(event=READY, resolver=f"127.0.0.1:{DNS_PORT}", relay=address)
+    status = await loop.run_in_executor(None, harness.wait)
+    return 128 - status if status < 0 else status
+
+
+def main(argv: list[str]) -> int:
+    config = json.loads(argv[1])
+    if argv[2] != "--" or len(argv) < 4:
+        print("usage: harness_init.py CONFIG -- COMMAND...", file=sys.stderr)
+        return 2
+    log = _Log(os.fdopen(config["log_fd"], "a", encoding="utf-8"))
+    return asyncio.run(_serve(config, argv[3:], log))
+
+
+if __name__ == "__main__":
+    status = main(sys.argv)
+    sys.stdout.flush()
+    os._exit(status)  # open relay connections and the executor thread do not hold us up
