@@ -1,28 +1,32 @@
 """The first program in a harness's sandbox: the only network it has, then the harness.
 
-Bubblewrap starts it (stdlib only, ``python -I -S``) with the privileges needed to bind
-port 53 in the sandbox's own network namespace, where nothing but loopback exists. It binds
+Bubblewrap starts it (stdlib only, ``python -I -S``) with the privileges needed to set up
+the sandbox's own network namespace, where nothing but loopback exists. It sets up
 
-* a resolver stub on 127.0.0.1:53, UDP and TCP, answering NXDOMAIN to every query (the
-  sandbox's ``/etc/resolv.conf`` names it), so a lookup fails at once and its name is logged;
+* a resolver stub on port 53, UDP and TCP, answering NXDOMAIN to every query (the sandbox's
+  ``/etc/resolv.conf`` names 127.0.0.1), so a lookup fails at once and its name is logged;
 * a relay on the gateway's own address (``127.0.0.1:<port>``, so the harness keeps its base
   URL) carrying each connection over the Unix socket bound into the sandbox to the host,
   whose half (``gateway_route``) forwards it to the gateway;
+* a watch on loopback, where every outside address leads in this namespace, logging each
+  connection attempt to one (refused at once: nothing listens there);
 
 then starts the harness (the argv after ``--``, already wrapped in its privilege drop) under
 the configured rlimits, gives up its own root for an unprivileged uid of its own, serves until
-the harness exits and exits with the harness's status. Every looked-up name and every gateway
-connection is one JSON line on the log descriptor the host passed in; the harness never holds
-it, and as another uid, or non-dumpable, cannot take it from us.
+the harness exits and exits with the harness's status. Every looked-up name, gateway
+connection and outside attempt is one JSON line on the log descriptor the host passed in;
+the harness never holds it and, as another uid or with us non-dumpable, cannot take it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import ctypes
+import ipaddress
 import json
 import os
 import resource
+import shutil
 import socket
 import struct
 import subprocess
@@ -33,6 +37,7 @@ DNS_PORT = 53
 CHUNK = 1 << 16
 READY = "sandbox_ready"
 _PR_SET_DUMPABLE = 4
+_ETH_P_ALL = 0x0003
 _QTYPES = {1: "A", 2: "NS", 5: "CNAME", 6: "SOA", 12: "PTR", 15: "MX", 16: "TXT", 28: "AAAA"}
 _QTYPES |= {33: "SRV", 64: "SVCB", 65: "HTTPS", 255: "ANY"}
 _RLIMITS = {
@@ -158,15 +163,76 @@ def _relay(log: _Log, socket_path: str, address: str):
     return carry
 
 
+class _Watch:
+    """Outside addresses made local (``_route_everything_here``), so a connection to one is
+    refused at once instead of failing without a trace; this packet socket on loopback sees
+    the first packet of each (a TCP SYN, a UDP datagram) and logs where it was going. The
+    sandbox's own loopback traffic, the relay's and the resolver's are not attempts."""
+
+    def __init__(self, log: _Log, sock: socket.socket) -> None:
+        self.log, self.sock = log, sock
+
+    def read(self) -> None:
+        try:
+            packet, (_, _, kind, _, _) = self.sock.recvfrom(128)
+        except BlockingIOError:
+            return
+        if kind == socket.PACKET_OUTGOING:  # loopback shows each packet twice
+            attempt = _attempt(packet)
+            if attempt is not None:
+                self.log.write(event="blocked_connection", to=attempt[0], protocol=attempt[1])
+
+
+def _attempt(packet: bytes) -> tuple[str, str] | None:
+    """``(address:port, protocol)`` of an IP packet opening a TCP connection or carrying UDP
+    to a non-loopback address and not to the resolver, else ``None``."""
+    version = packet[0] >> 4 if packet else 0
+    if version == 4 and len(packet) >= 20:
+        header, protocol = (packet[0] & 15) * 4, packet[9]
+        family, target = socket.AF_INET, packet[16:20]
+    elif version == 6 and len(packet) >= 40:
+        header, protocol, family, target = 40, packet[6], socket.AF_INET6, packet[24:40]
+    else:
+        return None
+    address = ipaddress.ip_address(socket.inet_ntop(family, target))
+    segment = packet[header:]
+    if (
+        address.is_loopback
+        or protocol not in (6, 17)
+        or len(segment) < (20 if protocol == 6 else 8)
+    ):
+        return None
+    source, port = struct.unpack("!HH", segment[:4])
+    syn = protocol == 6 and segment[13] & 0x12 == 0x02
+    if DNS_PORT in (source, port) or not (syn or protocol == 17):  # the resolver logs its own
+        return None
+    shown = f"[{address}]" if family == socket.AF_INET6 else str(address)
+    return f"{shown}:{port}", "tcp" if protocol == 6 else "udp"
+
+
+def _route_everything_here() -> None:
+    """Every address is local in this namespace: nothing leaves it (there is no interface to
+    leave by), and an attempt reaches loopback, where ``_Watch`` sees it."""
+    ip = shutil.which("ip", path="/usr/sbin:/sbin:/usr/bin:/bin")
+    if ip is None:
+        raise OSError("the sandbox has no ip(8) to route outside addresses to loopback")
+    for family in ("-4", "-6"):
+        subprocess.run([ip, family, "route", "add", "local", "default", "dev", "lo"], check=True)
+
+
 def _bound(config: dict[str, Any]) -> dict[str, socket.socket]:
     host, port = config["gateway_host"], config["gateway_port"]
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    udp.bind(("127.0.0.1", DNS_PORT))
+    udp.bind(("0.0.0.0", DNS_PORT))  # a resolver hard-coded in a program ends here too
+    watch = socket.socket(socket.AF_PACKET, socket.SOCK_DGRAM, socket.htons(_ETH_P_ALL))
+    watch.bind(("lo", 0))
+    watch.setblocking(False)
     return {
         "dns_udp": udp,
-        "dns_tcp": socket.create_server(("127.0.0.1", DNS_PORT)),
+        "dns_tcp": socket.create_server(("0.0.0.0", DNS_PORT)),
         "relay": socket.create_server((host, port), family=family),
+        "watch": watch,
     }
 
 
@@ -197,6 +263,7 @@ def _drop_privileges(uid: int | None) -> None:
 
 async def _serve(config: dict[str, Any], command: list[str], log: _Log) -> int:
     _new_session_keyring()
+    _route_everything_here()
     sockets = _bound(config)
     env = {k: v for k, v in os.environ.items() if k not in config["unset"]}
     harness = subprocess.Popen(command, env=env, preexec_fn=lambda: _limit(config["limits"]))
@@ -206,7 +273,8 @@ async def _serve(config: dict[str, Any], command: list[str], log: _Log) -> int:
     await loop.create_datagram_endpoint(lambda: _Resolver(log), sock=sockets["dns_udp"])
     await asyncio.start_server(_serve_dns_tcp(log), sock=sockets["dns_tcp"])
     await asyncio.start_server(_relay(log, config["socket"], address), sock=sockets["relay"])
-    log.write(event=READY, resolver=f"127.0.0.1:{DNS_PORT}", relay=address)
+    loop.add_reader(sockets["watch"].fileno(), _Watch(log, sockets["watch"]).read)
+    log.write(event=READY, resolver=f"*:{DNS_PORT}", relay=address)
     status = await loop.run_in_executor(None, harness.wait)
     return 128 - status if status < 0 else status
 
@@ -217,10 +285,11 @@ def main(argv: list[str]) -> int:
         print("usage: harness_init.py CONFIG -- COMMAND...", file=sys.stderr)
         return 2
     log = _Log(os.fdopen(config["log_fd"], "a", encoding="utf-8"))
-    return asyncio.run(_serve(config, argv[3:], log))
+    # Not asyncio.run: relay connections still open when the harness exited are not unwound.
+    return asyncio.new_event_loop().run_until_complete(_serve(config, argv[3:], log))
 
 
 if __name__ == "__main__":
     status = main(sys.argv)
     sys.stdout.flush()
-    os._exit(status)  # open relay connections and the executor thread do not hold us up
+    os._exit(status)  # open connections and the executor thread do not hold us up

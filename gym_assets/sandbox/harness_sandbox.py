@@ -9,7 +9,8 @@ it is a big program:
   argv needs (``install_trees``: a venv or npm prefix, the interpreter of its ``#!`` line,
   the script files named on its command line, and where their symlinks lead);
 * read-write: only the activation directory (workspace, private home, its files), bound at
-  its own path, and a private size-capped ``/tmp``; the activation's ``network.jsonl`` inside
+  its own path, a private size-capped ``/tmp``, and the directories the run configured as
+  ``writable`` (a conformance episode's workspace, where the scripted model's commands write); the activation's ``network.jsonl`` inside
   it is read-only to the harness, so what is logged there cannot be rewritten;
 * ``/etc``: a ``resolv.conf`` naming 127.0.0.1, ``hosts`` naming localhost, a ``passwd`` and
   ``group`` with the harness's identity, ``/etc/alternatives`` (commands link through it);
@@ -84,6 +85,7 @@ class HarnessSandbox:
         gateway_url: str,
         *,
         read_only: Sequence[Path] = (),
+        writable: Sequence[Path] = (),
         limits: HarnessLimits = HarnessLimits(),
     ) -> None:
         assert isolation.kind == "bwrap"
@@ -91,6 +93,7 @@ class HarnessSandbox:
         self.root = root
         self.network_log = root / NETWORK_LOG
         self.read_only = tuple(read_only)
+        self.writable = tuple(writable)
         self.limits = limits
         address = urlsplit(gateway_url)
         if address.hostname is None or address.port is None:
@@ -115,7 +118,8 @@ class HarnessSandbox:
             self.network_log.touch(exist_ok=False)
             self._log_fd = os.open(self.network_log, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
             if self.relay_uid is not None:
-                _hand_over(self.root, self.harness_uid, keep=self.network_log)
+                for tree in (self.root, *self.writable):
+                    _hand_over(tree, self.harness_uid, keep=self.network_log)
             self._route = GatewayRoute(self._scratch / SOCKET, *self.gateway)
             await self._route.__aenter__()
         except BaseException:
@@ -161,8 +165,8 @@ class HarnessSandbox:
         wrapper += self._etc_view()
         for tree in _outermost([*self.read_only, *install_trees(argv, env.get("PATH"))]):
             wrapper += [*parents(os.path.dirname(tree)), "--ro-bind", tree, tree]
-        root = str(self.root)
-        wrapper += [*parents(os.path.dirname(root)), "--bind", root, root]
+        for tree in map(str, (*self.writable, self.root)):
+            wrapper += [*parents(os.path.dirname(tree)), "--bind", tree, tree]
         wrapper += ["--ro-bind", str(self.network_log), str(self.network_log)]
         wrapper += [*parents(RUN_DIR), "--ro-bind", str(INIT), f"{RUN_DIR}/{INIT.name}"]
         wrapper += ["--ro-bind", str(self._scratch / SOCKET), f"{RUN_DIR}/{SOCKET}"]

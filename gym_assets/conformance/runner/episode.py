@@ -93,6 +93,9 @@ def episode_config(
     environment = ENVIRONMENT_FOR_INTERFACE[resolve_interface(harness)]
     resources = _ref("resources_servers", RESOURCES)
     model = _ref("responses_api_models", MODEL_SERVER)
+    agent = {"resources_server": resources, "model_server": model}
+    if harness.kind != "builtin":  # its own shell runs the probe's commands, which write there
+        agent["writable_dirs"] = [str(directory / WORKSPACE_DIR)]
     config: dict[str, Any] = {
         MODEL_SERVER: {"responses_api_models": {"gateway_model": {"model": MODEL}}},
         RESOURCES: {
@@ -104,11 +107,7 @@ def episode_config(
                 }
             }
         },
-        AGENT: {
-            "responses_api_agents": {
-                harness.agent_implementation: {"resources_server": resources, "model_server": model}
-            }
-        },
+        AGENT: {"responses_api_agents": {harness.agent_implementation: agent}},
         ENVIRONMENT: {
             "environment_servers": {
                 environment: {

@@ -180,9 +180,11 @@ async def run_isolated(
     gateway_url: str,
     sandbox_id: str,
     records: list[dict[str, Any]],
+    writable: Sequence[Path] = (),
 ) -> int:
     """``supervise`` the launch inside a harness sandbox (as it is when ``isolation`` is
-    ``none``) and append the ``sandbox`` record of how it ended to ``records``, whatever
+    ``none``; ``writable``: host directories it may write besides its own) and append the
+    ``sandbox`` record of how it ended to ``records``, whatever
     happens (docs/evidence-format.md: a failed start is ``sandbox_error``, a stop before the
     program exited ``cancelled``)."""
     started = time.monotonic()
@@ -197,7 +199,8 @@ async def run_isolated(
         if isolation.kind == "none":
             exit_code, came_up = await supervise(launch), True
         else:
-            async with HarnessSandbox(isolation, files.root, gateway_url) as sandbox:
+            sandbox = HarnessSandbox(isolation, files.root, gateway_url, writable=writable)
+            async with sandbox:
                 argv = sandbox.command(launch.argv, launch.env, launch.cwd)
                 jailed = replace(launch, argv=tuple(argv), pass_fds=sandbox.pass_fds)
                 exit_code = await supervise(jailed)

@@ -28,7 +28,7 @@ def suite(tmp_path_factory: pytest.TempPathFactory) -> SuiteSummary:
     configs = tmp_path_factory.mktemp("configs")
     registry = {
         "minimal_agent": {"kind": "command", "command": [sys.executable, str(EXAMPLE)]},
-        "broken_agent": {"kind": "command", "command": [sys.executable, str(BROKEN)]},
+        "broken_agent": {"kind": "command", "command": [sys.executable, str(BROKEN), str(EXAMPLE)]},
     }
     (configs / "harnesses.yaml").write_text(json.dumps({"harnesses": registry}))
     return run_suite(
@@ -51,6 +51,21 @@ def test_the_example_harness_passes_all_seven_scenarios(suite: SuiteSummary) -> 
     assert suite.harnesses["minimal_agent"].verdict
     for label, count in suite.harnesses["minimal_agent"].evidence.items():
         assert count.required == count.observed == count.passed, label
+
+
+def test_every_episode_ran_in_the_harness_sandbox(suite: SuiteSummary) -> None:
+    """Sandboxed, with only the gateway reached: each record says bwrap, and each activation's
+    network log holds gateway connections only."""
+    for name in SCENARIO_NAMES:
+        episode = suite.output / "minimal_agent" / name
+        (record,) = (json.loads(line) for line in (episode / "rollouts.jsonl").open())
+        records = record["ng_agent_observations"]["records"]
+        (sandbox,) = (r for r in records if r["kind"] == "sandbox")
+        assert sandbox["provider"] == "bwrap" and sandbox["outcome"] in ("completed", "failed")
+        (log,) = (episode / "harness").glob("*/*/network.jsonl")
+        events = [json.loads(line)["event"] for line in log.open()]
+        assert events[0] == "sandbox_ready" and events.count("gateway_connection") >= 1
+        assert set(events[1:]) == {"gateway_connection"}, name
 
 
 def test_the_broken_harness_fails_exactly_what_its_defects_break(suite: SuiteSummary) -> None:

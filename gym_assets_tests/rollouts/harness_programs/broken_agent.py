@@ -7,6 +7,9 @@
 
 Token counts, payloads and statuses of model calls are the gateway's, so defect 2 reaches
 only the rollout's reported usage, and defect 3 nothing at all (an exit code is not evidence).
+
+Its argument is the example harness's path: in the sandbox it sees only the files its
+command line names.
 """
 
 import json
@@ -14,7 +17,7 @@ import os
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "examples" / "harnesses"))
+sys.path.insert(0, str(Path(sys.argv[1]).parent))
 import minimal_agent as example
 
 E = os.environ
@@ -29,7 +32,7 @@ def remembering_ask(body: dict, tries: int = 4) -> dict:
 
 
 def main() -> int:
-    if sys.argv[1:] == ["--version"]:
+    if sys.argv[2:] == ["--version"]:
         print("broken_agent 0.1")
         return 0
     example.headers = lambda: {"Content-Type": "application/json"}

@@ -67,12 +67,14 @@ class Settings(ActivationSettings):
     ``adapter``: a ``cli`` harness driven by its adapter, which writes the bundle from what the
     program kept; ``harness``: its registry name (the bundle's source when it writes none);
     ``episodes_dir``: where activation directories go (default: a temporary directory removed
-    at close)."""
+    at close); ``writable_dirs``: host directories the sandboxed program may write besides its
+    activation directory (a conformance episode's workspace)."""
 
     command: list[str] = Field(default_factory=list)
     adapter: AdapterSettings | None = None
     harness: str = "command"
     episodes_dir: str | None = None
+    writable_dirs: list[str] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _one_program(self) -> Settings:
@@ -127,6 +129,7 @@ class CommandAgent(SessionAgent):
                 gateway_url=base_url,
                 sandbox_id=f"{key}/{invocation.invocation_id}",
                 records=self._sandboxes.setdefault(key, []),
+                writable=[Path(d) for d in self.settings.writable_dirs],
             )
         finally:  # stopped or not, what it wrote so far is its evidence
             if episode is not None:
