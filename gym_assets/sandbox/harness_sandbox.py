@@ -9,13 +9,15 @@ it is a big program:
   argv needs (``install_trees``: a venv or npm prefix, the interpreter of its ``#!`` line,
   the script files named on its command line, and where their symlinks lead);
 * read-write: only the activation directory (workspace, private home, its files), bound at
-  its own path, a private size-capped ``/tmp``, and the directories the run configured as
-  ``writable`` (a conformance episode's workspace, where the scripted model's commands write); the activation's ``network.jsonl`` inside
-  it is read-only to the harness, so what is logged there cannot be rewritten;
+  its own path, a private size-capped ``/tmp``, and the directories the run names as
+  ``writable`` (a conformance episode's workspace, where the scripted model's commands
+  write); the activation's ``network.jsonl`` is read-only to the harness, so what is logged
+  there cannot be rewritten;
 * ``/etc``: a ``resolv.conf`` naming 127.0.0.1, ``hosts`` naming localhost, a ``passwd`` and
   ``group`` with the harness's identity, ``/etc/alternatives`` (commands link through it);
-* network: loopback only, where ``harness_init`` answers every DNS query with NXDOMAIN and
-  relays the gateway's address over a Unix socket to ``gateway_route`` on the host.
+* network: loopback only, where ``harness_init`` answers every DNS query with NXDOMAIN, logs
+  every attempt to reach an outside address, and relays the gateway's address over a Unix
+  socket to ``gateway_route`` on the host.
 
 Run as root, the harness drops to a fresh uid (the activation directory is handed to it) and
 the relay to another; otherwise a user namespace maps our own uid.
@@ -231,10 +233,12 @@ def install_trees(argv: Sequence[str], search_path: str | None) -> list[str]:
         for path in (os.path.abspath(file), os.path.realpath(file))
     }
     prefix = os.path.realpath(sys.base_prefix)  # system_view binds the interpreter already
-    return sorted(
-        tree
-        for tree in trees
-        if tree != "/" and not any(Path(tree).is_relative_to(d) for d in (*SYSTEM_DIRS, prefix))
+    return _outermost(
+        [
+            tree
+            for tree in trees
+            if tree != "/" and not any(Path(tree).is_relative_to(d) for d in (*SYSTEM_DIRS, prefix))
+        ]
     )
 
 

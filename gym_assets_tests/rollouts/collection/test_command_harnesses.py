@@ -201,7 +201,8 @@ def test_a_command_harness_with_a_real_model_needs_an_explicit_opt_in(products, 
 def test_the_broken_harness_fails_exactly_the_ownership_checks(products, tmp_path):
     """It drops the retried attempts (TE-8 must fail); its zeroed usage and exit code reach no
     artifact check (token counts are the gateway's, and the usage was reported here)."""
-    broken = Harness(name="broken_agent", kind="command", command=(sys.executable, str(BROKEN), str(EXAMPLE)))
+    command = (sys.executable, str(BROKEN), str(EXAMPLE))
+    broken = Harness(name="broken_agent", kind="command", command=command)
     result = _run(products, tmp_path / "run", broken, SCRIPT)
     assert result.harness["runtime_version"] == "broken_agent 0.1"
     (record,) = read_jsonl(result.files.records)

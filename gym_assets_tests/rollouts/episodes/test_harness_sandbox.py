@@ -1,0 +1,175 @@
+"""A command harness in the harness sandbox (docs/security.md): it reaches the gateway and
+nothing else, every attempt to go elsewhere is in its ``network.jsonl``, nothing it starts
+outlives it, and it writes nowhere but its activation directory. Real programs, a real
+gateway, real bubblewrap; without a sandbox the run is refused unless unsandboxed is allowed."""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from gym_assets.rollouts.gateway import ScriptedUpstream
+from gym_assets.sandbox import SandboxPolicy, SandboxUnavailable
+from gym_assets.sandbox.harness_sandbox import install_trees
+from gym_assets.servers.responses_api_agents.command_agent.app import create
+from gym_assets_tests.rollouts.episodes.test_command_agent import (
+    DONE,
+    EPISODE,
+    _activate,
+    agent,
+    program,
+    sleeping,
+)
+
+
+def network_log(root: Path) -> list[dict]:
+    return [json.loads(line) for line in (root / "network.jsonl").open()]
+
+
+def sandbox_record(made) -> dict:
+    receipt = asyncio.run(made.close_session("as", EPISODE))
+    (record,) = (r for r in receipt["agent_observations"]["records"] if r["kind"] == "sandbox")
+    return record
+
+
+def test_only_the_gateway_is_reachable_and_every_other_attempt_is_logged(
+    start_gateway, tmp_path
+) -> None:
+    command = program(
+        tmp_path,
+        """
+        import shutil, socket
+        tried = {}
+        for name, address in (("ipv4", ("1.1.1.1", 443)), ("ipv6", ("2606:4700::1111", 80))):
+            try:
+                socket.create_connection(address, timeout=10).close()
+                tried[name] = "connected"
+            except OSError as exc:
+                tried[name] = exc.errno
+        try:
+            tried["resolve"] = socket.getaddrinfo("example.com", 443)
+        except socket.gaierror as exc:
+            tried["resolve"] = exc.errno
+        if shutil.which("curl"):
+            curl = ["curl", "-sS", "--max-time", "10", "https://pypi.org/simple/"]
+            tried["curl"] = subprocess.run(curl, capture_output=True).returncode
+        json.dump(tried, open("tried.json", "w"))
+        answer = ask("hi")
+        bundle(conversation=[{"role": "user", "content": "hi"}, *answer["output"]])
+        """,
+    )
+    made, root = agent(start_gateway(ScriptedUpstream(DONE)), command, tmp_path)
+    response = asyncio.run(_activate(made))
+    assert response["output"][0]["content"][0]["text"] == "DONE"  # the gateway answered
+    tried = json.loads((root / "workspace" / "tried.json").read_text())
+    assert tried["ipv4"] == tried["ipv6"] == errno.ECONNREFUSED  # at once, not after a timeout
+    assert tried["resolve"] == -2  # EAI_NONAME: the resolver stub answered NXDOMAIN
+    assert tried.get("curl", 6) == 6  # curl: could not resolve host
+    log = network_log(root)
+    assert log[0]["event"] == "sandbox_ready"
+    looked_up = {entry["name"] for entry in log if entry["event"] == "dns_query"}
+    assert looked_up == {"example.com", *(["pypi.org"] if "curl" in tried else [])}
+    blocked = [(e["to"], e["protocol"]) for e in log if e["event"] == "blocked_connection"]
+    assert blocked == [("1.1.1.1:443", "tcp"), ("[2606:4700::1111]:80", "tcp")]
+    port = made.gateway.url_for("x").split("/")[2]
+    assert [e["to"] for e in log if e["event"] == "gateway_connection"] == [port]
+    record = sandbox_record(made)
+    assert record["provider"] == "bwrap" and record["outcome"] == "completed"
+
+
+def test_nothing_the_harness_started_outlives_it(start_gateway, tmp_path) -> None:
+    command = program(
+        tmp_path,
+        """
+        spawn_sleepers()  # one in the harness's group, one in a session of its own
+        duration = json.load(open("sleepers.json"))
+        subprocess.run(["sh", "-c", f"sleep {duration} >/dev/null 2>&1 &"])
+        subprocess.run(["setsid", "-f", "sleep", duration])
+        bundle()
+        """,
+    )
+    made, root = agent(start_gateway(ScriptedUpstream(DONE)), command, tmp_path)
+    asyncio.run(_activate(made))
+    assert sleeping(root / "workspace") == []
+
+
+def test_nothing_outside_the_activation_directory_is_writable(start_gateway, tmp_path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir(mode=0o777)
+    outside.chmod(0o777)
+    venv = Path(sys.prefix)
+    targets = [outside / "x", venv / "x", tmp_path / "program.py", Path("/usr/x"), Path("/x")]
+    command = program(
+        tmp_path,
+        f"""
+        failed = {{}}
+        for target in {[str(t) for t in targets]!r}:
+            try:
+                open(target, "a").close()
+                failed[target] = 0
+            except OSError as exc:
+                failed[target] = exc.errno
+        json.dump(failed, open("failed.json", "w"))
+        open(os.path.join(os.environ["HOME"], "mine"), "w").close()  # its own home is
+        bundle()
+        """,
+    )
+    made, root = agent(start_gateway(ScriptedUpstream(DONE)), command, tmp_path)
+    before = (tmp_path / "program.py").read_text()
+    asyncio.run(_activate(made))
+    failed = json.loads((root / "workspace" / "failed.json").read_text())
+    assert set(failed) == {str(t) for t in targets}
+    assert all(code in (errno.EROFS, errno.EACCES, errno.ENOENT) for code in failed.values())
+    assert not (outside / "x").exists() and not (venv / "x").exists()
+    assert (tmp_path / "program.py").read_text() == before
+    assert (root / "home" / "mine").exists()
+    # Ours, written by the sandbox's init program: the harness could not write it.
+    assert (root / "network.jsonl").stat().st_uid == os.getuid()
+
+
+def test_no_sandbox_is_refused_before_anything_runs_unless_allowed(
+    start_gateway, tmp_path, monkeypatch
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path / "no-tools"))  # no bwrap, keyctl or setpriv
+    gateway = start_gateway(ScriptedUpstream(DONE))
+    command = program(tmp_path, "bundle()\n")
+    config = {"command": command, "episodes_dir": str(tmp_path / "episodes")}
+    with pytest.raises(SandboxUnavailable, match="--allow-unsandboxed"):
+        create("agent", config, gateway=gateway, resources=None, sandbox=SandboxPolicy())
+    assert not (tmp_path / "episodes").exists()
+
+    allowed = SandboxPolicy(allow_unsandboxed=True)
+    made = create("agent", config, gateway=gateway, resources=None, sandbox=allowed)
+    asyncio.run(_activate(made))
+    record = sandbox_record(made)
+    assert record["provider"] == "none" and record["outcome"] == "completed"
+
+
+def test_the_install_folders_a_command_needs_are_found(tmp_path) -> None:
+    """A venv or npm prefix whole (its programs load their packages from it), a script alone
+    (its folder may hold anything), where symlinks lead, and the ``#!`` interpreter."""
+    npm = tmp_path / "npm"
+    package_bin = npm / "node_modules" / "tool" / "bin"
+    package_bin.mkdir(parents=True)
+    (package_bin / "tool.js").write_text("#!/usr/bin/env node\n")
+    (package_bin / "tool.js").chmod(0o755)
+    (npm / "node_modules" / ".bin").mkdir()
+    (npm / "node_modules" / ".bin" / "tool").symlink_to(package_bin / "tool.js")
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").symlink_to(sys.executable)
+    (venv / "bin" / "cli").write_text(f"#!{venv / 'bin' / 'python'}\n")
+    (venv / "bin" / "cli").chmod(0o755)
+    script = tmp_path / "scripts" / "agent.py"
+    script.parent.mkdir()
+    script.write_text("")
+    assert install_trees([str(npm / "node_modules" / ".bin" / "tool")], os.defpath) == [str(npm)]
+    assert install_trees([str(venv / "bin" / "cli"), "-x", str(script)], os.defpath) == sorted(
+        [str(venv), str(script)]
+    )
