@@ -155,11 +155,13 @@ class HarnessSandbox:
         """bubblewrap, then the init program (resolver and relay), then ``argv`` without
         privileges, in ``cwd`` with exactly ``env``."""
         assert self._scratch is not None and self._log_fd is not None
+        argv = [_without_dot_dot(arg) for arg in argv]
         isolation = self.isolation
         python = guest_python()
         wrapper = [str(isolation.bwrap), *namespaces(as_root=isolation.setpriv is not None)]
-        if isolation.setpriv is None:  # the user namespace's root may bind port 53
-            wrapper += ["--cap-add", "CAP_NET_BIND_SERVICE"]
+        if isolation.setpriv is None:  # in a user namespace: what the init program needs
+            for capability in ("CAP_NET_BIND_SERVICE", "CAP_NET_ADMIN", "CAP_NET_RAW"):
+                wrapper += ["--cap-add", capability]
         for name, value in env.items():
             wrapper += ["--setenv", name, value]
         wrapper += system_view(python)
@@ -269,6 +271,13 @@ def _interpreter(program: str, search_path: str | None) -> list[str]:
         found = shutil.which(words[0], path=search_path) if words else None
         return [found] if found else []
     return words[:1] if words and os.path.isabs(words[0]) else []
+
+
+def _without_dot_dot(arg: str) -> str:
+    """A path through ``..`` as the file it names: inside, only the file's own path exists."""
+    if os.path.isabs(arg) and ".." in Path(arg).parts and os.path.exists(arg):
+        return os.path.realpath(arg)
+    return arg
 
 
 def _outermost(trees: Sequence[str | Path]) -> list[str]:

@@ -93,7 +93,7 @@ def episode_config(
     environment = ENVIRONMENT_FOR_INTERFACE[resolve_interface(harness)]
     resources = _ref("resources_servers", RESOURCES)
     model = _ref("responses_api_models", MODEL_SERVER)
-    agent = {"resources_server": resources, "model_server": model}
+    agent: dict[str, Any] = {"resources_server": resources, "model_server": model}
     if harness.kind != "builtin":  # its own shell runs the probe's commands, which write there
         agent["writable_dirs"] = [str(directory / WORKSPACE_DIR)]
     config: dict[str, Any] = {

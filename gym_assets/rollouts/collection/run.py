@@ -331,12 +331,6 @@ def run_rollouts(
         raise UserError(f"concurrency must be at least 1, got {options.concurrency}")
     if options.timeout_s is not None and options.timeout_s <= 0:
         raise UserError(f"timeout must be positive, got {options.timeout_s}")
-    if harness.kind != "builtin" and upstream.mode == "openai" and not options.allow_unsandboxed:
-        raise UserError(
-            f"harness '{harness.name}' runs the shell commands a model chooses, and {harness.kind} "
-            "harnesses do not run in the sandbox yet; use an offline upstream, or accept the risk "
-            "with --allow-unsandboxed"
-        )
     require_ready(upstream, options.script)
     resolved = resolve(harness)
     benchmark = catalog.get(benchmark_name)

@@ -180,13 +180,14 @@ async def run_isolated(
     gateway_url: str,
     sandbox_id: str,
     records: list[dict[str, Any]],
+    read_only: Sequence[Path] = (),
     writable: Sequence[Path] = (),
 ) -> int:
     """``supervise`` the launch inside a harness sandbox (as it is when ``isolation`` is
-    ``none``; ``writable``: host directories it may write besides its own) and append the
-    ``sandbox`` record of how it ended to ``records``, whatever
+    ``none``) and append the ``sandbox`` record of how it ended to ``records``, whatever
     happens (docs/evidence-format.md: a failed start is ``sandbox_error``, a stop before the
-    program exited ``cancelled``)."""
+    program exited ``cancelled``). ``read_only`` and ``writable``: host directories it may
+    also read (an install folder) or write (a conformance workspace)."""
     started = time.monotonic()
     record: dict[str, Any] = {
         "kind": "sandbox",
@@ -199,7 +200,9 @@ async def run_isolated(
         if isolation.kind == "none":
             exit_code, came_up = await supervise(launch), True
         else:
-            sandbox = HarnessSandbox(isolation, files.root, gateway_url, writable=writable)
+            sandbox = HarnessSandbox(
+                isolation, files.root, gateway_url, read_only=read_only, writable=writable
+            )
             async with sandbox:
                 argv = sandbox.command(launch.argv, launch.env, launch.cwd)
                 jailed = replace(launch, argv=tuple(argv), pass_fds=sandbox.pass_fds)

@@ -15,6 +15,7 @@ from gym_assets.errors import UserError
 from gym_assets.rollouts import harnesses
 from gym_assets.rollouts.collection.files import read_jsonl
 from gym_assets.rollouts.collection.run import RunOptions, RunResult, run_rollouts
+from gym_assets.rollouts.gateway import ModelGateway, ScriptedUpstream
 from gym_assets.rollouts.harnesses import (
     Harness,
     load_harnesses,
@@ -189,13 +190,26 @@ def test_legacy_run_runs_the_agents_own_episode(products, tmp_path):
     assert all(r["reward"] == 1.0 and r["ng_trajectory"]["turns"] for r in records)
 
 
-def test_a_command_harness_with_a_real_model_needs_an_explicit_opt_in(products, tmp_path):
+def test_a_command_harness_with_a_real_model_runs_in_the_sandbox_without_an_opt_in(
+    products, tmp_path, monkeypatch
+):
+    """The harness sandbox bounds what a real model's commands can reach, so no
+    ``--allow-unsandboxed`` is needed: the run's record says the harness ran in bubblewrap.
+    (The "real model" is another gateway, scripted, behind the ``openai`` upstream.)"""
     products.plan("arith")
-    upstream = upstream_of(mode="openai", base_url="http://127.0.0.1:9/v1", api_key_env="K")
+    monkeypatch.setenv("GYM_ASSETS_TEST_KEY", "sk-test")
     harness = load_harnesses(products.catalog.loaded)["minimal_agent"]
-    with pytest.raises(UserError, match="--allow-unsandboxed"):
-        run_rollouts(products.catalog, "arith", harness, tmp_path / "run", upstream)
-    assert not (tmp_path / "run").exists()
+    with ModelGateway(ScriptedUpstream(SCRIPT), tmp_path / "remote-captures") as remote:
+        upstream = upstream_of(
+            mode="openai", base_url=remote.url_for("remote"), api_key_env="GYM_ASSETS_TEST_KEY"
+        )
+        result = run_rollouts(
+            products.catalog, "arith", harness, tmp_path / "run", upstream, RunOptions(limit=1)
+        )
+    (record,) = read_jsonl(result.files.records)
+    assert record["reward"] == 1.0
+    records = record["ng_agent_observations"]["records"]
+    assert [r["provider"] for r in records if r["kind"] == "sandbox"] == ["bwrap"]
 
 
 def test_the_broken_harness_fails_exactly_the_ownership_checks(products, tmp_path):

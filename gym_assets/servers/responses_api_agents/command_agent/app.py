@@ -129,6 +129,7 @@ class CommandAgent(SessionAgent):
                 gateway_url=base_url,
                 sandbox_id=f"{key}/{invocation.invocation_id}",
                 records=self._sandboxes.setdefault(key, []),
+                read_only=[] if episode is None else [episode.install_dir],
                 writable=[Path(d) for d in self.settings.writable_dirs],
             )
         finally:  # stopped or not, what it wrote so far is its evidence
