@@ -95,7 +95,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     run.add_argument(
         "--allow-unsandboxed", action="store_true",
-        help="run tool commands without isolation when no sandbox can be made",
+        help="run tool commands and harnesses without isolation when no sandbox can be made",
     )  # fmt: skip
     add_configs_flag(run)
     run.set_defaults(handler=run_suite, run_parser=run)

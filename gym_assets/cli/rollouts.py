@@ -236,8 +236,8 @@ def _add_unsandboxed_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--allow-unsandboxed",
         action="store_true",
-        help="verify model-written code without isolation when no sandbox can be made "
-        "(records then say sandbox: none); see docs/security.md",
+        help="verify model-written code, and run command or cli harnesses, without isolation "
+        "when no sandbox can be made (records then say sandbox: none); see docs/security.md",
     )
 
 
