@@ -20,7 +20,9 @@ it is a big program:
   socket to ``gateway_route`` on the host.
 
 Run as root, the harness drops to a fresh uid (the activation directory is handed to it) and
-the relay to another; otherwise a user namespace maps our own uid.
+the relay to another. Otherwise a user namespace maps our own uid to its root, which owns the
+network namespace (so the init program may set it up), and the harness runs as that root
+with every capability dropped.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from gym_assets.sandbox.harness_init import READY
 from gym_assets.sandbox.isolation import (
     SYSTEM_DIRS,
     Isolation,
+    SandboxUnavailable,
     guest_python,
     namespaces,
     parents,
@@ -55,6 +58,9 @@ INIT = Path(__file__).with_name("harness_init.py")
 SOCKET = "gateway.sock"
 _INSTALL_BINS = ("bin", ".bin")
 _HOST_ETC = ("/etc/alternatives",)
+# Without root: the init program's network set-up, and dropping them all before the harness.
+_USERNS_CAPABILITIES = ("CAP_NET_BIND_SERVICE", "CAP_NET_ADMIN", "CAP_NET_RAW", "CAP_SETPCAP")
+INSTALL_SETPRIV = "install util-linux's setpriv (Debian/Ubuntu: apt-get install util-linux)"
 
 
 @dataclass(frozen=True)
@@ -102,7 +108,7 @@ class HarnessSandbox:
             raise ValueError(f"the gateway URL names no host and port: {gateway_url}")
         self.gateway = (address.hostname, address.port)
         as_root = isolation.setpriv is not None
-        self.harness_uid = sandbox_uid() if as_root else os.getuid()
+        self.harness_uid = sandbox_uid() if as_root else 0  # the user namespace's own root
         self.relay_uid = sandbox_uid() if as_root else None
         self._scratch: Path | None = None
         self._route: GatewayRoute | None = None
@@ -159,8 +165,9 @@ class HarnessSandbox:
         isolation = self.isolation
         python = guest_python()
         wrapper = [str(isolation.bwrap), *namespaces(as_root=isolation.setpriv is not None)]
-        if isolation.setpriv is None:  # in a user namespace: what the init program needs
-            for capability in ("CAP_NET_BIND_SERVICE", "CAP_NET_ADMIN", "CAP_NET_RAW"):
+        if isolation.setpriv is None:  # root of a user namespace that owns the network one
+            wrapper += ["--uid", "0", "--gid", "0"]
+            for capability in _USERNS_CAPABILITIES:
                 wrapper += ["--cap-add", capability]
         for name, value in env.items():
             wrapper += ["--setenv", name, value]
@@ -190,21 +197,24 @@ class HarnessSandbox:
     def _unprivileged(self) -> list[str]:
         if self.isolation.setpriv is not None:
             return self.isolation.unprivileged(self.harness_uid)
-        setpriv = shutil.which("setpriv")  # drops the capability the init program needed
+        setpriv = shutil.which("setpriv")  # drops the capabilities the init program needed
         if setpriv is None:
-            return []
-        return [setpriv, "--inh-caps=-all", "--ambient-caps=-all", "--no-new-privs"]
+            raise SandboxUnavailable(f"cannot drop a harness's capabilities: {INSTALL_SETPRIV}")
+        caps = ["--inh-caps=-all", "--ambient-caps=-all", "--bounding-set=-all"]
+        return [setpriv, *caps, "--no-new-privs"]
 
     def _write_etc(self, etc: Path) -> None:
         uid = self.harness_uid
         home = self.root / "home"
+        # Without root the harness is the user namespace's root, so it is the only user.
+        users = [*([("root", 0, "/")] if uid else []), ("harness", uid, str(home))]
         etc.mkdir()
         files = {
             "resolv.conf": "nameserver 127.0.0.1\noptions attempts:1\n",
             "hosts": "127.0.0.1 localhost\n::1 localhost\n",
             "nsswitch.conf": "passwd: files\ngroup: files\nhosts: files dns\n",
-            "passwd": f"root:x:0:0::/:/bin/false\nharness:x:{uid}:{uid}::{home}:/bin/sh\n",
-            "group": f"root:x:0:\nharness:x:{uid}:\n",
+            "passwd": "".join(f"{name}:x:{n}:{n}::{where}:/bin/sh\n" for name, n, where in users),
+            "group": "".join(f"{name}:x:{n}:\n" for name, n, _ in users),
         }
         for name, text in files.items():
             (etc / name).write_text(text, encoding="utf-8")

@@ -9,6 +9,7 @@ import asyncio
 import errno
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -173,3 +174,74 @@ def test_the_install_folders_a_command_needs_are_found(tmp_path) -> None:
     assert install_trees([str(venv / "bin" / "cli"), "-x", str(script)], os.defpath) == sorted(
         [str(venv), str(script)]
     )
+
+
+REPO = Path(__file__).resolve().parents[3]
+SYSTEM_PYTHON = Path("/usr/bin/python3")
+# The harness: through the relay to the "gateway", its capabilities, a name looked up.
+NOBODYS_HARNESS = """
+import json, socket
+seen = {}
+with socket.create_connection(("127.0.0.1", PORT)) as gateway:
+    gateway.sendall(b"hello")
+    seen["answer"] = gateway.recv(100).decode()
+status = open("/proc/self/status").read().splitlines()
+seen["caps"] = [line.split()[1] for line in status if line.startswith(("CapEff", "CapPrm"))]
+try:
+    socket.getaddrinfo("example.org", 80)
+except socket.gaierror as exc:
+    seen["resolve"] = exc.errno
+print(json.dumps(seen))
+"""
+# Run by the system interpreter as nobody; a TCP listener stands in for the gateway's port.
+AS_NOBODY = """
+import asyncio, json, pathlib, sys, tempfile
+sys.path.insert(0, sys.argv[1])
+from gym_assets.sandbox import SandboxPolicy
+from gym_assets.sandbox.harness_sandbox import HarnessSandbox
+
+async def main():
+    isolation = SandboxPolicy().isolation()
+    assert isolation.kind == "bwrap" and isolation.setpriv is None, isolation
+    async def gateway(reader, writer):
+        writer.write(b"gateway got " + await reader.read(5))
+        writer.close()
+    server = await asyncio.start_server(gateway, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    root = pathlib.Path(tempfile.mkdtemp()) / "activation"
+    (root / "workspace").mkdir(parents=True)
+    program = sys.argv[2].replace("PORT", str(port))
+    async with HarnessSandbox(isolation, root, f"http://127.0.0.1:{port}/v1") as sandbox:
+        argv = sandbox.command(
+            ["/usr/bin/python3", "-c", program], {"PATH": "/usr/bin:/bin"}, root / "workspace"
+        )
+        done = await asyncio.create_subprocess_exec(
+            *argv, pass_fds=sandbox.pass_fds, stdout=asyncio.subprocess.PIPE
+        )
+        out, _ = await done.communicate()
+    log = [json.loads(line) for line in (root / "network.jsonl").open()]
+    print(json.dumps({"seen": json.loads(out), "log": log}))
+
+asyncio.run(main())
+"""
+
+
+@pytest.mark.skipif(not SYSTEM_PYTHON.exists(), reason="no system python3 for an unprivileged run")
+def test_run_as_a_user_who_is_not_root_the_harness_sandbox_works_in_a_user_namespace() -> None:
+    """The harness sandbox's host side is stdlib-only too: driven as ``nobody`` it becomes a
+    user namespace whose root sets up the network, and the harness keeps no capability."""
+    done = subprocess.run(
+        ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "env", "-i",
+         "PATH=/usr/bin:/bin", str(SYSTEM_PYTHON), "-", str(REPO), NOBODYS_HARNESS],
+        input=AS_NOBODY, capture_output=True, text=True, timeout=120, cwd="/",
+    )  # fmt: skip
+    if "Permission denied" in done.stderr:
+        pytest.skip(f"the checkout is not readable by nobody: {done.stderr.strip()[-200:]}")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["seen"]["answer"] == "gateway got hello"
+    assert result["seen"]["caps"] == ["0000000000000000", "0000000000000000"]
+    assert result["seen"]["resolve"] == -2
+    events = [(e["event"], e.get("name")) for e in result["log"]]
+    assert events[:2] == [("sandbox_ready", None), ("gateway_connection", None)]
+    assert {name for event, name in events if event == "dns_query"} == {"example.org"}
