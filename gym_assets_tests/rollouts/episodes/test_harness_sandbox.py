@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from gym_assets.rollouts.episodes.launch import EpisodeFiles, Launch, run_isolated
 from gym_assets.rollouts.gateway import ScriptedUpstream
 from gym_assets.sandbox import SandboxPolicy, SandboxUnavailable
 from gym_assets.sandbox.harness_sandbox import install_trees
@@ -150,6 +151,29 @@ def test_no_sandbox_is_refused_before_anything_runs_unless_allowed(
     asyncio.run(_activate(made))
     record = sandbox_record(made)
     assert record["provider"] == "none" and record["outcome"] == "completed"
+
+
+def test_a_sandbox_that_does_not_come_up_is_a_sandbox_error(tmp_path) -> None:
+    """Bubblewrap refusing to start (here: a folder to show that does not exist) is told
+    apart from the program failing: the record says ``sandbox_error``."""
+    files = EpisodeFiles(tmp_path / "activation").create()
+    launch = Launch(("/bin/true",), {"PATH": "/usr/bin:/bin"}, files.workdir, files.log)
+    records: list[dict] = []
+    exit_code = asyncio.run(
+        run_isolated(
+            launch,
+            SandboxPolicy().isolation(),
+            files,
+            gateway_url="http://127.0.0.1:9/v1",
+            sandbox_id="broken",
+            records=records,
+            read_only=[tmp_path / "missing"],
+        )
+    )
+    (record,) = records
+    assert exit_code != 0 and record["exit_code"] == exit_code
+    assert record["outcome"] == "sandbox_error" and record["error_type"] == "sandbox_did_not_start"
+    assert "missing" in files.log.read_text()  # bubblewrap's own message
 
 
 def test_the_install_folders_a_command_needs_are_found(tmp_path) -> None:
