@@ -265,16 +265,16 @@ async def _serve(config: dict[str, Any], command: list[str], log: _Log) -> int:
     _new_session_keyring()
     _route_everything_here()
     sockets = _bound(config)
+    address = f"{config['gateway_host']}:{config['gateway_port']}"
+    log.write(event=READY, resolver=f"*:{DNS_PORT}", relay=address)  # bound: nothing is lost
     env = {k: v for k, v in os.environ.items() if k not in config["unset"]}
     harness = subprocess.Popen(command, env=env, preexec_fn=lambda: _limit(config["limits"]))
     _drop_privileges(config.get("uid"))
     loop = asyncio.get_running_loop()
-    address = f"{config['gateway_host']}:{config['gateway_port']}"
     await loop.create_datagram_endpoint(lambda: _Resolver(log), sock=sockets["dns_udp"])
     await asyncio.start_server(_serve_dns_tcp(log), sock=sockets["dns_tcp"])
     await asyncio.start_server(_relay(log, config["socket"], address), sock=sockets["relay"])
     loop.add_reader(sockets["watch"].fileno(), _Watch(log, sockets["watch"]).read)
-    log.write(event=READY, resolver=f"*:{DNS_PORT}", relay=address)
     status = await loop.run_in_executor(None, harness.wait)
     return 128 - status if status < 0 else status
 

@@ -284,9 +284,10 @@ def _interpreter(program: str, search_path: str | None) -> list[str]:
 
 
 def _without_dot_dot(arg: str) -> str:
-    """A path through ``..`` as the file it names: inside, only the file's own path exists."""
+    """A path through ``..`` written without it (as its install folder is bound): inside, the
+    folders it passes through may not exist."""
     if os.path.isabs(arg) and ".." in Path(arg).parts and os.path.exists(arg):
-        return os.path.realpath(arg)
+        return os.path.normpath(arg)
     return arg
 
 
