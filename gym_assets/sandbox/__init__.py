@@ -12,6 +12,14 @@ functions over a pipe with plain data only and computes every verdict itself.
 * ``zygote``     — a warm sandbox's resident, forking one task process per task (stdlib only).
 * ``plain_data`` — the exact-type, bounded wire format both sides share (stdlib only).
 
+A command or cli harness, which runs the shell commands a model chose, gets a sandbox of its
+own per activation, whose only network is a route to the model gateway:
+
+* ``harness_sandbox`` — its bubblewrap argv, view, limits and host-side files.
+* ``harness_init``    — its first program: resolver stub, gateway relay, outside-attempt log,
+                        then the harness without privileges (stdlib only).
+* ``gateway_route``   — the host half of the route: a Unix socket carried to the gateway.
+
 See docs/security.md for the threat model and what is (not) guaranteed.
 """
 

@@ -52,8 +52,9 @@ class HarnessRunner(dg.ConfigurableResource):
     masking budgets; for the conformance suite, the per-episode timeout and how many episodes
     run at once (``conformance_jobs``; default: the number of cores). Every process (episodes,
     harness programs, the gateway) is started and supervised by the library, never by Dagster
-    code. ``allow_unsandboxed`` lets model-written code be verified without isolation where
-    no sandbox can be made (records then say ``sandbox: none``); leave it off.
+    code. ``allow_unsandboxed`` lets model-written code be verified, and command or cli
+    harnesses run, without isolation where no sandbox can be made (records then say
+    ``sandbox: none``); leave it off.
     ``quarantine_corrupt`` lets a resume move a damaged run file aside instead of failing."""
 
     concurrency: int = DEFAULT_CONCURRENCY
