@@ -36,6 +36,7 @@ from typing import Any, TextIO
 DNS_PORT = 53
 CHUNK = 1 << 16
 READY = "sandbox_ready"
+LOG_BYTES = 16 << 20
 _PR_SET_DUMPABLE = 4
 _ETH_P_ALL = 0x0003
 _QTYPES = {1: "A", 2: "NS", 5: "CNAME", 6: "SOA", 12: "PTR", 15: "MX", 16: "TXT", 28: "AAAA"}
@@ -105,11 +106,21 @@ def _question(query: bytes) -> tuple[str | None, int]:
 
 
 class _Log:
+    """One JSON line per event, up to ``LOG_BYTES`` (a harness sending packet after packet
+    must not fill the host's disk), then one ``log_full`` line and nothing more."""
+
     def __init__(self, stream: TextIO) -> None:
         self.stream = stream
+        self.written = 0
 
     def write(self, **fields: Any) -> None:
-        self.stream.write(json.dumps(fields, sort_keys=True) + "\n")
+        line = json.dumps(fields, sort_keys=True) + "\n"
+        if self.written + len(line) > LOG_BYTES:
+            line = "" if self.written > LOG_BYTES else '{"event": "log_full"}\n'
+            self.written = LOG_BYTES + 1
+        else:
+            self.written += len(line)
+        self.stream.write(line)
         self.stream.flush()
 
 

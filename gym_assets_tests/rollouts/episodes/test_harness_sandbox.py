@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import io
 import json
 import os
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -17,7 +19,7 @@ import pytest
 
 from gym_assets.rollouts.episodes.launch import EpisodeFiles, Launch, run_isolated
 from gym_assets.rollouts.gateway import ScriptedUpstream
-from gym_assets.sandbox import SandboxPolicy, SandboxUnavailable
+from gym_assets.sandbox import SandboxPolicy, SandboxUnavailable, harness_init
 from gym_assets.sandbox.harness_sandbox import install_trees
 from gym_assets.servers.responses_api_agents.command_agent.app import create
 from gym_assets_tests.rollouts.episodes.test_command_agent import (
@@ -269,3 +271,26 @@ def test_run_as_a_user_who_is_not_root_the_harness_sandbox_works_in_a_user_names
     events = [(e["event"], e.get("name")) for e in result["log"]]
     assert events[:2] == [("sandbox_ready", None), ("gateway_connection", None)]
     assert {name for event, name in events if event == "dns_query"} == {"example.org"}
+
+
+def test_the_resolver_stub_answers_nxdomain_to_the_question_asked() -> None:
+    question = b"\x07example\x03com\x00" + struct.pack("!HH", 28, 1)  # AAAA, IN
+    query = struct.pack("!HHHHHH", 0xBEEF, 0x0100, 1, 0, 0, 0) + question
+    answer, name, qtype = harness_init.nxdomain(query)
+    ident, flags, questions, answers = struct.unpack("!HHHH", answer[:8])
+    assert (ident, flags & 0x8000, flags & 0x000F, questions, answers) == (0xBEEF, 0x8000, 3, 1, 0)
+    assert answer[12:] == question and (name, qtype) == ("example.com", "AAAA")
+    broken, name, _ = harness_init.nxdomain(query[:15])  # a question cut short: FORMERR
+    assert struct.unpack("!H", broken[2:4])[0] & 0x000F == 1 and name is None
+
+
+def test_the_network_log_stops_at_its_size_limit(monkeypatch) -> None:
+    """A harness sending packet after packet cannot fill the host's disk through the log."""
+    monkeypatch.setattr(harness_init, "LOG_BYTES", 100)
+    stream = io.StringIO()
+    log = harness_init._Log(stream)
+    for number in range(10):
+        log.write(event="blocked_connection", to=f"10.0.0.{number}:80")
+    lines = [json.loads(line) for line in stream.getvalue().splitlines()]
+    assert lines[-1] == {"event": "log_full"} and len(stream.getvalue()) <= 100 + 22
+    assert all(line["event"] == "blocked_connection" for line in lines[:-1])
