@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from gym_assets.config.loader import load_configs
+from gym_assets.conformance.runner.suite import run_suite
 from gym_assets.rollouts.episodes.launch import EpisodeFiles, Launch, run_isolated
 from gym_assets.rollouts.gateway import ScriptedUpstream
 from gym_assets.sandbox import SandboxPolicy, SandboxUnavailable, harness_init
@@ -30,6 +32,9 @@ from gym_assets_tests.rollouts.episodes.test_command_agent import (
     program,
     sleeping,
 )
+
+REPO = Path(__file__).resolve().parents[3]
+SYSTEM_PYTHON = Path("/usr/bin/python3")
 
 
 def network_log(root: Path) -> list[dict]:
@@ -202,8 +207,6 @@ def test_the_install_folders_a_command_needs_are_found(tmp_path) -> None:
     )
 
 
-REPO = Path(__file__).resolve().parents[3]
-SYSTEM_PYTHON = Path("/usr/bin/python3")
 # The harness: through the relay to the "gateway", its capabilities, a name looked up.
 NOBODYS_HARNESS = """
 import json, socket
@@ -294,3 +297,23 @@ def test_the_network_log_stops_at_its_size_limit(monkeypatch) -> None:
     lines = [json.loads(line) for line in stream.getvalue().splitlines()]
     assert lines[-1] == {"event": "log_full"} and len(stream.getvalue()) <= 100 + 22
     assert all(line["event"] == "blocked_connection" for line in lines[:-1])
+
+
+def test_the_example_harness_passes_a_conformance_scenario_in_the_sandbox(tmp_path) -> None:
+    """The example harness of docs/harnesses.md, as configs/harnesses.yaml registers it, runs
+    its shell commands in the sandbox and still meets P0 (all seven scenarios: the slow
+    conformance/runner/test_command_harness_suite.py)."""
+    suite = run_suite(
+        load_configs(REPO / "configs"),
+        harnesses=["minimal_agent"],
+        scenarios=["tool_success"],
+        output=tmp_path / "run",
+        timeout_s=60,
+        jobs=1,
+    )
+    (scenario,) = suite.harnesses["minimal_agent"].scenarios
+    assert scenario.failing_checks == [] and suite.harnesses["minimal_agent"].verdict
+    episode = suite.output / "minimal_agent" / "tool_success"
+    (record,) = (json.loads(line) for line in (episode / "rollouts.jsonl").open())
+    (sandbox,) = (r for r in record["ng_agent_observations"]["records"] if r["kind"] == "sandbox")
+    assert sandbox["provider"] == "bwrap" and sandbox["outcome"] == "completed"
