@@ -23,7 +23,10 @@ from gym_assets.rollouts.episodes.launch import EpisodeFiles
 Api = Literal["chat", "responses"]
 
 # Adapter name → module defining ``ADAPTER``; imported only when a harness names it.
-ADAPTER_MODULES: dict[str, str] = {}
+ADAPTER_MODULES: dict[str, str] = {
+    "codex": "gym_assets.harness_adapters.codex",
+    "pi": "gym_assets.harness_adapters.pi",
+}
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,97 @@
+"""Reading a harness's own session log (JSON Lines) into the pieces of a bundle.
+
+Codex and pi both keep one JSONL file per session. A run that was stopped mid-write can leave a
+torn last line, and a harness that failed to start leaves no file at all: both are gaps with the
+file's place in the activation directory, never evidence made up in their stead.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from gym_assets.conformance.evidence import MODEL_SERVER_TYPE, GapCode
+from gym_assets.errors import ConfigError
+from gym_assets.harness_adapters.base import CliEpisode
+
+JsonObject = dict[str, Any]
+
+
+def check_supported(name: str, supports: frozenset[tuple[str, bool]], episode: CliEpisode) -> None:
+    """Refuse an (api, stream) pair the harness cannot speak, naming the ones it can."""
+    if (episode.api, episode.stream) not in supports:
+        known = ", ".join(f"{api} stream={stream}" for api, stream in sorted(supports))
+        raise ConfigError(
+            f"harness adapter '{name}' cannot speak api={episode.api} stream={episode.stream}; "
+            f"set api/stream in its registry entry to one of: {known}"
+        )
+
+
+def gap(code: GapCode, episode: CliEpisode, detail: str) -> JsonObject:
+    return {"code": code.value, "invocation_id": episode.invocation_id, "detail": detail}
+
+
+def where(path: Path, episode: CliEpisode) -> str:
+    """A path as it appears inside the activation directory (reports carry no host paths)."""
+    try:
+        return str(path.relative_to(episode.files.root))
+    except ValueError:
+        return path.name
+
+
+def only_session(
+    pattern: str, root: Path, episode: CliEpisode
+) -> tuple[Path | None, list[JsonObject]]:
+    """The one session file matching ``pattern`` under ``root``; none or several is a gap
+    (a fresh home holds exactly one session per activation)."""
+    found = sorted(root.glob(pattern)) if root.is_dir() else []
+    if len(found) == 1:
+        return found[0], []
+    detail = f"{len(found)} session files match {where(root, episode)}/{pattern}; expected one"
+    return None, [gap(GapCode.CONVERSATION_UNAVAILABLE, episode, detail)]
+
+
+def read_entries(path: Path, episode: CliEpisode) -> tuple[list[JsonObject], list[JsonObject]]:
+    """The JSON objects of a JSONL file in order, and a gap for each line that is not one."""
+    entries: list[JsonObject] = []
+    gaps: list[JsonObject] = []
+    with path.open("rb") as lines:
+        for number, raw in enumerate(lines, start=1):
+            if not raw.strip():
+                continue
+            try:
+                entry = json.loads(raw)
+            except ValueError:
+                entry = None
+            if isinstance(entry, dict):
+                entries.append(entry)
+            else:
+                detail = f"{where(path, episode)}:{number} is not a JSON object"
+                gaps.append(gap(GapCode.CONVERSATION_UNAVAILABLE, episode, detail))
+    return entries, gaps
+
+
+def response_refs(episode: CliEpisode, response_ids: Iterable[Any]) -> list[JsonObject]:
+    """References to the calls whose response ids the harness recorded, once each, in order."""
+    refs: list[JsonObject] = []
+    seen: set[str] = set()
+    for response_id in response_ids:
+        if isinstance(response_id, str) and response_id.strip() and response_id not in seen:
+            seen.add(response_id)
+            model_ref = {"type": MODEL_SERVER_TYPE, "name": episode.model_server}
+            refs.append({"model_ref": model_ref, "response_id": response_id})
+    return refs
+
+
+def bundle(
+    source: str,
+    invocation: JsonObject | None,
+    tools: list[JsonObject],
+    gaps: list[JsonObject],
+) -> JsonObject:
+    """The ``ng_agent_observations`` bundle: the invocation (if the harness left one), its tools."""
+    records = [] if invocation is None else [{"kind": "agent_invocation", **invocation}]
+    records += [{"kind": "tool_call", **tool} for tool in tools]
+    return {"source": source, "records": records, "gaps": gaps}
