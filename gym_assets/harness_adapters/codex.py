@@ -26,7 +26,6 @@ from gym_assets.harness_adapters.base import Api, CliEpisode, Prepared
 from gym_assets.harness_adapters.session_log import (
     JsonObject,
     bundle,
-    check_supported,
     only_session,
     read_entries,
     response_refs,
@@ -92,7 +91,6 @@ class CodexAdapter:
         return episode.files.home.absolute() / ".codex"
 
     def prepare(self, episode: CliEpisode) -> Prepared:
-        check_supported(NAME, self.supports, episode)
         codex_home = self._codex_home(episode)
         codex_home.mkdir(parents=True, exist_ok=True)
         (codex_home / "config.toml").write_text(_config(episode), encoding="utf-8")

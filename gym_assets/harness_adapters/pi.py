@@ -28,7 +28,6 @@ from gym_assets.harness_adapters.base import Api, CliEpisode, Prepared
 from gym_assets.harness_adapters.session_log import (
     JsonObject,
     bundle,
-    check_supported,
     gap,
     only_session,
     read_entries,
@@ -64,7 +63,6 @@ class PiAdapter:
         return episode.files.home.absolute() / "pi-sessions"
 
     def prepare(self, episode: CliEpisode) -> Prepared:
-        check_supported(NAME, self.supports, episode)
         agent_dir = self._agent_dir(episode)
         agent_dir.mkdir(parents=True, exist_ok=True)
         provider = {

@@ -13,20 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from gym_assets.conformance.evidence import MODEL_SERVER_TYPE, GapCode
-from gym_assets.errors import ConfigError
 from gym_assets.harness_adapters.base import CliEpisode
 
 JsonObject = dict[str, Any]
-
-
-def check_supported(name: str, supports: frozenset[tuple[str, bool]], episode: CliEpisode) -> None:
-    """Refuse an (api, stream) pair the harness cannot speak, naming the ones it can."""
-    if (episode.api, episode.stream) not in supports:
-        known = ", ".join(f"{api} stream={stream}" for api, stream in sorted(supports))
-        raise ConfigError(
-            f"harness adapter '{name}' cannot speak api={episode.api} stream={episode.stream}; "
-            f"set api/stream in its registry entry to one of: {known}"
-        )
 
 
 def gap(code: GapCode, episode: CliEpisode, detail: str) -> JsonObject:

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from gym_assets.errors import ConfigError
 from gym_assets.harness_adapters import adapter_named
 from gym_assets_tests.harness_adapters.cli_episode import (
     PROMPT,
@@ -16,6 +15,10 @@ from gym_assets_tests.harness_adapters.cli_episode import (
     observe,
     place,
     records,
+)
+from gym_assets_tests.harness_adapters.conformance_run import (
+    assert_failures_recorded_and_retries_owned,
+    run_all_scenarios,
 )
 
 ADAPTER = adapter_named("codex")
@@ -39,11 +42,6 @@ def test_prepare_points_codex_at_the_gateway_with_the_offline_profile(tmp_path: 
     assert argv[1] == "exec" and "--dangerously-bypass-approvals-and-sandbox" in argv
     assert argv[-2:] == ("--", PROMPT)  # a prompt starting with "-" stays the prompt
     assert argv.index("plugins") < argv.index("--")
-
-
-def test_codex_speaks_responses_over_sse_only(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="cannot speak api=chat"):
-        ADAPTER.prepare(episode(tmp_path, "codex", api="chat"))
 
 
 def test_a_tool_run_gives_the_conversation_tools_and_response_ids(tmp_path: Path) -> None:
@@ -109,3 +107,12 @@ def test_no_session_file_is_a_gap_and_no_invocation(tmp_path: Path) -> None:
     (gap,) = bundle["gaps"]
     assert gap["code"] == "conversation_unavailable"
     assert "0 session files match home/.codex/sessions" in gap["detail"]
+
+
+@pytest.mark.slow
+def test_the_real_codex_through_the_seven_scenarios(tmp_path: Path) -> None:
+    """What is true of Codex 0.171.0: a 400 ends its turn on the first attempt and it records
+    the turn as failed; a non-zero exit is a failed command; the 429s it retries are in no
+    Codex artifact, yet owned by its invocation through the per-invocation base URL."""
+    run = run_all_scenarios("codex", tmp_path / "conformance")
+    assert_failures_recorded_and_retries_owned(run, "exec_command")

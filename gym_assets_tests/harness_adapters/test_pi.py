@@ -16,6 +16,10 @@ from gym_assets_tests.harness_adapters.cli_episode import (
     place,
     records,
 )
+from gym_assets_tests.harness_adapters.conformance_run import (
+    assert_failures_recorded_and_retries_owned,
+    run_all_scenarios,
+)
 
 ADAPTER = adapter_named("pi")
 SESSION = "pi-sessions/2026-12-01T15-20-58-379Z_0000.jsonl"
@@ -131,3 +135,13 @@ def test_no_session_file_is_a_gap_and_no_invocation(tmp_path: Path) -> None:
     bundle = ADAPTER.observations(episode(tmp_path, "pi"), 0)
     assert bundle["records"] == []
     assert bundle["gaps"][0]["detail"].startswith("0 session files match home/pi-sessions/")
+
+
+@pytest.mark.slow
+def test_the_real_pi_through_the_seven_scenarios(tmp_path: Path) -> None:
+    """What is true of pi 0.73.1 (Chat over SSE): a 400 is not retried and leaves an assistant
+    message with ``stopReason: "error"``; a non-zero exit is a tool result with ``isError``; its
+    SDK's retries of 429 are in no pi artifact, yet owned by its invocation through the
+    per-invocation base URL."""
+    run = run_all_scenarios("pi", tmp_path / "conformance")
+    assert_failures_recorded_and_retries_owned(run, "bash")
