@@ -122,18 +122,15 @@ def read_session(
     events = [_payload(e) for e in entries if e.get("type") == "event_msg"]
     start = _task_index(items, episode.prompt)
     conversation = [{key: item[key] for key in ITEM_KEYS if key in item} for item in items[start:]]
+    ends = [e for e in events if e.get("type") in ("task_complete", "turn_aborted")]
+    end = ends[-1] if ends else None
+    usage = [_payload(e) for e in entries if e.get("type") == "token_usage_record"]
     invocation: JsonObject = {
         "invocation_id": episode.invocation_id,
-        "status": _status(events),
-        "model_calls": response_refs(
-            episode,
-            (
-                _payload(e).get("response_id")
-                for e in entries
-                if e.get("type") == "token_usage_record"
-            ),
-        ),
+        "status": _status(end),
+        "model_calls": response_refs(episode, (u.get("response_id") for u in usage)),
         "conversation": conversation,
+        **_ending(end),
     }
     names = {
         item.get("call_id"): item.get("name")
@@ -166,13 +163,25 @@ def _task_index(items: list[JsonObject], prompt: str) -> int:
     return 0
 
 
-def _status(events: list[JsonObject]) -> str:
+def _status(end: JsonObject | None) -> str:
     """``failed`` when the last task ended on an error, ``completed`` when it ended without one,
-    ``incomplete`` when Codex recorded no end (it was stopped or crashed)."""
-    ends = [e for e in events if e.get("type") in ("task_complete", "turn_aborted")]
-    if not ends or ends[-1].get("type") == "turn_aborted":
+    ``incomplete`` when it was aborted or Codex recorded no end (it was stopped or crashed)."""
+    if end is None or end.get("type") == "turn_aborted":
         return "incomplete"
-    return "failed" if ends[-1].get("error") else "completed"
+    return "failed" if end.get("error") else "completed"
+
+
+def _ending(end: JsonObject | None) -> JsonObject:
+    """The task's duration and, when it failed, Codex's category of the error."""
+    if end is None:
+        return {}
+    error = end.get("error")
+    category = error.get("codex_error_info") if isinstance(error, dict) else None
+    duration = end.get("duration_ms")
+    return {
+        **({"error_type": category} if isinstance(category, str) and category else {}),
+        **({"duration_ms": duration} if isinstance(duration, int) and duration >= 0 else {}),
+    }
 
 
 def _tools(

@@ -129,8 +129,6 @@ def read_session(
         "model_calls": response_refs(episode, (m.get("responseId") for m in answers)),
         "conversation": conversation,
     }
-    if answers and answers[-1].get("stopReason") == "error":
-        invocation["error_type"] = "model_request_failed"
     missing = []
     if tools:
         detail = "pi keeps when a tool finished, not when it started"

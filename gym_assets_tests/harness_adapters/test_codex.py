@@ -51,6 +51,7 @@ def test_a_tool_run_gives_the_conversation_tools_and_response_ids(tmp_path: Path
     (invocation,) = records(bundle, "agent_invocation")
     assert bundle["source"] == "codex" and bundle["gaps"] == []
     assert invocation["invocation_id"] == "root" and invocation["status"] == "completed"
+    assert invocation["error_type"] is None and invocation["duration_ms"] > 0
     conversation = invocation["conversation"]
     # Codex's own instructions and environment context come before the task and are dropped.
     assert conversation[0]["role"] == "user"
@@ -81,7 +82,7 @@ def test_a_tool_run_gives_the_conversation_tools_and_response_ids(tmp_path: Path
 def test_a_failed_model_call_fails_the_invocation_whatever_the_exit_code(tmp_path: Path) -> None:
     bundle = observe(tmp_path, ADAPTER, "codex/model_error.jsonl", SESSION, exit_code=0)
     (invocation,) = records(bundle, "agent_invocation")
-    assert invocation["status"] == "failed"
+    assert invocation["status"] == "failed" and invocation["error_type"] == "other"
     assert invocation["model_calls"] == []  # a 400 has no response id; the gateway owns it
     assert [i.get("role") for i in invocation["conversation"]] == ["user"]
     assert records(bundle, "tool_call") == []
