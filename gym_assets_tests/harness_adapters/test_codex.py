@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import tomllib
 from pathlib import Path
 
 import pytest
 
+from gym_assets.config.loader import load_configs
+from gym_assets.errors import ConfigError
 from gym_assets.harness_adapters import adapter_named
+from gym_assets.rollouts.harnesses import load_harnesses
 from gym_assets_tests.harness_adapters.cli_episode import (
     PROMPT,
     TOOL_RUN_ITEMS,
@@ -42,6 +46,16 @@ def test_prepare_points_codex_at_the_gateway_with_the_offline_profile(tmp_path: 
     assert argv[1] == "exec" and "--dangerously-bypass-approvals-and-sandbox" in argv
     assert argv[-2:] == ("--", PROMPT)  # a prompt starting with "-" stays the prompt
     assert argv.index("plugins") < argv.index("--")
+
+
+def test_a_registry_entry_driving_codex_over_chat_is_refused(tmp_path: Path) -> None:
+    configs = tmp_path / "configs"
+    configs.mkdir()
+    entry = {"kind": "cli", "adapter": "codex", "version": "0.171.0"}
+    entry |= {"install": {"npm": "@openai/codex"}, "api": "chat", "stream": True}
+    (configs / "harnesses.yaml").write_text(json.dumps({"harnesses": {"codex": entry}}))
+    with pytest.raises(ConfigError, match="cannot drive chat streaming; it speaks responses"):
+        load_harnesses(load_configs(configs))
 
 
 def test_a_tool_run_gives_the_conversation_tools_and_response_ids(tmp_path: Path) -> None:
