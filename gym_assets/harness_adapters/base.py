@@ -23,7 +23,10 @@ from gym_assets.rollouts.episodes.launch import EpisodeFiles
 Api = Literal["chat", "responses"]
 
 # Adapter name → module defining ``ADAPTER``; imported only when a harness names it.
-ADAPTER_MODULES: dict[str, str] = {}
+ADAPTER_MODULES: dict[str, str] = {
+    "hermes": "gym_assets.harness_adapters.hermes",
+    "opencode": "gym_assets.harness_adapters.opencode",
+}
 
 
 @dataclass(frozen=True)
