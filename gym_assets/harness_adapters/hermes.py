@@ -30,7 +30,6 @@ from gym_assets.harness_adapters.stores import (
     StoreUnreadable,
     assistant_message,
     bundle,
-    check_supported,
     function_call,
     function_call_output,
     gap,
@@ -62,7 +61,6 @@ class HermesAdapter:
         return install_dir / "bin" / "hermes"
 
     def prepare(self, episode: CliEpisode) -> Prepared:
-        check_supported(self, episode)
         config_dir = hermes_home(episode.files.home)
         config_dir.mkdir(parents=True, exist_ok=True)
         text = yaml.safe_dump(_config(episode), sort_keys=False)

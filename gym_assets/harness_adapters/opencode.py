@@ -3,8 +3,10 @@
 Configuration: one ``opencode.json`` under the activation's home (``OPENCODE_CONFIG``) with a
 ``gym`` provider whose base URL is the invocation's gateway URL — ``@ai-sdk/openai-compatible``
 for Chat, ``@ai-sdk/openai`` for Responses; the AI SDK always streams — and bash and edits
-allowed. opencode writes into HOME and every XDG directory from its first start, which the
-scrubbed base environment points into the activation's home.
+allowed. Its hidden ``title`` and ``summary`` agents are disabled, as in NeMo Gym's opencode
+preset: the title agent sends an extra tool-less request, concurrent with the first turn, that
+is no step of the task. opencode writes into HOME and every XDG directory from its first start,
+which the scrubbed base environment points into the activation's home.
 
 The prompt goes in on stdin: ``opencode run`` wraps every message argument holding a space in
 double quotes and backslash-escapes its quotes, so an argv prompt would not reach the model as
@@ -16,8 +18,8 @@ Evidence: the session opencode keeps in ``$XDG_DATA_HOME/opencode/opencode.db`` 
 ``--format json`` event stream goes to the activation log only: it leaves out the task message.
 A failed model call is an assistant message with an ``error`` (e.g. ``APIError`` with the HTTP
 status), while the process exit code is never read. opencode keeps no response id, so the
-invocation names no model calls: the gateway attributes every call, the auxiliary title
-request included, through the invocation's base URL.
+invocation names no model calls: the gateway attributes every call through the invocation's
+base URL.
 """
 
 from __future__ import annotations
@@ -33,7 +35,6 @@ from gym_assets.harness_adapters.stores import (
     StoreUnreadable,
     assistant_message,
     bundle,
-    check_supported,
     function_call,
     function_call_output,
     gap,
@@ -63,7 +64,6 @@ class OpencodeAdapter:
         return install_dir / "node_modules" / ".bin" / "opencode"
 
     def prepare(self, episode: CliEpisode) -> Prepared:
-        check_supported(self, episode)
         home = episode.files.home
         config = home / "opencode.json"
         config.write_text(json.dumps(_config(episode), indent=2), encoding="utf-8")
@@ -135,6 +135,7 @@ def _config(episode: CliEpisode) -> JsonObject:
         "autoupdate": False,
         "share": "disabled",
         "permission": {"bash": "allow", "edit": "allow", "webfetch": "deny"},
+        "agent": {"title": {"disable": True}, "summary": {"disable": True}},
     }
 
 

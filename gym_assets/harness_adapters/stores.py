@@ -15,8 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from gym_assets.conformance.evidence import GapCode
-from gym_assets.errors import ConfigError
-from gym_assets.harness_adapters.base import Adapter, CliEpisode
+from gym_assets.harness_adapters.base import CliEpisode
 
 JsonObject = dict[str, Any]
 
@@ -24,19 +23,6 @@ JsonObject = dict[str, Any]
 class StoreUnreadable(Exception):
     """A store the harness should have written is missing or cannot be read; the message is
     the gap's detail."""
-
-
-def check_supported(adapter: Adapter, episode: CliEpisode) -> None:
-    """Refuse an (api, stream) pair the harness cannot speak, naming the ones it can."""
-    if (episode.api, episode.stream) not in adapter.supports:
-        known = ", ".join(
-            f"api {api} stream {str(s).lower()}" for api, s in sorted(adapter.supports)
-        )
-        asked = f"api {episode.api} with stream {str(episode.stream).lower()}"
-        raise ConfigError(
-            f"harness adapter '{adapter.name}' cannot use {asked}; "
-            f"set api and stream in its registry entry to one of: {known}"
-        )
 
 
 def where(path: Path, episode: CliEpisode) -> str:

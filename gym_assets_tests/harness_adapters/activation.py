@@ -1,31 +1,45 @@
-"""Running one adapter activation by hand: a scripted gateway, prepare, the real launcher,
-observations — the path ``command_agent`` takes, without a benchmark around it."""
+"""Running one real harness activation by hand: a scripted gateway, the adapter's prepare, the
+real launcher, the adapter's observations — the path ``command_agent`` takes, without a
+benchmark around it. The harness and its offline profile come from the project's registry."""
 
 from __future__ import annotations
 
 import asyncio
-import os
-from collections.abc import Mapping, Sequence
+import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gym_assets.harness_adapters.base import Adapter, Api, CliEpisode
+import pytest
+
+from gym_assets.config.loader import load_configs
+from gym_assets.conformance.runner.inspect_episode import ScenarioResult
+from gym_assets.conformance.runner.suite import run_suite
+from gym_assets.conformance.scenarios import SCENARIO_NAMES
+from gym_assets.harness_adapters.base import Api, CliEpisode, adapter_named
 from gym_assets.rollouts.contracts import Step
-from gym_assets.rollouts.episodes.launch import EpisodeFiles, Launch, launch_of, supervise
+from gym_assets.rollouts.episodes.launch import EpisodeFiles, launch_of, supervise
 from gym_assets.rollouts.gateway import read_capture
 from gym_assets.rollouts.gateway.server import ModelGateway
 from gym_assets.rollouts.gateway.upstreams import ScriptedUpstream
+from gym_assets.rollouts.harnesses import HARNESSES_DIR_ENV, Harness, load_harnesses
 
+CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 ROLLOUT = "r1"
 INVOCATION = "root"
 
 
-def harness_install(name: str) -> Path | None:
-    """The harness's install folder under ``GYM_ASSETS_HARNESSES_DIR`` (or ``.harnesses``)."""
-    root = Path(os.environ.get("GYM_ASSETS_HARNESSES_DIR") or ".harnesses")
-    folder = root / name
-    return folder if folder.is_dir() else None
+def installed(name: str) -> Harness:
+    """The registry entry of ``name`` (configs/), or a skip naming the missing install."""
+    harness = load_harnesses(load_configs(CONFIGS))[name]
+    assert harness.install_dir is not None and harness.adapter is not None
+    if not adapter_named(harness.adapter).executable(harness.install_dir).exists():
+        pytest.skip(
+            f"{name} is not installed in {harness.install_dir} (run `gym-assets harness install "
+            f"{name}`, or point {HARNESSES_DIR_ENV} at a folder holding it)"
+        )
+    return harness
 
 
 @dataclass(frozen=True)
@@ -33,20 +47,20 @@ class Activation:
     episode: CliEpisode
     exit_code: int
     bundle: dict[str, Any]
-    calls: list[dict[str, Any]]  # the gateway's capture of the invocation, payloads included
+    calls: list[dict[str, Any]]  # the gateway's capture of the rollout, payloads included
 
 
 def run_activation(
-    adapter: Adapter,
-    install_dir: Path,
+    harness: Harness,
     script: Sequence[Step],
     root: Path,
     *,
     prompt: str,
-    api: Api = "chat",
-    offline_env: Mapping[str, str] | None = None,
-    offline_args: Sequence[str] = (),
+    api: Api | None = None,
 ) -> Activation:
+    assert harness.adapter is not None and harness.install_dir is not None
+    assert harness.api is not None and harness.stream is not None
+    adapter = adapter_named(harness.adapter)
     with ModelGateway(ScriptedUpstream(script), root / "capture") as gateway:
         files = EpisodeFiles(root / "activation").create()
         episode = CliEpisode(
@@ -56,14 +70,14 @@ def run_activation(
             model_server=gateway.model_server_name,
             prompt=prompt,
             invocation_id=INVOCATION,
-            install_dir=install_dir,
-            api=api,
-            stream=True,
-            offline_env=dict(offline_env or {}),
-            offline_args=tuple(offline_args),
+            install_dir=harness.install_dir,
+            api=api or harness.api,
+            stream=harness.stream,
+            offline_env=harness.offline.env,
+            offline_args=harness.offline.args,
         )
         prepared = adapter.prepare(episode)
-        base = launch_of(
+        launch = launch_of(
             prepared.argv,
             files,
             base_url=episode.base_url,
@@ -71,9 +85,36 @@ def run_activation(
             model_server=episode.model_server,
             prompt=prompt,
             invocation_id=INVOCATION,
+            extra_env=prepared.env,
         )
-        launch = Launch(base.argv, {**base.env, **prepared.env}, base.cwd, base.log)
         exit_code = asyncio.run(supervise(launch))
         bundle = adapter.observations(episode, exit_code)
     calls = read_capture(root / "capture", ROLLOUT, include_payloads=True)["calls"]
     return Activation(episode, exit_code, bundle, calls)
+
+
+def conformance_run(harness: Harness, output: Path) -> dict[str, ScenarioResult]:
+    """All seven scenarios for the harness (``gym-assets conformance run --harness NAME``);
+    every scenario must have been run and judged, whatever its verdict."""
+    suite = run_suite(
+        load_configs(CONFIGS),
+        harnesses=[harness.name],
+        scenarios=None,
+        output=output,
+        timeout_s=120,
+        jobs=2,
+        configs=str(CONFIGS),
+    )
+    assert suite.report_md.is_file() and suite.summary_path.is_file()
+    results = {s.scenario: s for s in suite.harnesses[harness.name].scenarios}
+    assert set(results) == set(SCENARIO_NAMES)
+    for result in results.values():
+        assert result.exercised and result.verdict in ("fulfilled", "not_fulfilled")
+        assert not result.execution_failed, result.issues
+    return results
+
+
+def scenario_bundle(result: ScenarioResult) -> dict[str, Any]:
+    """The bundle the adapter wrote for the scenario's one activation."""
+    (bundle,) = result.result_path.parent.glob("harness/*/root/observations.json")
+    return json.loads(bundle.read_text(encoding="utf-8"))

@@ -16,6 +16,9 @@ from gym_assets.rollouts.episodes.launch import EpisodeFiles
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 PROMPT = 'def f():\n    """Say "hi"."""\nWrite 391 to answer.txt'
+# Scripts of the real-program tests (the recorded runs took the same steps).
+TOOLS_THEN_TEXT = [{"tool": "echo 391 > answer.txt"}, {"tool": "exit 7"}, {"text": "Done."}]
+TOOL_THEN_400 = [{"tool": "echo 391 > answer.txt"}, {"error": 400, "times": 9}, {"text": "Done."}]
 
 
 def episode(root: Path, *, api: Api = "chat", stream: bool = True) -> CliEpisode:

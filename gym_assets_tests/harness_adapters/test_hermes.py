@@ -9,12 +9,19 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gym_assets.errors import ConfigError
-from gym_assets.harness_adapters.base import adapter_named
+from gym_assets.harness_adapters.base import Api, adapter_named
 from gym_assets.harness_adapters.hermes import ADAPTER, hermes_home, usage_path
+from gym_assets_tests.harness_adapters.activation import (
+    conformance_run,
+    installed,
+    run_activation,
+    scenario_bundle,
+)
 from gym_assets_tests.harness_adapters.fixtures import (
     FIXTURES,
     PROMPT,
+    TOOL_THEN_400,
+    TOOLS_THEN_TEXT,
     episode,
     invocation_and_tools,
     restore_file,
@@ -66,11 +73,6 @@ def test_prepare_for_responses_uses_the_codex_responses_transport(tmp_path: Path
     assert (provider["api"], provider["transport"]) == (ep.base_url, "codex_responses")
 
 
-def test_prepare_refuses_a_mode_hermes_cannot_speak(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="cannot use api chat with stream false"):
-        ADAPTER.prepare(episode(tmp_path, stream=False))
-
-
 def test_session_with_a_failing_command(tmp_path: Path) -> None:
     bundle = _read(tmp_path, "tool_exit_7", 0)
     invocation, tools = invocation_and_tools(bundle)
@@ -120,3 +122,46 @@ def test_no_session_store_is_no_invocation(tmp_path: Path) -> None:
     assert bundle["records"] == []
     assert [g["code"] for g in bundle["gaps"]] == ["conversation_unavailable"]
     assert bundle["gaps"][0]["detail"] == "the harness left no home/.hermes/state.db"
+
+
+# ------------------------------------------------------------------ the real program (slow)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("api", ["chat", "responses"])
+def test_real_hermes_run_is_read_back(tmp_path: Path, api: Api) -> None:
+    run = run_activation(installed("hermes"), TOOLS_THEN_TEXT, tmp_path, prompt=PROMPT, api=api)
+    assert (run.episode.files.workdir / "answer.txt").read_text().strip() == "391"
+    invocation, tools = invocation_and_tools(run.bundle)
+    assert invocation["status"] == "completed"
+    assert [(t["tool_name"], t["status"]) for t in tools] == [
+        ("terminal", "completed"),
+        ("terminal", "failed"),
+    ]
+    assert {c["client_session_id"] for c in run.calls} == {"root"}
+    assert len(run.calls) == 3 and all(c["dialect"] == api for c in run.calls)
+    first = run.calls[0]["request"]
+    offered = [t.get("function", t).get("name") for t in first["tools"]]
+    assert offered == ["terminal"]  # the registry's --toolsets terminal
+
+
+@pytest.mark.slow
+def test_real_hermes_http_400_is_a_failure_though_it_exits_0(tmp_path: Path) -> None:
+    run = run_activation(installed("hermes"), TOOL_THEN_400, tmp_path, prompt=PROMPT)
+    assert run.exit_code == 0
+    invocation, tools = invocation_and_tools(run.bundle)
+    assert invocation["status"] == "failed"
+    assert [t["status"] for t in tools] == ["completed"]
+    assert [c["status_code"] for c in run.calls] == [200, 400]  # a 400 is not retried
+
+
+@pytest.mark.slow
+def test_hermes_through_the_conformance_suite(tmp_path: Path) -> None:
+    """All seven scenarios run and are judged. What is true of hermes-agent 0.19.0, whatever
+    the verdicts: after the permanent 400 only its usage report says the run failed (it exits
+    0), and the bundle records it; the command that exits 7 is a failed tool."""
+    results = conformance_run(installed("hermes"), tmp_path / "run")
+    invocation, _ = invocation_and_tools(scenario_bundle(results["model_error"]))
+    assert invocation["status"] == "failed"
+    _, tools = invocation_and_tools(scenario_bundle(results["tool_failure"]))
+    assert [t["status"] for t in tools] == ["failed", "completed"]

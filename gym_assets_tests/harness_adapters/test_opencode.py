@@ -7,12 +7,19 @@ from pathlib import Path
 
 import pytest
 
-from gym_assets.errors import ConfigError
-from gym_assets.harness_adapters.base import adapter_named
+from gym_assets.harness_adapters.base import Api, adapter_named
 from gym_assets.harness_adapters.opencode import ADAPTER, store_path
+from gym_assets_tests.harness_adapters.activation import (
+    conformance_run,
+    installed,
+    run_activation,
+    scenario_bundle,
+)
 from gym_assets_tests.harness_adapters.fixtures import (
     FIXTURES,
     PROMPT,
+    TOOL_THEN_400,
+    TOOLS_THEN_TEXT,
     episode,
     invocation_and_tools,
     restore_store,
@@ -57,11 +64,6 @@ def test_prepare_for_responses_uses_the_openai_sdk(tmp_path: Path) -> None:
     ep = episode(tmp_path, api="responses")
     config = json.loads(Path(ADAPTER.prepare(ep).env["OPENCODE_CONFIG"]).read_text("utf-8"))
     assert config["provider"]["gym"]["npm"] == "@ai-sdk/openai"
-
-
-def test_prepare_refuses_a_mode_opencode_cannot_speak(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="api chat stream true"):
-        ADAPTER.prepare(episode(tmp_path, stream=False))
 
 
 def test_session_with_a_failing_command(tmp_path: Path) -> None:
@@ -123,3 +125,45 @@ def test_an_unreadable_store_is_a_gap(tmp_path: Path) -> None:
     bundle = ADAPTER.observations(ep, 0)
     assert bundle["records"] == []
     assert "home/.local/share/opencode/opencode.db cannot be read" in bundle["gaps"][0]["detail"]
+
+
+# ------------------------------------------------------------------ the real program (slow)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("api", ["chat", "responses"])
+def test_real_opencode_run_is_read_back(tmp_path: Path, api: Api) -> None:
+    run = run_activation(installed("opencode"), TOOLS_THEN_TEXT, tmp_path, prompt=PROMPT, api=api)
+    assert (run.episode.files.workdir / "answer.txt").read_text().strip() == "391"
+    invocation, tools = invocation_and_tools(run.bundle)
+    assert invocation["status"] == "completed"
+    assert [t["status"] for t in tools] == ["completed", "failed"]
+    # every call is the invocation's, each a policy step: the title agent is disabled
+    assert {c["client_session_id"] for c in run.calls} == {"root"}
+    assert len(run.calls) == 3 and all(c["dialect"] == api for c in run.calls)
+    first = run.calls[0]["request"]
+    sent = first["messages"] if api == "chat" else first["input"]
+    user = [m for m in sent if m.get("role") == "user"]
+    assert PROMPT in json.dumps(user)  # byte for byte, not re-quoted by `opencode run`
+
+
+@pytest.mark.slow
+def test_real_opencode_http_400_is_recorded_as_a_failure(tmp_path: Path) -> None:
+    run = run_activation(installed("opencode"), TOOL_THEN_400, tmp_path, prompt=PROMPT)
+    invocation, tools = invocation_and_tools(run.bundle)
+    assert (invocation["status"], invocation["error_type"]) == ("failed", "APIError")
+    assert [t["status"] for t in tools] == ["completed"]
+    assert [c["status_code"] for c in run.calls] == [200, 400]  # a 400 is not retried
+
+
+@pytest.mark.slow
+def test_opencode_through_the_conformance_suite(tmp_path: Path) -> None:
+    """All seven scenarios run and are judged. What is true of opencode 1.18.33, whatever the
+    verdicts: the permanent 400 is recorded as a failed invocation in its own session, and the
+    command that exits 7 as a failed tool (opencode marks the part completed, exit 7 in its
+    metadata)."""
+    results = conformance_run(installed("opencode"), tmp_path / "run")
+    failed, _ = invocation_and_tools(scenario_bundle(results["model_error"]))
+    assert (failed["status"], failed["error_type"]) == ("failed", "APIError")
+    _, tools = invocation_and_tools(scenario_bundle(results["tool_failure"]))
+    assert [t["status"] for t in tools] == ["failed", "completed"]
