@@ -142,7 +142,7 @@ def test_real_hermes_run_is_read_back(tmp_path: Path, api: Api) -> None:
     assert len(run.calls) == 3 and all(c["dialect"] == api for c in run.calls)
     first = run.calls[0]["request"]
     offered = [t.get("function", t).get("name") for t in first["tools"]]
-    assert offered == ["terminal"]  # the registry's --toolsets terminal
+    assert offered == ["process", "terminal"]  # the registry's --toolsets terminal
 
 
 @pytest.mark.slow

@@ -9,6 +9,7 @@ import pytest
 
 from gym_assets.harness_adapters.base import Api, adapter_named
 from gym_assets.harness_adapters.opencode import ADAPTER, store_path
+from gym_assets.rollouts.episodes.responses import message_text
 from gym_assets_tests.harness_adapters.activation import (
     conformance_run,
     installed,
@@ -143,8 +144,8 @@ def test_real_opencode_run_is_read_back(tmp_path: Path, api: Api) -> None:
     assert len(run.calls) == 3 and all(c["dialect"] == api for c in run.calls)
     first = run.calls[0]["request"]
     sent = first["messages"] if api == "chat" else first["input"]
-    user = [m for m in sent if m.get("role") == "user"]
-    assert PROMPT in json.dumps(user)  # byte for byte, not re-quoted by `opencode run`
+    # byte for byte, not re-quoted by `opencode run`
+    assert [message_text(m) for m in sent if m.get("role") == "user"] == [PROMPT]
 
 
 @pytest.mark.slow
