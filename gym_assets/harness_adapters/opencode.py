@@ -107,11 +107,19 @@ class OpencodeAdapter:
                 "SELECT message_id, data FROM part WHERE session_id = ? ORDER BY time_created, id",
                 (session,),
             )
+            children = query(store, episode, "SELECT id FROM session WHERE parent_id IS NOT NULL")
         except StoreUnreadable as exc:
             return bundle(
                 self.name, None, [], [gap(GapCode.CONVERSATION_UNAVAILABLE, episode, str(exc))]
             )
-        return _read_session(episode, exit_code, messages, parts)
+        result = _read_session(episode, exit_code, messages, parts)
+        if children:  # the task tool's subagents: their calls reach the gateway as this run's
+            detail = (
+                f"opencode ran {len(children)} subagent session(s); their conversations and "
+                "tool calls are not in this bundle"
+            )
+            result["gaps"].append(gap(GapCode.CONVERSATION_UNAVAILABLE, episode, detail))
+        return result
 
 
 def _config(episode: CliEpisode) -> JsonObject:

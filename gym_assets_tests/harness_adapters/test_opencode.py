@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -108,6 +109,27 @@ def test_a_non_zero_exit_does_not_fail_a_finished_session(tmp_path: Path) -> Non
 def test_a_stopped_run_is_incomplete(tmp_path: Path) -> None:
     invocation, _ = invocation_and_tools(_read(tmp_path, "tool_exit_7", None))
     assert invocation["status"] == "incomplete"
+
+
+def test_subagent_sessions_are_a_gap(tmp_path: Path) -> None:
+    ep = episode(tmp_path)
+    store = store_path(ep.files.home)
+    restore_store(RECORDED / "tool_exit_7", store)
+    with sqlite3.connect(store) as connection:  # a child session, as the task tool leaves one
+        connection.execute(
+            "INSERT INTO session (id, project_id, parent_id, slug, directory, title, version, "
+            "time_created, time_updated) SELECT 'ses_child', project_id, id, 'child', directory, "
+            "title, version, time_created, time_updated FROM session"
+        )
+    bundle = ADAPTER.observations(ep, 0)
+    invocation, tools = invocation_and_tools(bundle)
+    assert invocation["status"] == "completed" and len(tools) == 2
+    (gap,) = bundle["gaps"]
+    assert (gap["code"], gap["detail"]) == (
+        "conversation_unavailable",
+        "opencode ran 1 subagent session(s); their conversations and tool calls are not in "
+        "this bundle",
+    )
 
 
 def test_no_store_is_a_gap_and_no_invocation(tmp_path: Path) -> None:
