@@ -144,23 +144,28 @@ def _conversation(
 ) -> tuple[list[JsonObject], list[JsonObject]]:
     conversation: list[JsonObject] = []
     tools: list[JsonObject] = []
+    called: dict[str, str] = {}  # call id → the tool the model named
     for role, content, tool_call_id, tool_calls, tool_name in rows:
         if role == "user":
             conversation.append(user_message(content or ""))
         elif role == "assistant":
             if content:
                 conversation.append(assistant_message(content))
-            conversation += _calls(tool_calls)
+            calls = _calls(tool_calls)
+            called |= {call["call_id"]: call["name"] for call in calls}
+            conversation += calls
         elif role == "tool" and tool_call_id:
             conversation.append(function_call_output(tool_call_id, content or ""))
-            tools.append(
-                {
-                    "invocation_id": episode.invocation_id,
-                    "tool_call_id": tool_call_id,
-                    "tool_name": tool_name or "unknown",
-                    "status": _tool_status(content),
-                }
-            )
+            name = tool_name or called.get(tool_call_id)
+            if name:
+                tools.append(
+                    {
+                        "invocation_id": episode.invocation_id,
+                        "tool_call_id": tool_call_id,
+                        "tool_name": name,
+                        "status": _tool_status(content),
+                    }
+                )
     return conversation, tools
 
 

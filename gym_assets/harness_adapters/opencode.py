@@ -84,7 +84,9 @@ class OpencodeAdapter:
             f"{PROVIDER}/{episode.model}",
             *episode.offline_args,
         )
-        return Prepared(argv, {**episode.offline_env, "OPENCODE_CONFIG": str(config)})
+        # Only this config: none from the workspace, where the model's commands write.
+        env = {"OPENCODE_CONFIG": str(config), "OPENCODE_DISABLE_PROJECT_CONFIG": "true"}
+        return Prepared(argv, {**episode.offline_env, **env})
 
     def observations(self, episode: CliEpisode, exit_code: int | None) -> dict[str, Any]:
         store = store_path(episode.files.home)

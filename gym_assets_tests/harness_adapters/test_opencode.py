@@ -52,6 +52,7 @@ def test_prepare_points_opencode_at_the_invocation_url(tmp_path: Path) -> None:
     assert config["model"] == config["small_model"] == "gym/policy"
     assert config["permission"]["bash"] == "allow"
     assert Path(prepared.env["OPENCODE_CONFIG"]).is_relative_to(ep.files.home)
+    assert prepared.env["OPENCODE_DISABLE_PROJECT_CONFIG"] == "true"  # no config from workspace
     assert prepared.env["OFFLINE_FLAG"] == "1"  # the registry's offline profile, merged
     argv = list(prepared.argv)
     assert argv[-1] == "--offline-arg"
