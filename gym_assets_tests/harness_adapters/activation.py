@@ -1,6 +1,7 @@
 """Running one real harness activation by hand: a scripted gateway, the adapter's prepare, the
-real launcher, the adapter's observations — the path ``command_agent`` takes, without a
-benchmark around it. The harness and its offline profile come from the project's registry."""
+harness sandbox (unsandboxed where namespaces are unavailable), the adapter's observations —
+the path ``command_agent`` takes, without a benchmark around it. The harness and its offline
+profile come from the project's registry."""
 
 from __future__ import annotations
 
@@ -19,11 +20,12 @@ from gym_assets.conformance.runner.suite import run_suite
 from gym_assets.conformance.scenarios import SCENARIO_NAMES
 from gym_assets.harness_adapters.base import Api, CliEpisode, adapter_named
 from gym_assets.rollouts.contracts import Step
-from gym_assets.rollouts.episodes.launch import EpisodeFiles, launch_of, supervise
+from gym_assets.rollouts.episodes.launch import EpisodeFiles, launch_of, run_isolated
 from gym_assets.rollouts.gateway import read_capture
 from gym_assets.rollouts.gateway.server import ModelGateway
 from gym_assets.rollouts.gateway.upstreams import ScriptedUpstream
 from gym_assets.rollouts.harnesses import HARNESSES_DIR_ENV, Harness, load_harnesses
+from gym_assets.sandbox import SandboxPolicy
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 ROLLOUT = "r1"
@@ -48,6 +50,8 @@ class Activation:
     exit_code: int
     bundle: dict[str, Any]
     calls: list[dict[str, Any]]  # the gateway's capture of the rollout, payloads included
+    sandbox: dict[str, Any]  # the sandbox record of the activation
+    outside: list[dict[str, Any]]  # network.jsonl events other than the gateway's (sandboxed)
 
 
 def run_activation(
@@ -87,10 +91,29 @@ def run_activation(
             invocation_id=INVOCATION,
             extra_env=prepared.env,
         )
-        exit_code = asyncio.run(supervise(launch))
+        records: list[dict[str, Any]] = []
+        run = run_isolated(
+            launch,
+            SandboxPolicy(allow_unsandboxed=True).isolation(),
+            files,
+            gateway_url=episode.base_url,
+            sandbox_id=f"{ROLLOUT}/{INVOCATION}",
+            records=records,
+            read_only=[harness.install_dir],
+        )
+        exit_code = asyncio.run(run)
         bundle = adapter.observations(episode, exit_code)
     calls = read_capture(root / "capture", ROLLOUT, include_payloads=True)["calls"]
-    return Activation(episode, exit_code, bundle, calls)
+    return Activation(episode, exit_code, bundle, calls, records[0], outside_attempts(files.root))
+
+
+def outside_attempts(activation_dir: Path) -> list[dict[str, Any]]:
+    """What the sandbox's network log holds besides its start and the gateway connections:
+    looked-up names and blocked connections (nothing when it ran unsandboxed)."""
+    log = activation_dir / "network.jsonl"
+    lines = log.read_text(encoding="utf-8").splitlines() if log.exists() else []
+    events = [json.loads(line) for line in lines if line.strip()]
+    return [e for e in events if e.get("event") not in ("sandbox_ready", "gateway_connection")]
 
 
 def conformance_run(harness: Harness, output: Path) -> dict[str, ScenarioResult]:
@@ -111,10 +134,18 @@ def conformance_run(harness: Harness, output: Path) -> dict[str, ScenarioResult]
     for result in results.values():
         assert result.exercised and result.verdict in ("fulfilled", "not_fulfilled")
         assert not result.execution_failed, result.issues
+        # offline with the registry's profile: nothing looked up, nothing but the gateway
+        assert outside_attempts(scenario_activation(result)) == [], result.scenario
     return results
+
+
+def scenario_activation(result: ScenarioResult) -> Path:
+    """The directory of the scenario's one activation."""
+    (activation,) = result.result_path.parent.glob("harness/*/root")
+    return activation
 
 
 def scenario_bundle(result: ScenarioResult) -> dict[str, Any]:
     """The bundle the adapter wrote for the scenario's one activation."""
-    (bundle,) = result.result_path.parent.glob("harness/*/root/observations.json")
-    return json.loads(bundle.read_text(encoding="utf-8"))
+    path = scenario_activation(result) / "observations.json"
+    return json.loads(path.read_text(encoding="utf-8"))

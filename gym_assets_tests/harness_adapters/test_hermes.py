@@ -132,6 +132,7 @@ def test_no_session_store_is_no_invocation(tmp_path: Path) -> None:
 def test_real_hermes_run_is_read_back(tmp_path: Path, api: Api) -> None:
     run = run_activation(installed("hermes"), TOOLS_THEN_TEXT, tmp_path, prompt=PROMPT, api=api)
     assert (run.episode.files.workdir / "answer.txt").read_text().strip() == "391"
+    assert run.outside == []  # the registry's offline profile: only the gateway, no lookup
     invocation, tools = invocation_and_tools(run.bundle)
     assert invocation["status"] == "completed"
     assert [(t["tool_name"], t["status"]) for t in tools] == [

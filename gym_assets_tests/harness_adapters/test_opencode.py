@@ -159,6 +159,7 @@ def test_an_unreadable_store_is_a_gap(tmp_path: Path) -> None:
 def test_real_opencode_run_is_read_back(tmp_path: Path, api: Api) -> None:
     run = run_activation(installed("opencode"), TOOLS_THEN_TEXT, tmp_path, prompt=PROMPT, api=api)
     assert (run.episode.files.workdir / "answer.txt").read_text().strip() == "391"
+    assert run.outside == []  # the registry's offline profile: only the gateway, no lookup
     invocation, tools = invocation_and_tools(run.bundle)
     assert invocation["status"] == "completed"
     assert [t["status"] for t in tools] == ["completed", "failed"]
