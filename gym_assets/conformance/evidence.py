@@ -154,6 +154,7 @@ class GapCode(StrEnum):
     TURN_MODEL_CALL_SCOPE_INCOMPLETE = "turn_model_call_scope_incomplete"
     TRAJECTORY_PROJECTION_FAILED = "trajectory_projection_failed"
     CONVERSATION_UNAVAILABLE = "conversation_unavailable"
+    INVOCATION_STATUS_UNAVAILABLE = "invocation_status_unavailable"
     PRODUCER_TRAJECTORY_INVALID = "producer_trajectory_invalid"
     PRODUCER_TRAJECTORY_IDENTITY_MISMATCH = "producer_trajectory_identity_mismatch"
     AGENT_OBSERVATIONS_INVALID = "agent_observations_invalid"

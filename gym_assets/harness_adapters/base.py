@@ -25,6 +25,8 @@ Api = Literal["chat", "responses"]
 # Adapter name → module defining ``ADAPTER``; imported only when a harness names it.
 ADAPTER_MODULES: dict[str, str] = {
     "codex": "gym_assets.harness_adapters.codex",
+    "hermes": "gym_assets.harness_adapters.hermes",
+    "opencode": "gym_assets.harness_adapters.opencode",
     "pi": "gym_assets.harness_adapters.pi",
 }
 

@@ -4,6 +4,7 @@ import json
 from pathlib import Path
 
 import dagster as dg
+import yaml
 
 from gym_assets.defs.partitions import benchmark_partitions, harness_partitions
 from gym_assets.defs.plans import assets as plan_assets
@@ -112,9 +113,8 @@ def test_an_upstream_failing_every_call_fails_the_masked_share_and_says_why(
     assert "| agent_request_failed | 30 |" in meta["masked_kinds"].value
 
 
-def test_config_change_sensor_adds_the_harness_partitions(workspace, instance):
+def test_config_change_sensor_adds_the_harness_partitions(configs, workspace, instance):
     context = dg.build_sensor_context(instance=instance, resources={"workspace": workspace})
     config_change_sensor(context)
-    partitions = instance.get_dynamic_partitions(harness_partitions.name)
-    assert partitions[:2] == ["simple_agent", "minimal_agent"]
-    assert {"codex", "pi"} <= set(partitions)  # the cli harnesses, installed or not
+    registry = yaml.safe_load((configs / "harnesses.yaml").read_text(encoding="utf-8"))
+    assert instance.get_dynamic_partitions(harness_partitions.name) == list(registry["harnesses"])

@@ -24,7 +24,10 @@ AGENTS = "responses_api_agents"
 def test_the_bundled_registry():
     registry = load_harnesses(load_configs(REPO / "configs"))
     assert list(registry)[:2] == ["simple_agent", "minimal_agent"]
-    assert {"codex", "pi"} <= {name for name, h in registry.items() if h.kind == "cli"}
+    assert {h.kind for h in list(registry.values())[2:]} == {"cli"}  # third-party programs
+    assert {"codex", "pi", "opencode", "hermes"} <= {
+        n for n, h in registry.items() if h.kind == "cli"
+    }
     assert registry["simple_agent"].agent_implementation == "simple_agent"
     example = registry["minimal_agent"]
     assert example.kind == "command" and example.agent_implementation == "command_agent"
