@@ -23,7 +23,9 @@ from gym_assets.rollouts.episodes.launch import EpisodeFiles
 Api = Literal["chat", "responses"]
 
 # Adapter name → module defining ``ADAPTER``; imported only when a harness names it.
-ADAPTER_MODULES: dict[str, str] = {}
+ADAPTER_MODULES: dict[str, str] = {
+    "mini_swe_agent": "gym_assets.harness_adapters.mini_swe_agent",
+}
 
 
 @dataclass(frozen=True)
