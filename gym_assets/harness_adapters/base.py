@@ -56,6 +56,10 @@ class Prepared:
 class Adapter(Protocol):
     name: str
     supports: frozenset[tuple[Api, bool]]  # the (api, stream) pairs the harness can speak
+    # None when a text reply ends an episode; else the shell command the harness needs the
+    # model to run, in the reply that gives its final answer, to end it (mini's submit). A
+    # reference run plays each final answer that way.
+    finish_command: str | None
 
     def executable(self, install_dir: Path) -> Path:
         """The program inside its install folder."""

@@ -62,6 +62,7 @@ def trajectory_path(files: EpisodeFiles) -> Path:
 class MiniSweAgent:
     name = NAME
     supports: frozenset[tuple[Api, bool]] = frozenset({("chat", False)})
+    finish_command = SUBMIT_COMMAND
 
     def executable(self, install_dir: Path) -> Path:
         return install_dir / "bin" / "mini"
