@@ -130,7 +130,9 @@ def read_messages(
         elif role == "tool":
             call_id = str(message.get("tool_call_id"))
             output = _text(message.get("content"))
-            conversation.append({"type": "function_call_output", "call_id": call_id, "output": output})
+            conversation.append(
+                {"type": "function_call_output", "call_id": call_id, "output": output}
+            )
             tools.append(_tool_record(call_id, names.get(call_id), extra, invocation_id))
         else:
             if extra.get("interrupt_type") == "FormatError" and isinstance(response, Mapping):

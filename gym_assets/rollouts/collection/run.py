@@ -285,9 +285,7 @@ def _build_servers(
         environments={s: build_environment(config, s, gateway, sandbox) for s in servers},
         agents=agents,
         script_for=(
-            _reference_scripts(
-                config, servers, inputs, upstream, sandbox, _finish_command(harness)
-            )
+            _reference_scripts(config, servers, inputs, upstream, sandbox, _finish_command(harness))
             if upstream.mode == "reference"
             else None
         ),

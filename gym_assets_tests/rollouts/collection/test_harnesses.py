@@ -23,7 +23,8 @@ AGENTS = "responses_api_agents"
 
 def test_the_bundled_registry():
     registry = load_harnesses(load_configs(REPO / "configs"))
-    assert list(registry) == ["simple_agent", "minimal_agent"]
+    assert list(registry)[:2] == ["simple_agent", "minimal_agent"]
+    assert registry["mini_swe_agent"].kind == "cli"  # with the other third-party CLIs
     assert registry["simple_agent"].agent_implementation == "simple_agent"
     example = registry["minimal_agent"]
     assert example.kind == "command" and example.agent_implementation == "command_agent"
