@@ -100,7 +100,7 @@ def uses_tools(script: tuple[_Turn, ...]) -> bool:
 # --------------------------------------------------------------------------- request reading
 
 
-def _is_assistant_item(item: Any) -> bool:
+def is_assistant_item(item: Any) -> bool:
     if not isinstance(item, Mapping):
         return False
     kind = item.get("type")
@@ -131,7 +131,7 @@ def turn_of(dialect: Dialect, body: Mapping[str, Any]) -> int:
     items = body.get("input")
     turns, in_run = 0, False
     for item in items if isinstance(items, list) else ():
-        assistant = _is_assistant_item(item)
+        assistant = is_assistant_item(item)
         turns += assistant and not in_run
         in_run = assistant
     previous = body.get("previous_response_id")
