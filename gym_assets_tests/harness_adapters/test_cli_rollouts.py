@@ -65,7 +65,8 @@ def test_reference_rollouts_through_a_cli_harness_earn_verified_rewards(
             assert record["expected_answer"] in str(trajectory["tool_calls"][0]["output"])
         else:  # the unit tests ran
             assert record["test_result"] == "passed"
-        verdict = check_record(record, EvidenceScope())
+        # HumanEval prescribes no tool (a harness may still run one: mini's submit)
+        verdict = check_record(record, EvidenceScope(tools=benchmark == "arith"))
         assert verdict.verdict == "fulfilled", [c.id for c in verdict.rows if c.status == "fail"]
     wrong = _rewards(products, benchmark, harness, tmp_path / "corrupted", corrupt_fraction=1.0)
     assert [r["reward"] for r in wrong] == [0.0] * TASKS
