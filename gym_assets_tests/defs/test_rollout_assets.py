@@ -118,4 +118,5 @@ def test_config_change_sensor_adds_the_harness_partitions(workspace, instance):
     assert instance.get_dynamic_partitions(harness_partitions.name) == [
         "simple_agent",
         "minimal_agent",
+        "mini_swe_agent",
     ]
