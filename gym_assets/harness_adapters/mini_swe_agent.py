@@ -19,6 +19,7 @@ gateway attributes them through the per-invocation base URL.
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Mapping
 from pathlib import Path
@@ -61,7 +62,7 @@ def trajectory_path(files: EpisodeFiles) -> Path:
 
 class MiniSweAgent:
     name = NAME
-    supports: frozenset[tuple[Api, bool]] = frozenset({("chat", False)})
+    supports: frozenset[tuple[Api, bool]] = frozenset({("chat", False), ("responses", False)})
     finish_command = SUBMIT_COMMAND
 
     def executable(self, install_dir: Path) -> Path:
@@ -86,6 +87,7 @@ class MiniSweAgent:
             *("-c", "mini.yaml", "-c", str(overrides)),
             *("-t", episode.prompt, "-o", str(trajectory_path(episode.files))),
             *("-y", "--exit-immediately"),
+            *(("--model-class", "litellm_response") if episode.api == "responses" else ()),
             *episode.offline_args,
         )
         env = {
@@ -112,31 +114,36 @@ class MiniSweAgent:
 def read_messages(
     messages: list[dict[str, Any]], invocation_id: str, model_server: str, exit_code: int | None
 ) -> dict[str, Any]:
-    """The bundle of one ``traj.json`` message list."""
+    """The bundle of one ``traj.json`` message list (Chat messages, or with
+    ``litellm_response`` each reply kept as a whole Responses object)."""
     conversation: list[dict[str, Any]] = []
-    response_ids: list[str] = []
+    replies: list[Mapping[str, Any]] = []  # every model reply mini kept, in order
     tools: list[dict[str, Any]] = []
     names: dict[str, str] = {}  # call id → tool name
     exit_extra: Mapping[str, Any] = {}
     for message in messages:
         role, extra = message.get("role"), message.get("extra") or {}
         response = extra.get("response")
-        if isinstance(response, Mapping) and isinstance(response.get("id"), str):
-            response_ids.append(response["id"])
-        if role == "exit":
+        if message.get("object") == "response":
+            replies.append(message)
+            conversation += _reply_items(message, names)
+        elif role == "exit":
             exit_extra = extra
         elif role == "assistant":
+            replies += [response] if isinstance(response, Mapping) else []
             conversation += _reply_items(message, names)
-        elif role == "tool":
-            call_id = str(message.get("tool_call_id"))
-            output = _text(message.get("content"))
+        elif role == "tool" or message.get("type") == "function_call_output":
+            call_id = str(message.get("tool_call_id") or message.get("call_id"))
+            output = _text(message.get("content", message.get("output")))
             conversation.append(
                 {"type": "function_call_output", "call_id": call_id, "output": output}
             )
             tools.append(_tool_record(call_id, names.get(call_id), extra, invocation_id))
         else:
             if extra.get("interrupt_type") == "FormatError" and isinstance(response, Mapping):
-                conversation += _rejected_reply(response)  # kept only inside extra
+                # mini drops a refused reply from what it sends next but keeps it here
+                replies.append(response)
+                conversation += _reply_items(response, {})
             conversation.append(
                 {"type": "message", "role": str(role), "content": _text(message.get("content"))}
             )
@@ -147,7 +154,8 @@ def read_messages(
         "status": _status(exit_extra, exit_code),
         "model_calls": [
             {"model_ref": {"type": MODEL_SERVER_TYPE, "name": model_server}, "response_id": rid}
-            for rid in response_ids
+            for reply in replies
+            if (rid := _response_id(reply.get("id"))) is not None
         ],
         "conversation": conversation,
     }
@@ -157,8 +165,24 @@ def read_messages(
     return {"source": NAME, "records": [invocation, *tools], "gaps": []}
 
 
+def _response_id(kept: Any) -> str | None:
+    """The id the server gave a reply. litellm hands mini a Responses reply under an id of its
+    own, ``resp_`` + base64 of ``litellm:...;response_id:<the server's id>``: that one is read
+    back out of it."""
+    if not isinstance(kept, str) or not kept:
+        return None
+    try:
+        decoded = base64.b64decode(kept.removeprefix("resp_") + "==", validate=True).decode()
+    except (ValueError, UnicodeDecodeError):
+        return kept
+    fields = dict(part.partition(":")[::2] for part in decoded.split(";"))
+    if decoded.startswith("litellm:") and fields.get("response_id"):
+        return fields["response_id"]
+    return kept
+
+
 def _text(content: Any) -> str:
-    """Message content as text (mini keeps a string, or a list of parts when multimodal)."""
+    """Message content as text (a string, or a list of text parts)."""
     if isinstance(content, str):
         return content
     if isinstance(content, list):
@@ -166,32 +190,44 @@ def _text(content: Any) -> str:
     return ""
 
 
-def _reply_items(message: Mapping[str, Any], names: dict[str, str]) -> list[dict[str, Any]]:
-    """A Chat assistant message as Responses items: its text, then each function call."""
+def _reply_items(reply: Mapping[str, Any], names: dict[str, str]) -> list[dict[str, Any]]:
+    """A model reply as Responses items: a Chat completion or assistant message (its text,
+    then each function call), or a Responses object's output."""
+    choices = reply.get("choices")
+    if isinstance(choices, list):  # a whole Chat completion (kept beside a format error)
+        first = choices[0] if choices and isinstance(choices[0], Mapping) else {}
+        message = first.get("message")
+        return _reply_items(message, names) if isinstance(message, Mapping) else []
+    if isinstance(reply.get("output"), list):
+        return [_output_item(item, names) for item in reply["output"] if isinstance(item, Mapping)]
     items: list[dict[str, Any]] = []
-    text = _text(message.get("content"))
+    text = _text(reply.get("content"))
     if text:
         content = [{"type": "output_text", "text": text}]
         items.append({"type": "message", "role": "assistant", "content": content})
-    for call in message.get("tool_calls") or []:
+    for call in reply.get("tool_calls") or []:
         function = call.get("function") or {}
-        call_id, name = str(call.get("id")), str(function.get("name"))
-        names[call_id] = name
-        arguments = function.get("arguments")
-        arguments = arguments if isinstance(arguments, str) else json.dumps(arguments)
-        items.append(
-            {"type": "function_call", "call_id": call_id, "name": name, "arguments": arguments}
-        )
+        call = {"call_id": call.get("id"), "name": function.get("name")}
+        items.append(_function_call({**call, "arguments": function.get("arguments")}, names))
     return items
 
 
-def _rejected_reply(response: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The model reply mini refused as a format error: mini drops it from the history it sends
-    but keeps the raw response beside its correction."""
-    choices = response.get("choices")
-    first = choices[0] if isinstance(choices, list) and choices else {}
-    message = first.get("message") if isinstance(first, Mapping) else None
-    return _reply_items(message, {}) if isinstance(message, Mapping) else []
+def _output_item(item: Mapping[str, Any], names: dict[str, str]) -> dict[str, Any]:
+    if item.get("type") == "function_call":
+        return _function_call(item, names)
+    if item.get("type") == "message":
+        parts = item.get("content") if isinstance(item.get("content"), list) else []
+        content = [{"type": "output_text", "text": _text([part])} for part in parts]
+        return {"type": "message", "role": "assistant", "content": content}
+    return {key: value for key, value in item.items() if value is not None}
+
+
+def _function_call(call: Mapping[str, Any], names: dict[str, str]) -> dict[str, Any]:
+    call_id, name = str(call.get("call_id")), str(call.get("name"))
+    names[call_id] = name
+    arguments = call.get("arguments")
+    arguments = arguments if isinstance(arguments, str) else json.dumps(arguments)
+    return {"type": "function_call", "call_id": call_id, "name": name, "arguments": arguments}
 
 
 def _tool_record(

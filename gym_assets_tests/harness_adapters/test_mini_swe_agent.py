@@ -6,12 +6,15 @@ Fixtures (``fixtures/mini_swe_agent/``; machine paths and ports scrubbed):
 ``submitted`` — ``echo 391 > answer.txt``, then the answer ``391`` with the submit command;
 ``tool_failed`` — a command exiting 7, then a submit; ``bad_request`` — one command, then
 HTTP 400 on every try (mini gives up after three); ``format_errors`` — one command, then a
-plain text answer three times (mini asks again each time, then stops).
+plain text answer three times (mini asks again each time, then stops);
+``responses_submitted`` and ``responses_format_errors`` — the same with ``--model-class
+litellm_response`` (the latter after a command exiting 7).
 """
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -98,6 +101,9 @@ def test_prepare_points_mini_at_the_gateway_with_its_offline_profile(tmp_path: P
     # everything it writes stays in the activation's private home
     assert Path(prepared.env["MSWEA_GLOBAL_CONFIG_DIR"]).is_relative_to(episode.files.home)
     assert Path(configs[1]).is_relative_to(episode.files.home)
+    assert "--model-class" not in argv  # Chat Completions: mini's default model class
+    responses = ADAPTER.prepare(_episode(tmp_path / "responses", api="responses")).argv
+    assert responses[responses.index("--model-class") + 1] == "litellm_response"
 
 
 def test_a_submitted_run_is_completed_with_its_conversation_and_tools(tmp_path: Path) -> None:
@@ -166,6 +172,41 @@ def test_replies_mini_refused_stay_in_the_conversation(tmp_path: Path) -> None:
     assert all(entry == refused for entry in tail[0::2])
     assert all("No tool calls found" in content for _, content in tail[1::2])
     assert len(invocation["model_calls"]) == 4 == len(_response_ids("format_errors"))
+
+
+def test_with_the_responses_api_the_server_ids_are_read_out_of_litellms(tmp_path: Path) -> None:
+    """``--model-class litellm_response`` keeps each reply as a whole Responses object under an
+    id litellm made (``resp_`` + base64 of ``litellm:...;response_id:<the server's id>``)."""
+    messages = json.loads((FIXTURES / "responses_submitted.traj.json").read_text())["messages"]
+    kept = [m["id"] for m in messages if m.get("object") == "response"]
+    assert all(rid.startswith("resp_bGl0ZWxsbT") for rid in kept)  # "litellm" in base64
+    invocation, tools = _parts(_read(tmp_path, "responses_submitted"))
+    assert invocation["status"] == "completed"
+    ids = [ref["response_id"] for ref in invocation["model_calls"]]
+    assert [re.fullmatch(r"resp_[0-9a-f]{24}_t(\d)", rid)[1] for rid in ids] == ["0", "1"]
+    conversation = invocation["conversation"]
+    assert [(i["type"], i.get("role")) for i in conversation[2:]] == [
+        ("function_call", None),
+        ("function_call_output", None),
+        ("message", "assistant"),
+        ("function_call", None),
+        ("function_call_output", None),
+    ]
+    assert conversation[4]["content"] == [{"type": "output_text", "text": "391"}]
+    assert [t["status"] for t in tools] == ["completed", "completed"]
+
+
+def test_with_the_responses_api_refused_replies_and_failed_tools_are_kept(tmp_path: Path) -> None:
+    invocation, tools = _parts(_read(tmp_path, "responses_format_errors"))
+    assert (invocation["status"], invocation["error_type"]) == ("failed", "RepeatedFormatError")
+    assert [t["status"] for t in tools] == ["failed"]
+    refused = [
+        item["content"]
+        for item in invocation["conversation"]
+        if item.get("role") == "assistant" and item["type"] == "message"
+    ]
+    assert refused == [[{"type": "output_text", "text": "391"}]] * 3
+    assert len(invocation["model_calls"]) == 4
 
 
 @pytest.mark.parametrize(("content", "said"), [(None, "wrote no traj.json"), ("{", "is not a")])
