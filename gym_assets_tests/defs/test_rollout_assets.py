@@ -115,8 +115,6 @@ def test_an_upstream_failing_every_call_fails_the_masked_share_and_says_why(
 def test_config_change_sensor_adds_the_harness_partitions(workspace, instance):
     context = dg.build_sensor_context(instance=instance, resources={"workspace": workspace})
     config_change_sensor(context)
-    assert instance.get_dynamic_partitions(harness_partitions.name) == [
-        "simple_agent",
-        "minimal_agent",
-        "mini_swe_agent",
-    ]
+    partitions = instance.get_dynamic_partitions(harness_partitions.name)
+    assert partitions[:2] == ["simple_agent", "minimal_agent"]
+    assert "mini_swe_agent" in partitions  # a cli harness, installed or not
