@@ -1,20 +1,21 @@
-"""mini-swe-agent: Chat Completions without streaming, one ``bash`` tool, and ``traj.json``.
+"""mini-swe-agent: one ``bash`` tool, no streaming, and ``traj.json``.
 
 mini ends an episode only when a command it runs prints ``COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT``
 as its first line; a reply without a tool call is a format error it answers with a correction
 (after three in a row it gives up). Our tasks want a final answer in text, so the instructions
 this adapter writes ask for the answer as the text of the reply that runs the submit command
-(:data:`SUBMIT_COMMAND`); that text is the last assistant message of the conversation, which is
-how it reaches the response.
+(:data:`SUBMIT_COMMAND`, also the adapter's ``finish_command``); that text is the last
+assistant message of the conversation, which is how it reaches the response.
 
-``prepare`` writes one config file merged over mini's own ``mini.yaml`` (our instructions, the
-gateway as ``api_base``, the workspace as the shell's cwd) and runs the ``mini`` CLI as users
-do (``-y --exit-immediately``). ``observations`` reads only ``traj.json``, which mini rewrites
-after every step: its ``messages`` become the conversation, each ``tool`` message a tool call
-with the status mini recorded (its ``returncode``), the kept ``extra.response.id`` of each model
-reply a model-call reference, and the final ``exit`` message (``exit_status``) the invocation's
-status. Retries happen inside the OpenAI SDK and mini's retry loop and are not in the file; the
-gateway attributes them through the per-invocation base URL.
+``prepare`` writes one config file merged over mini's own ``mini.yaml`` (our instructions and
+the gateway as ``api_base``; commands run in the program's cwd, the workspace) and runs the
+``mini`` CLI as users do (``-y --exit-immediately``; Chat Completions, or the Responses API
+with ``--model-class litellm_response``). ``observations`` reads only ``traj.json``, which mini
+rewrites after every step: its messages become the conversation, each tool result a tool call
+with the status mini recorded (its ``returncode``), the id of each model reply it kept a
+model-call reference, and its final ``exit`` message (``exit_status``) the invocation's status.
+Retries happen inside the OpenAI SDK and mini's retry loop and are not in the file; the gateway
+attributes them through the per-invocation base URL.
 """
 
 from __future__ import annotations
@@ -78,7 +79,6 @@ class MiniSweAgent:
                 "model_name": f"openai/{episode.model}",
                 "model_kwargs": {"api_base": episode.base_url},
             },
-            "environment": {"cwd": str(episode.files.workdir)},
         }
         overrides = folder / "gym_assets.yaml"  # JSON is YAML; mini merges it over mini.yaml
         overrides.write_text(json.dumps(config, indent=1), encoding="utf-8")
