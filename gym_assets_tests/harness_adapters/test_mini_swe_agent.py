@@ -27,7 +27,7 @@ from gym_assets.config.loader import load_configs
 from gym_assets.conformance.evidence import AgentObservations
 from gym_assets.conformance.runner.suite import SuiteSummary, run_suite
 from gym_assets.conformance.scenarios import SCENARIO_NAMES
-from gym_assets.harness_adapters import CliEpisode, adapter_named
+from gym_assets.harness_adapters import ADAPTER_MODULES, CliEpisode, adapter_named
 from gym_assets.harness_adapters.mini_swe_agent import SUBMIT_COMMAND, trajectory_path
 from gym_assets.rollouts.collection.run import finishing
 from gym_assets.rollouts.episodes.launch import EpisodeFiles
@@ -237,6 +237,14 @@ def test_a_reference_answer_is_played_with_minis_submit_command() -> None:
         {"text": "1", "tool": SUBMIT_COMMAND},
     ]
     assert finishing(steps, None) == steps  # a harness a text reply ends
+
+
+def test_every_adapter_says_how_its_episode_ends() -> None:
+    """A reference run asks each cli harness's adapter; one that forgot would fail there."""
+    for name in ADAPTER_MODULES:
+        finish = adapter_named(name).finish_command
+        assert finish is None or (isinstance(finish, str) and finish), name
+    assert ADAPTER.finish_command == SUBMIT_COMMAND
 
 
 # --------------------------------------------------------------------------- the real program
