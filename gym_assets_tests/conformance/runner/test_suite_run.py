@@ -192,7 +192,8 @@ def test_a_legacy_run_harness_goes_through_the_legacy_relay(tmp_path: Path) -> N
 def test_the_command_line_runs_one_scenario(tmp_path: Path, capsys) -> None:
     output = tmp_path / "run"
     argv = ["conformance", "run", "--configs", str(CONFIGS), "--output", str(output)]
-    assert main([*argv, "--scenario", "tool_success", "--jobs", "1"]) == 0
+    harnesses = ["--harness", "simple_agent", "--harness", "minimal_agent"]  # need no install
+    assert main([*argv, *harnesses, "--scenario", "tool_success", "--jobs", "1"]) == 0
     printed = capsys.readouterr().out
     assert "simple_agent: tool_success" in printed
     assert str(output / "conformance_report.md") in printed
