@@ -175,10 +175,8 @@ def _response_id(kept: Any) -> str | None:
         decoded = base64.b64decode(kept.removeprefix("resp_") + "==", validate=True).decode()
     except (ValueError, UnicodeDecodeError):
         return kept
-    fields = dict(part.partition(":")[::2] for part in decoded.split(";"))
-    if decoded.startswith("litellm:") and fields.get("response_id"):
-        return fields["response_id"]
-    return kept
+    _, _, server_id = decoded.partition(";response_id:")
+    return server_id.split(";")[0] if decoded.startswith("litellm:") and server_id else kept
 
 
 def _text(content: Any) -> str:
@@ -216,7 +214,8 @@ def _output_item(item: Mapping[str, Any], names: dict[str, str]) -> dict[str, An
     if item.get("type") == "function_call":
         return _function_call(item, names)
     if item.get("type") == "message":
-        parts = item.get("content") if isinstance(item.get("content"), list) else []
+        parts = item.get("content")
+        parts = parts if isinstance(parts, list) else []
         content = [{"type": "output_text", "text": _text([part])} for part in parts]
         return {"type": "message", "role": "assistant", "content": content}
     return {key: value for key, value in item.items() if value is not None}
