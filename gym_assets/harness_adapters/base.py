@@ -26,6 +26,7 @@ Api = Literal["chat", "responses"]
 ADAPTER_MODULES: dict[str, str] = {
     "codex": "gym_assets.harness_adapters.codex",
     "hermes": "gym_assets.harness_adapters.hermes",
+    "mini_swe_agent": "gym_assets.harness_adapters.mini_swe_agent",
     "opencode": "gym_assets.harness_adapters.opencode",
     "pi": "gym_assets.harness_adapters.pi",
 }
@@ -59,6 +60,10 @@ class Prepared:
 class Adapter(Protocol):
     name: str
     supports: frozenset[tuple[Api, bool]]  # the (api, stream) pairs the harness can speak
+    # None when a text reply ends an episode; else the shell command the harness needs the
+    # model to run, in the reply that gives its final answer, to end it (mini's submit). A
+    # reference run plays each final answer that way.
+    finish_command: str | None
 
     def executable(self, install_dir: Path) -> Path:
         """The program inside its install folder."""

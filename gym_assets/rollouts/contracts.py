@@ -21,6 +21,11 @@ Step forms (one model turn each, chosen by how many assistant turns the request 
     {"call": "<tool name>", "args": {...}}           a function call to a named tool
     {"tool": "<shell command>"}                      a call to whichever shell-like tool the
                                                      request offers (bash, shell, terminal, ...)
+    {"call": ..., "args": ..., "tool": "<command>"}  the named tool when the request offers it,
+                                                     else the equivalent shell command (a
+                                                     harness offering only its own shell)
+    {"text": "...", "tool": "<command>"}             an assistant message that also makes the
+                                                     call (text with ``call`` works alike)
     {"error": 429, "times": 2, "message": "..."}     HTTP errors before the next step
 """
 

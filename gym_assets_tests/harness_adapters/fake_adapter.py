@@ -15,6 +15,7 @@ PROGRAM = Path(__file__).with_name("fake_cli.py")
 class FakeAdapter:
     name = "fake"
     supports = frozenset({("responses", False)})
+    finish_command = None
 
     def executable(self, install_dir: Path) -> Path:
         return install_dir / "fake_cli.py"

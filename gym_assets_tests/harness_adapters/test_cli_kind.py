@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -94,13 +95,10 @@ def test_a_harness_that_is_not_installed_is_refused_with_the_install_command(
         resolve(harness)
 
 
-def test_the_adapter_configures_the_program_and_reads_back_what_it_kept(
-    start_gateway, tmp_path: Path
-) -> None:
-    gateway = start_gateway(ScriptedUpstream([{"text": "DONE"}]))
+def _activate(gateway, episodes: Path, task: list[dict]) -> tuple[Any, EpisodeId, dict]:
+    """One activation of the fake cli harness on ``task``: (agent, episode, response)."""
     settings = {**adapter_settings(load_harnesses({"harnesses": {"f": ENTRY}})["f"])}
     settings["install_dir"] = str(HERE)
-    episodes = tmp_path / "episodes"
     agent = create(
         "agent",
         {"adapter": settings, "harness": "f", "episodes_dir": str(episodes)},
@@ -111,9 +109,18 @@ def test_the_adapter_configures_the_program_and_reads_back_what_it_kept(
 
     async def activate() -> dict:
         await agent.seed_session("as", episode, TaskId(taskset="t", task_id="1"))
-        return await agent.activate("as", {"input": [{"role": "user", "content": "Say DONE."}]})
+        return await agent.activate("as", {"input": task})
 
-    response = asyncio.run(activate())
+    return agent, episode, asyncio.run(activate())
+
+
+def test_the_adapter_configures_the_program_and_reads_back_what_it_kept(
+    start_gateway, tmp_path: Path
+) -> None:
+    gateway = start_gateway(ScriptedUpstream([{"text": "DONE"}]))
+    episodes = tmp_path / "episodes"
+    task = [{"role": "user", "content": "Say DONE."}]
+    agent, episode, response = _activate(gateway, episodes, task)
     assert response["status"] == "completed" and response["output"][0]["type"] == "message"
     home = episodes / episode.capture_key / "root" / "home"
     config = json.loads((home / ".fakecli" / "config.json").read_text())
@@ -131,3 +138,24 @@ def test_the_adapter_configures_the_program_and_reads_back_what_it_kept(
 def test_settings_name_exactly_one_program() -> None:
     with pytest.raises(ValueError, match="exactly one of command"):
         create("agent", {}, gateway=None, resources=None)  # type: ignore[arg-type]
+
+
+def test_a_cli_harness_gets_the_instructions_and_answers_what_the_model_said(
+    start_gateway, tmp_path: Path
+) -> None:
+    """A task with a system message (HumanEval's "reply with one python block"): the program
+    is told the instructions with the task, and the response is what the model said, though
+    the program's conversation does not start with the task's own input items."""
+    gateway = start_gateway(ScriptedUpstream([{"text": "```python\ndef f(): ...\n```"}]))
+    episodes = tmp_path / "episodes"
+    task = [
+        {"role": "system", "content": "Reply with one python block."},
+        {"role": "user", "content": "Write f."},
+    ]
+    _, episode, response = _activate(gateway, episodes, task)
+    session = episodes / episode.capture_key / "root" / "home" / ".fakecli" / "session.jsonl"
+    told = json.loads(session.read_text().splitlines()[-1])["prompt"]
+    assert told == "Reply with one python block.\n\nWrite f."
+    [message] = response["output"]
+    assert message["role"] == "assistant"
+    assert message["content"][0]["text"] == "```python\ndef f(): ...\n```"

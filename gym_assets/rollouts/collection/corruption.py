@@ -33,6 +33,6 @@ def corrupt(steps: Sequence[Step]) -> list[Step]:
     corrupted: list[Step] = [dict(step) for step in steps]
     for index in range(len(corrupted) - 1, -1, -1):
         if "text" in corrupted[index]:
-            corrupted[index] = {"text": WRONG_ANSWER}
+            corrupted[index] = {**corrupted[index], "text": WRONG_ANSWER}
             return corrupted
     return [*corrupted, {"text": WRONG_ANSWER}]

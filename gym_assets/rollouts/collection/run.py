@@ -30,6 +30,7 @@ from pydantic import ValidationError
 from gym_assets.config.model import MODELS, attributed_agent, bound_resources_server
 from gym_assets.config.model import server_instances as instances_of
 from gym_assets.errors import UserError
+from gym_assets.harness_adapters import adapter_named
 from gym_assets.io import atomic_write_text
 from gym_assets.limits import DEFAULT_CONCURRENCY, DEFAULT_MAX_ATTEMPTS
 from gym_assets.outputs.claims import State, claim_dir, claimed_dir, preflight_dir
@@ -202,6 +203,7 @@ def _reference_scripts(
     inputs: Sequence[RolloutInput],
     upstream: Upstream,
     sandbox: SandboxPolicy,
+    finish_command: str | None,
 ) -> ScriptFor:
     resources = resources_by_server(config, servers, sandbox)
     wrong = corrupted_keys((i.key for i in inputs), upstream.corrupt_fraction, upstream.seed)
@@ -210,9 +212,27 @@ def _reference_scripts(
         if item.server not in resources:
             raise UserError(f"environment server '{item.server}' binds no resources server")
         steps = resources[item.server].reference_script(reference_task_data(item.task_input()))
-        return corrupt(steps) if item.key in wrong else list(steps)
+        steps = corrupt(steps) if item.key in wrong else list(steps)
+        return finishing(steps, finish_command)
 
     return script_for
+
+
+def finishing(steps: Sequence[Step], finish_command: str | None) -> list[Step]:
+    """The script as a harness that ends its episode only through a shell command needs it
+    played: each final answer (a text step making no call) also runs that command."""
+    if finish_command is None:
+        return list(steps)
+    return [
+        {**step, "tool": finish_command}
+        if "text" in step and "call" not in step and "tool" not in step
+        else step
+        for step in steps
+    ]
+
+
+def _finish_command(harness: Harness) -> str | None:
+    return adapter_named(harness.adapter).finish_command if harness.adapter else None
 
 
 @dataclass
@@ -265,7 +285,7 @@ def _build_servers(
         environments={s: build_environment(config, s, gateway, sandbox) for s in servers},
         agents=agents,
         script_for=(
-            _reference_scripts(config, servers, inputs, upstream, sandbox)
+            _reference_scripts(config, servers, inputs, upstream, sandbox, _finish_command(harness))
             if upstream.mode == "reference"
             else None
         ),

@@ -57,19 +57,23 @@ def _check_step(index: int, step: Any) -> None:
     if not isinstance(step, Mapping):
         raise ScriptError(f"{where}: expected an object, got {type(step).__name__}")
     kinds = [k for k in ("text", "call", "tool", "error") if k in step]
-    if len(kinds) != 1:
-        raise ScriptError(f"{where}: needs exactly one of text, call, tool, error; got {kinds}")
-    kind = kinds[0]
-    if kind == "error":
+    if not kinds or ("error" in kinds and len(kinds) > 1):
+        raise ScriptError(
+            f"{where}: needs an error, or a text and/or a call or tool (a call with a tool: "
+            f"the named tool when offered, else the shell command); got {kinds}"
+        )
+    if "error" in step:
         status, times = step["error"], step.get("times", 1)
         if not isinstance(status, int) or not 400 <= status <= 599:
             raise ScriptError(f"{where}: error must be an HTTP status 400..599, got {status!r}")
         if not isinstance(times, int) or times < 1:
             raise ScriptError(f"{where}: times must be a positive integer, got {times!r}")
-    elif kind == "call" and not isinstance(step.get("args", {}), Mapping):
+        return
+    if "call" in step and not isinstance(step.get("args", {}), Mapping):
         raise ScriptError(f"{where}: args must be an object")
-    elif kind != "error" and not isinstance(step[kind], str):
-        raise ScriptError(f"{where}: {kind} must be a string")
+    for kind in kinds:
+        if not isinstance(step[kind], str):
+            raise ScriptError(f"{where}: {kind} must be a string")
 
 
 def compile_script(steps: Sequence[Step]) -> tuple[_Turn, ...]:
@@ -96,7 +100,7 @@ def uses_tools(script: tuple[_Turn, ...]) -> bool:
 # --------------------------------------------------------------------------- request reading
 
 
-def _is_assistant_item(item: Any) -> bool:
+def is_assistant_item(item: Any) -> bool:
     if not isinstance(item, Mapping):
         return False
     kind = item.get("type")
@@ -127,7 +131,7 @@ def turn_of(dialect: Dialect, body: Mapping[str, Any]) -> int:
     items = body.get("input")
     turns, in_run = 0, False
     for item in items if isinstance(items, list) else ():
-        assistant = _is_assistant_item(item)
+        assistant = is_assistant_item(item)
         turns += assistant and not in_run
         in_run = assistant
     previous = body.get("previous_response_id")
@@ -269,14 +273,22 @@ class ScriptRunner:
     ) -> AssistantTurn | ErrorReply:
         usage = scripted_usage(attempt)
         response_id = _response_id(turn)
-        if "text" in step:
-            return AssistantTurn(response_id, model, usage, text=step["text"])
-        if "call" in step:
-            name, args = step["call"], dict(step.get("args", {}))
-        else:
-            try:
-                name, args = shell_call(dialect, body, step["tool"])
-            except LookupError as exc:
-                return ErrorReply(409, str(exc), "script_error")
+        text = step.get("text")
+        if not any(k in step for k in _TOOL_STEPS):
+            return AssistantTurn(response_id, model, usage, text=text)
+        try:
+            name, args = _tool_of(step, dialect, body)
+        except LookupError as exc:
+            return ErrorReply(409, str(exc), "script_error")
         call = FunctionCall(new_id("call"), name, orjson.dumps(args).decode())
-        return AssistantTurn(response_id, model, usage, calls=(call,))
+        return AssistantTurn(response_id, model, usage, text=text, calls=(call,))
+
+
+def _tool_of(step: Step, dialect: Dialect, body: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The call a step makes: its named tool when the request offers it (or when the step has
+    no shell equivalent), else its shell command through the request's shell-like tool."""
+    if "call" in step:
+        offered = {name for name, _ in _tool_specs(dialect, body)}
+        if step["call"] in offered or "tool" not in step:
+            return step["call"], dict(step.get("args", {}))
+    return shell_call(dialect, body, step["tool"])

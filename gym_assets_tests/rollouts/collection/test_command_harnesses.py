@@ -84,7 +84,8 @@ def test_an_agent_without_the_handlers_it_needs_is_refused(monkeypatch, asked, c
 
 def test_the_bundled_agents_use_sessions(products):
     registry = load_harnesses(products.catalog.loaded)
-    assert {"simple_agent", "minimal_agent", "codex", "pi", "opencode", "hermes"} <= set(registry)
+    names = {"simple_agent", "minimal_agent", "codex", "pi", "opencode", "hermes", "mini_swe_agent"}
+    assert names <= set(registry)
     assert {resolve_interface(h) for h in registry.values()} == {"session"}
 
 

@@ -28,6 +28,7 @@ def test_the_bundled_registry():
     assert {"codex", "pi", "opencode", "hermes"} <= {
         n for n, h in registry.items() if h.kind == "cli"
     }
+    assert registry["mini_swe_agent"].kind == "cli"  # with the other third-party CLIs
     assert registry["simple_agent"].agent_implementation == "simple_agent"
     example = registry["minimal_agent"]
     assert example.kind == "command" and example.agent_implementation == "command_agent"

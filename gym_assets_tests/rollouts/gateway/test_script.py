@@ -83,7 +83,9 @@ def test_shell_call_reads_chat_tool_shapes_and_refuses_without_a_shell() -> None
     ("steps", "message"),
     [
         ([{"text": 3}], "text must be a string"),
-        ([{"text": "a", "call": "b"}], "exactly one of"),
+        ([{"error": 500, "text": "b"}], "needs an error, or a text"),
+        ([{"times": 2}], "needs an error, or a text"),
+        ([{"text": "a", "tool": 1}], "tool must be a string"),
         ([{"error": 200}], "HTTP status 400..599"),
         ([{"error": 500, "times": 0}], "positive integer"),
         ([{"call": "f", "args": [1]}], "args must be an object"),
@@ -149,3 +151,25 @@ def test_a_shell_step_without_a_shell_tool_is_a_409() -> None:
     other = {"type": "function", "function": {"name": "read_file", "parameters": {}}}
     reply = _answer(runner, script, {"messages": [], "tools": [other]})
     assert isinstance(reply, ErrorReply) and reply.status == 409 and "read_file" in reply.message
+
+
+CALCULATE = {"type": "function", "function": _tool("calculate", {"expression": {}}, [])}
+
+
+def test_a_call_with_a_shell_equivalent_uses_the_named_tool_only_when_offered() -> None:
+    """A harness offering only its own shell still plays the step, through that shell."""
+    script = compile_script([{"call": "calculate", "args": {"expression": "2*3"}, "tool": "x"}])
+    offered = _answer(ScriptRunner(), script, {"messages": [], "tools": [BASH, CALCULATE]})
+    assert isinstance(offered, AssistantTurn)
+    assert [(c.name, c.arguments) for c in offered.calls] == [("calculate", '{"expression":"2*3"}')]
+    shell_only = _answer(ScriptRunner(), script, {"messages": [], "tools": [BASH]})
+    assert isinstance(shell_only, AssistantTurn)
+    assert [(c.name, c.arguments) for c in shell_only.calls] == [("bash", '{"command":"x"}')]
+
+
+def test_a_text_step_may_also_make_a_call() -> None:
+    script = compile_script([{"text": "391", "tool": "echo done"}])
+    reply = _answer(ScriptRunner(), script, {"messages": [], "tools": [BASH]})
+    assert isinstance(reply, AssistantTurn) and reply.text == "391"
+    assert [(c.name, c.arguments) for c in reply.calls] == [("bash", '{"command":"echo done"}')]
+    assert reply.finish_reason == "tool_calls"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import operator
 import re
+import shlex
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -104,11 +105,18 @@ class ArithResources(SessionResources[None]):
 
     def reference_script(self, task_data: Mapping[str, Any]) -> list[Step]:
         """Call ``calculate`` on the prompt's ``Compute <expr>.`` (when the task carries its
-        prompt), then answer ``expected_answer``."""
+        prompt; a harness that offers only its own shell evaluates it with Python there),
+        then answer ``expected_answer``."""
         steps: list[Step] = []
         expression = _prompt_expression(task_data.get("responses_create_params") or {})
         if expression is not None:
-            steps.append({"call": "calculate", "args": {"expression": expression}})
+            step: dict[str, Any] = {"call": "calculate", "args": {"expression": expression}}
+            try:
+                calculate(expression)  # plain integer arithmetic: Python computes it alike
+                step["tool"] = "python3 -c " + shlex.quote(f"print({expression})")
+            except CalculationError:
+                pass  # no shell equivalent of an error the tool would report
+            steps.append(step)
         steps.append({"text": str(task_data["expected_answer"])})
         return steps
 

@@ -39,8 +39,11 @@ from gym_assets.rollouts.episodes.launch import EpisodeFiles, launch_of, run_iso
 from gym_assets.rollouts.episodes.observations import Invocation
 from gym_assets.rollouts.episodes.responses import input_items, message_text
 from gym_assets.rollouts.gateway import read_capture
+from gym_assets.rollouts.gateway.script import is_assistant_item
 from gym_assets.sandbox import Isolation, SandboxPolicy
 
+# What a cli harness is told: the task's instructions (system, developer) and its user text.
+INSTRUCTION_ROLES = ("system", "developer", "user")
 # Responses usage keys and the capture's token fields they sum.
 USAGE_FIELDS = (
     ("input_tokens", "tokens_in"),
@@ -194,7 +197,7 @@ class CommandAgent(SessionAgent):
             base_url=self.gateway.url_for(key, invocation.invocation_id),
             model=self.gateway.model_name,
             model_server=self.gateway.model_server_name,
-            prompt=_prompt(params),
+            prompt=_prompt(params, INSTRUCTION_ROLES),
             invocation_id=invocation.invocation_id,
             install_dir=Path(adapter.install_dir),
             api=adapter.api,
@@ -214,10 +217,11 @@ class CommandAgent(SessionAgent):
         return read_capture(self.gateway.capture_dir, key, include_payloads=False)["calls"]
 
 
-def _prompt(params: Mapping[str, Any]) -> str:
-    """The task's user text: every user message of the input, in order."""
+def _prompt(params: Mapping[str, Any], roles: tuple[str, ...] = ("user",)) -> str:
+    """The task's text: every message of the input in ``roles`` (default: the user's), in
+    order. A ``cli`` harness gets only this text, so it gets the task's instructions too."""
     items = input_items(params)
-    return "\n\n".join(message_text(item) for item in items if item.get("role") == "user")
+    return "\n\n".join(message_text(item) for item in items if item.get("role") in roles)
 
 
 def _succeeded(call: Mapping[str, Any]) -> bool:
@@ -281,9 +285,22 @@ def _response(
         ),
         {},
     )
-    output = list(reported.get("conversation") or [])[len(input_items(params)) :]
+    output = _gained(list(reported.get("conversation") or []), input_items(params))
     status = "completed" if reported.get("status") == "completed" else "incomplete"
     return {"object": "response", "status": status, "output": output, "usage": None}
+
+
+def _gained(conversation: list[Any], task_input: list[dict[str, Any]]) -> list[Any]:
+    """What the activation added to its conversation: the items after the task input when the
+    conversation starts with it (a program that keeps the request's items), else the items from
+    the model's first one on (a CLI harness words the task its own way: its own system prompt,
+    instructions around the task, a system message dropped)."""
+    if conversation[: len(task_input)] == task_input:
+        return conversation[len(task_input) :]
+    first = next(
+        (i for i, item in enumerate(conversation) if is_assistant_item(item)), len(conversation)
+    )
+    return conversation[first:]
 
 
 def create(
