@@ -16,7 +16,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from gym_assets.cli import benchmarks, config, conformance, plans, rollouts
+from gym_assets.cli import benchmarks, config, conformance, harnesses, plans, rollouts
 from gym_assets.errors import UserError
 
 
@@ -26,7 +26,11 @@ def build_parser() -> argparse.ArgumentParser:
         description="Prepare, plan, run and audit LLM-agent evaluations.",
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for area in (config, benchmarks, plans, conformance, rollouts):
+    listing = subparsers.add_parser("list", help="list configured things")
+    what = listing.add_subparsers(dest="what", metavar="WHAT", required=True)
+    for lister in (benchmarks, harnesses):
+        lister.register_listing(what)
+    for area in (config, benchmarks, plans, conformance, rollouts, harnesses):
         area.register(subparsers)
     return parser
 
