@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 
 from gym_assets.check_outcome import CheckOutcome
 from gym_assets.conformance.runner import report
-from gym_assets.conformance.runner.suite import SUITE_FILE, SUMMARY_FILE
+from gym_assets.conformance.runner.suite import SUITE_FILE, SUMMARY_FILE, UNAVAILABLE
 from gym_assets.conformance.scenarios import SCENARIO_NAMES, SUITE_ID
 from gym_assets.errors import UserError
 from gym_assets.io import atomic_write_text, read_json_file
@@ -117,7 +117,11 @@ def p0_gate(latest: LatestRun | None, harness: str) -> CheckOutcome:
     check passes) and its episode ran to completion."""
     if latest is None:
         return CheckOutcome(False, f"no finished conformance run of {harness} yet")
-    failing = failing_by_scenario(latest.harness(harness))
+    entry = latest.harness(harness)
+    if entry["verdict"] == UNAVAILABLE:  # it ran no scenario: nothing failed, nothing passed
+        metadata = {"run": str(latest.directory), UNAVAILABLE: entry[UNAVAILABLE]}
+        return CheckOutcome(False, f"{UNAVAILABLE}: {entry[UNAVAILABLE]}", metadata)
+    failing = failing_by_scenario(entry)
     metadata: dict[str, Any] = {"run": str(latest.directory), "failing": failing}
     if not failing:
         scenarios = len(latest.harness(harness)["scenarios"])
@@ -148,6 +152,7 @@ def _table(name: str, latest: LatestRun | None) -> report.HarnessTable:
         entry["verdict"] == "fulfilled",
         entry["scenarios"],
         timeout_s=float(latest.suite["timeout"]),
+        unavailable=entry.get(UNAVAILABLE),
     )
 
 
@@ -155,12 +160,13 @@ def _entry(latest: LatestRun | None, name: str) -> dict[str, Any]:
     if latest is None:
         return {"run": None, "verdict": "not_run", "scenarios": {}, "failing": {}}
     entry = latest.harness(name)
-    return {
+    found = {
         "run": str(latest.directory),
         "verdict": entry["verdict"],
         "scenarios": {s["scenario"]: s["verdict"] for s in entry["scenarios"]},
         "failing": failing_by_scenario(entry),
     }
+    return found | ({UNAVAILABLE: entry[UNAVAILABLE]} if UNAVAILABLE in entry else {})
 
 
 def publish_matrix(runs_by_harness: Mapping[str, Path], directory: Path, roots: Roots) -> Matrix:

@@ -19,7 +19,9 @@ from gym_assets.defs.conformance import assets, checks
 from gym_assets.defs.conformance.schedules import conformance_sweep
 from gym_assets.defs.partitions import harness_partitions
 from gym_assets.defs.rollouts.resources import HarnessRunner
+from gym_assets.defs.tasksets.sensors import config_change_sensor
 from gym_assets_tests.alerts.webhook_server import webhook_server
+from gym_assets_tests.harness_adapters.fake_adapter import add_uninstalled
 
 SCENARIOS = ["tool_success", "verifier_failure"]
 HOOK_ENV = "GYM_ASSETS_TEST_ALERT_WEBHOOK"
@@ -35,7 +37,7 @@ def configs(configs: Path) -> Path:
         "kind": "builtin",
         "agent_implementation": "user_simulator",
     }
-    registry.write_text(yaml.safe_dump(document))
+    registry.write_text(yaml.safe_dump(document, sort_keys=False))
     return configs
 
 
@@ -191,3 +193,44 @@ def test_the_nightly_sweep_requests_every_harness_partition(instance):
     ]
     assert conformance_sweep.default_status == dg.DefaultScheduleStatus.RUNNING
     assert conformance_sweep.cron_schedule == "0 2 * * *"
+
+
+@pytest.fixture
+def fakecli(configs, tmp_path, monkeypatch) -> str:
+    return add_uninstalled(configs, tmp_path / "harnesses", monkeypatch)
+
+
+def test_the_nightly_sweep_covers_every_harness_of_the_registry(fakecli, workspace, instance):
+    sensor = dg.build_sensor_context(instance=instance, resources={"workspace": workspace})
+    config_change_sensor(sensor)
+    tick = datetime(2026, 12, 2, 2, 0, tzinfo=UTC)
+    context = dg.build_schedule_context(
+        instance=instance, scheduled_execution_time=tick, repository_def=defs.get_repository_def()
+    )
+    requested = [r.partition_key for r in conformance_sweep.evaluate_tick(context).run_requests]
+    assert requested == ["simple_agent", "minimal_agent", "user_simulator", "fakecli"]
+
+
+def test_an_uninstalled_cli_harness_is_unavailable_never_a_pass(fakecli, workspace, instance):
+    result = _conformance(workspace, instance, fakecli)
+    assert not result.success  # the blocking gate failed; the partition did not crash
+    gate = _gate(result)
+    assert not gate.passed and gate.partition == "fakecli"
+    assert gate.description.startswith("unavailable: harness 'fakecli' is not installed (")
+    assert gate.description.endswith("run `gym-assets harness install fakecli`")
+    meta = _metadata(instance, "fakecli")
+    assert meta["verdict"].value == "unavailable" and meta["exit_code"].value == 1
+    assert meta["unavailable"].value == gate.description.removeprefix("unavailable: ")
+
+    matrix = dg.materialize(
+        [assets.conformance_matrix], resources={"workspace": workspace}, instance=instance
+    )
+    assert matrix.success
+    meta = instance.get_latest_materialization_event(
+        assets.conformance_matrix.key
+    ).asset_materialization.metadata
+    assert "| fakecli | unavailable | 0/0 |" in meta["harnesses"].value
+    assert "| fakecli | ✗ unavailable | 0 / 0 |" in meta["matrix"].value
+    assert "gym-assets harness install fakecli" in Path(meta["matrix_html"].value).read_text()
+    document = json.loads((Path(meta["matrix_html"].value).parent / MATRIX_JSON).read_text())
+    assert document["harnesses"]["fakecli"]["verdict"] == "unavailable"

@@ -30,7 +30,7 @@ def _metadata(summary: SuiteSummary, harness: str) -> dict[str, dg.MetadataValue
     result = summary.harnesses[harness]
     entry = result.to_json()
     evidence = [[label, c.required, c.observed, c.passed] for label, c in result.evidence.items()]
-    return {
+    metadata: dict[str, dg.MetadataValue] = {
         "verdict": dg.MetadataValue.text(entry["verdict"]),
         "exit_code": dg.MetadataValue.int(summary.exit_code),
         "scenarios": dg.MetadataValue.md(
@@ -45,6 +45,9 @@ def _metadata(summary: SuiteSummary, harness: str) -> dict[str, dg.MetadataValue
         "report_html": dg.MetadataValue.path(str(summary.report_html)),
         "summary": dg.MetadataValue.path(str(summary.summary_path)),
     }
+    if result.unavailable is not None:  # a cli harness not installed: it ran no scenario
+        metadata["unavailable"] = dg.MetadataValue.text(result.unavailable)
+    return metadata
 
 
 @dg.asset(
