@@ -20,9 +20,11 @@ import json
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from gym_assets.config.loader import load_configs
+from gym_assets.conformance.runner.inspect_episode import ScenarioResult
 from gym_assets.conformance.runner.suite import run_suite
 
 BAR_S = 60.0
@@ -38,6 +40,22 @@ def harness_seconds(episode: Path) -> float:
         for invocation in json.loads(line).get("ng_trajectory", {}).get("invocations", []):
             total += (invocation.get("duration_ms") or 0) / 1000.0
     return total
+
+
+def print_episodes(
+    output: Path, harness: str, results: Sequence[ScenarioResult]
+) -> tuple[float, float]:
+    """One line per episode of ``harness`` in the run at ``output``: its wall time, the
+    harness's own time and the share outside it; returns the two totals."""
+    print(f"{'scenario':<18} {'episode s':>9} {'harness s':>9} {'outside':>8}  verdict")
+    episodes = inside_total = 0.0
+    for result in results:
+        seconds = result.execution.seconds
+        inside = harness_seconds(output / harness / result.scenario)
+        episodes, inside_total = episodes + seconds, inside_total + inside
+        share = 1 - inside / seconds if seconds else 0.0
+        print(f"{result.scenario:<18} {seconds:9.2f} {inside:9.2f} {share:8.0%}  {result.verdict}")
+    return episodes, inside_total
 
 
 def main() -> int:
@@ -58,15 +76,8 @@ def main() -> int:
         configs=str(CONFIGS),
     )
     wall = time.perf_counter() - started
-    print(f"{'scenario':<18} {'episode s':>9} {'harness s':>9} {'outside':>8}  verdict")
-    episodes = harness_total = 0.0
     results = summary.harnesses["simple_agent"].scenarios
-    for result in results:
-        seconds = result.execution.seconds
-        inside = harness_seconds(output / "simple_agent" / result.scenario)
-        episodes, harness_total = episodes + seconds, harness_total + inside
-        share = 1 - inside / seconds if seconds else 0.0
-        print(f"{result.scenario:<18} {seconds:9.2f} {inside:9.2f} {share:8.0%}  {result.verdict}")
+    episodes, harness_total = print_episodes(output, "simple_agent", results)
     print(
         f"suite: {wall:.1f} s wall for {len(results)} episodes ({episodes / len(results):.2f} s "
         f"an episode, {1 - harness_total / episodes:.0%} outside the harness); exit code "
