@@ -2,8 +2,8 @@
 
 Runs ``run_suite`` as ``gym-assets conformance run`` does (one supervised process per episode,
 ``--jobs`` at a time, default the number of cores), then prints per episode its wall time
-(process launch to exit), the time the harness itself spent (its invocations' ``duration_ms``
-in the saved trajectory: the agent's activation, model calls and tools included) and the share
+(process launch to exit), the time the harness itself spent (``harness_seconds``: its
+activations' time in the saved record, model calls and tools included) and the share
 outside the harness — our overhead: interpreter start and imports, gateway and servers,
 collection, the sandbox for tool commands, shutdown. Inspection runs after each episode in the
 runner's process and is reported on its own.
@@ -32,14 +32,21 @@ CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 
 
 def harness_seconds(episode: Path) -> float:
-    """What the harness's own invocations took, from the saved record (0 without a record)."""
+    """What the harness itself took, from the saved record: a program's wall time as its
+    sandbox records hold it (``sandbox`` records of role ``agent``, one per activation: command
+    and cli harnesses), else its invocations' ``duration_ms`` (a built-in agent's activations,
+    model calls and tools included); 0 without a record."""
     records = episode / "rollouts.jsonl"
     text = records.read_text() if records.is_file() else ""
-    total = 0.0
+    processes, invocations = [], 0.0
     for line in filter(None, text.splitlines()):
-        for invocation in json.loads(line).get("ng_trajectory", {}).get("invocations", []):
-            total += (invocation.get("duration_ms") or 0) / 1000.0
-    return total
+        record = json.loads(line)
+        for kept in record.get("ng_agent_observations", {}).get("records", []):
+            if kept.get("kind") == "sandbox" and kept.get("role") == "agent":
+                processes.append(kept.get("wall_time_s") or 0.0)
+        for invocation in record.get("ng_trajectory", {}).get("invocations", []):
+            invocations += (invocation.get("duration_ms") or 0) / 1000.0
+    return sum(processes) if processes else invocations
 
 
 def print_episodes(

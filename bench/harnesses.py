@@ -3,11 +3,11 @@
 For each ``cli`` harness of the registry that is installed at its pinned version (``make
 harnesses``; the others are listed as skipped), the whole conformance suite runs as ``gym-assets
 conformance run`` runs it (a supervised process per episode, ``--jobs`` at a time). Per episode
-it prints the wall time (episode process launch to exit), the time the harness's activation took
-(its invocation's ``duration_ms`` in the saved trajectory: the harness process from start to
-exit, with its adapter writing the config before and reading the artifacts after) and the share
-outside it — our overhead: interpreter start and imports, gateway and servers, collection,
-shutdown. An episode without a record counts 0 s inside.
+it prints the wall time (episode process launch to exit), the wall time of the harness process
+(from the activation's ``sandbox`` record, ``wall_time_s``: start to exit inside its sandbox) and
+the share outside it — our overhead: interpreter start and imports, gateway and servers, the
+adapter writing the config and reading the artifacts, verification, collection, shutdown. An
+episode without a record counts 0 s inside.
 
 No bar: the numbers are printed (bench/README.md). Exit 1 only if an episode could not run.
 
