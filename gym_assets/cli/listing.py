@@ -25,4 +25,4 @@ def print_listing(
     ]
     print(f"{title} ({len(rows)})")
     for line in [list(headers), *table]:
-        print("  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)))
+        print("  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip())
