@@ -218,10 +218,15 @@ def _relocate_venv(venv: Path, final: Path) -> None:
             path.write_bytes(content.replace(old, new))
 
 
-def _install_into(harness: Harness, partial: Path, env: Mapping[str, str], log: Path) -> None:
+def _requirement(harness: Harness) -> str:
+    """The pinned package as its tool writes it: ``pkg@1.2.3`` (npm), ``dist==1.2.3`` (pip)."""
     tool, package = _package(harness)
-    pinned = f"{package}@{harness.version}" if tool == "npm" else f"{package}=={harness.version}"
-    if tool == "npm":
+    return f"{package}@{harness.version}" if tool == "npm" else f"{package}=={harness.version}"
+
+
+def _install_into(harness: Harness, partial: Path, env: Mapping[str, str], log: Path) -> None:
+    pinned = _requirement(harness)
+    if _package(harness)[0] == "npm":
         argv = ["npm", "install", "--prefix", str(partial), "--no-audit", "--no-fund", pinned]
         _run(argv, env, log, harness.name)
         return
@@ -297,38 +302,37 @@ def _refuse_foreign(harness: Harness, state: InstallState) -> None:
 
 def install(harness: Harness, say: Callable[[str], None] = lambda line: None) -> Installed:
     """Install ``harness`` at its pinned version (see the module docstring); an install already
-    at that version is left as it is."""
+    at that version is left as it is. A filesystem failure is one line naming the folder."""
+    from gym_assets.outputs.failures import reported
     from gym_assets.outputs.lock import held
     from gym_assets.outputs.markers import HARNESS_INSTALL
     from gym_assets.outputs.targets import Target
 
-    tool, package = _package(harness)
+    tool = _package(harness)[0]
     assert harness.version is not None
     folder = _folder(harness)
-    state = state_of(harness)
-    if state.installed:
+    if state_of(harness).installed:
         return Installed(harness.name, harness.version, folder, None)
     root = folder.parent
-    (root / CACHE_DIR).mkdir(parents=True, exist_ok=True)
-    with held(Target(folder, HARNESS_INSTALL, configs_root=root, flag=None)):
-        state = state_of(harness)  # another install may have finished meanwhile
-        if state.installed:
-            return Installed(harness.name, harness.version, folder, None)
-        _refuse_foreign(harness, state)
-        shown = f"{package}@{harness.version}" if tool == "npm" else f"{package}=={harness.version}"
-        say(f"installing {shown} ({tool}) into {folder} ...")
-        started = time.monotonic()
-        partial = folder.with_name(folder.name + PARTIAL_SUFFIX)
-        _claim_partial(harness, partial)
-        try:
-            _install_into(
-                harness, partial, _tool_env(root), root / CACHE_DIR / f"{harness.name}.log"
-            )
-            _verify(harness, partial)
-            _swap_in(partial, folder)
-        finally:
-            if partial.exists():
-                shutil.rmtree(partial, ignore_errors=True)
+    with reported(folder):
+        (root / CACHE_DIR).mkdir(parents=True, exist_ok=True)
+        with held(Target(folder, HARNESS_INSTALL, configs_root=root, flag=None)):
+            state = state_of(harness)  # another install may have finished meanwhile
+            if state.installed:
+                return Installed(harness.name, harness.version, folder, None)
+            _refuse_foreign(harness, state)
+            say(f"installing {_requirement(harness)} ({tool}) into {folder} ...")
+            started = time.monotonic()
+            partial = folder.with_name(folder.name + PARTIAL_SUFFIX)
+            _claim_partial(harness, partial)
+            try:
+                log = root / CACHE_DIR / f"{harness.name}.log"
+                _install_into(harness, partial, _tool_env(root), log)
+                _verify(harness, partial)
+                _swap_in(partial, folder)
+            finally:
+                if partial.exists():
+                    shutil.rmtree(partial, ignore_errors=True)
     return Installed(harness.name, harness.version, folder, time.monotonic() - started)
 
 

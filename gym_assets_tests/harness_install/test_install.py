@@ -14,9 +14,15 @@ import pytest
 from gym_assets.cli import main
 from gym_assets.config.loader import load_configs
 from gym_assets.errors import UserError
+from gym_assets.harness_adapters import ADAPTER_MODULES
 from gym_assets.harness_install import install, unavailable_reason
 from gym_assets.outputs.markers import MARKER_NAME
-from gym_assets.rollouts.harnesses import HarnessUnavailable, load_harnesses, require_installed
+from gym_assets.rollouts.harnesses import (
+    HARNESSES_DIR_ENV,
+    HarnessUnavailable,
+    load_harnesses,
+    require_installed,
+)
 from gym_assets_tests.harness_install.conftest import cli_entry, write_registry
 from gym_assets_tests.harness_install.packages import PROGRAM, build_wheel
 
@@ -157,3 +163,16 @@ def test_only_cli_harnesses_are_installed(configs, root, capsys) -> None:
     with pytest.raises(SystemExit) as usage:
         _run(configs, "harness", "install")
     assert usage.value.code == 2
+
+
+def test_a_root_that_cannot_be_written_is_one_line(configs, tmp_path, monkeypatch, capsys) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.setenv(HARNESSES_DIR_ENV, str(blocker / "harnesses"))
+    monkeypatch.setitem(ADAPTER_MODULES, "pipfake", "gym_assets_tests.harness_install.pip_adapter")
+    write_registry(configs, {"fake": cli_entry("pip", "1.0.0")})
+    assert _run(configs, "harness", "install", "fake") == 1
+    assert (
+        capsys.readouterr().err
+        == f"error: {blocker}/harnesses/fake: cannot write: Not a directory\n"
+    )
