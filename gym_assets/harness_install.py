@@ -21,6 +21,7 @@ instant); the project's registry, adapters and output helpers are imported when 
 
 from __future__ import annotations
 
+import glob
 import importlib.metadata
 import json
 import os
@@ -256,11 +257,19 @@ def _ours(folder: Path) -> bool:
     return dir_marker(folder) == HARNESS_INSTALL.id
 
 
+def _retired_prefix(folder: Path) -> str:
+    return f".{folder.name}.retired-"
+
+
 def _claim_partial(harness: Harness, partial: Path) -> None:
-    """A fresh, marked ``<name>.partial``; a leftover of an interrupted install of ours is
-    removed first, anything else there is refused."""
+    """A fresh, marked ``<name>.partial``; the leftovers of an interrupted install of ours (a
+    partial or a retired install) are removed first, anything else there is refused."""
     from gym_assets.outputs.markers import HARNESS_INSTALL, write_dir_marker
 
+    folder = _folder(harness)
+    for retired in folder.parent.glob(glob.escape(_retired_prefix(folder)) + "*"):
+        if _ours(retired):
+            shutil.rmtree(retired)
     if os.path.lexists(partial):
         if not _ours(partial):
             raise UserError(
@@ -278,7 +287,7 @@ def _swap_in(partial: Path, folder: Path) -> None:
     if not os.path.lexists(folder):
         os.rename(partial, folder)
         return
-    retired = Path(tempfile.mkdtemp(prefix=f".{folder.name}.retired-", dir=folder.parent))
+    retired = Path(tempfile.mkdtemp(prefix=_retired_prefix(folder), dir=folder.parent))
     os.rename(folder, retired)  # onto the empty directory just made: ours alone
     os.rename(partial, folder)
     shutil.rmtree(retired, ignore_errors=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -141,8 +142,13 @@ def test_the_leftover_of_an_interrupted_install_of_ours_is_cleared(configs, root
         json.dumps({"format": 1, "product": "harness-install", "written_by": "gym-assets"})
     )
     (leftover / "half").write_text("")
+    retired = root / ".fake.retired-x1"  # killed between retiring an old install and the swap
+    shutil.copytree(leftover, retired)
+    foreign = root / ".fake.retired-x2"  # not ours: stays
+    foreign.mkdir()
     install(_harness(configs, "fake"))
-    assert not leftover.exists() and (root / "fake" / "bin" / PROGRAM).exists()
+    assert (root / "fake" / "bin" / PROGRAM).exists()
+    assert not leftover.exists() and not retired.exists() and foreign.is_dir()
 
 
 def test_an_install_someone_else_made_at_the_pinned_version_is_used_as_it_is(
