@@ -289,7 +289,11 @@ def _swap_in(partial: Path, folder: Path) -> None:
         return
     retired = Path(tempfile.mkdtemp(prefix=_retired_prefix(folder), dir=folder.parent))
     os.rename(folder, retired)  # onto the empty directory just made: ours alone
-    os.rename(partial, folder)
+    try:
+        os.rename(partial, folder)
+    except OSError:
+        os.rename(retired, folder)  # the old install stays rather than none
+        raise
     shutil.rmtree(retired, ignore_errors=True)
 
 
