@@ -44,6 +44,8 @@ if TYPE_CHECKING:
 PARTIAL_SUFFIX = ".partial"
 CACHE_DIR = ".cache"
 INSTALL_TIMEOUT_S = 30 * 60.0  # a registry that stops answering must not hang CI
+NPM_ERROR = "npm error"
+NPM_ERROR_FIELDS = ("", "code", "errno", "syscall")  # npm's error lines before the cause
 NPM_LOG_HINT = "A complete log of this run can be found in"  # npm's last line, never the cause
 
 
@@ -198,13 +200,21 @@ def _run(argv: Sequence[str], env: Mapping[str, str], log: Path, name: str) -> N
             ) from None
         out.write(done.stderr)
     if done.returncode != 0:
-        said = [
-            line.strip()
-            for line in done.stderr.decode(errors="replace").splitlines()
-            if line.strip() and NPM_LOG_HINT not in line
-        ]
-        last = said[-1] if said else f"exit code {done.returncode}"
-        raise UserError(f"harness '{name}': `{shown}` failed: {last} (full output: {log})")
+        cause = (
+            failure_cause(done.stderr.decode(errors="replace")) or f"exit code {done.returncode}"
+        )
+        raise UserError(f"harness '{name}': `{shown}` failed: {cause} (full output: {log})")
+
+
+def failure_cause(stderr: str) -> str | None:
+    """The line of a failed tool's stderr that says why: its last line (pip), or npm's first
+    error line after the error code (npm ends with boilerplate: advice and where its log is)."""
+    said = [line.strip() for line in stderr.splitlines() if line.strip()]
+    npm = [line for line in said if line.startswith(NPM_ERROR) and NPM_LOG_HINT not in line]
+    for line in npm:
+        if line.removeprefix(NPM_ERROR).strip().split(" ")[0] not in NPM_ERROR_FIELDS:
+            return line
+    return said[-1] if said else None
 
 
 def _relocate_venv(venv: Path, final: Path) -> None:

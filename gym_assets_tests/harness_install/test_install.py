@@ -182,3 +182,13 @@ def test_a_root_that_cannot_be_written_is_one_line(configs, tmp_path, monkeypatc
         capsys.readouterr().err
         == f"error: {blocker}/harnesses/fake: cannot write: Not a directory\n"
     )
+
+
+def test_an_npm_failure_names_the_cause(configs, root, npm_versions, capsys) -> None:
+    write_registry(configs, {"fakenpm": cli_entry("npm", "9.9.9")})
+    assert _run(configs, "harness", "install", "fakenpm") == 1
+    error = capsys.readouterr().err.splitlines()[-1]
+    assert (
+        "failed: npm error notarget No matching version found for fake-harness-cli@9.9.9" in error
+    )
+    assert sorted(os.listdir(root)) == [".cache"]
