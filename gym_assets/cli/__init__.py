@@ -1,8 +1,9 @@
 """The ``gym-assets`` command line.
 
 Each area registers its subcommands from its own module (``gym_assets/cli/<area>.py`` exposing
-``register(subparsers)``); this module only builds the parser and maps errors to exit codes:
-0 success, 1 refusal (a ``UserError``: one clear message, no traceback), 2 usage error.
+``register(subparsers)``, and ``register_listing(what)`` for its ``gym-assets list <things>``);
+this module only builds the parser and maps errors to exit codes: 0 success, 1 refusal (a
+``UserError``: one clear message, no traceback), 2 usage error.
 
 Building the parser imports the standard library and a few stdlib-only modules (``settings``,
 ``limits``, ``modes``, ``conformance.profiles``) and nothing else: each handler imports what it
