@@ -137,7 +137,9 @@ class Matrix:
     markdown: str
 
 
-def _table(name: str, latest: LatestRun | None) -> report.HarnessTable:
+def _table(name: str, latest: LatestRun | None, unavailable: str | None) -> report.HarnessTable:
+    if latest is None and unavailable is not None:
+        return report.harness_table(name, False, [], timeout_s=0, unavailable=unavailable)
     if latest is None:  # the reference's "No check results available", ✗ in every scenario
         never = tuple(SCENARIO_NAMES)
         return replace(
@@ -156,9 +158,14 @@ def _table(name: str, latest: LatestRun | None) -> report.HarnessTable:
     )
 
 
-def _entry(latest: LatestRun | None, name: str) -> dict[str, Any]:
+def _entry(latest: LatestRun | None, name: str, unavailable: str | None) -> dict[str, Any]:
     if latest is None:
-        return {"run": None, "verdict": "not_run", "scenarios": {}, "failing": {}}
+        never = {"run": None, "verdict": "not_run", "scenarios": {}, "failing": {}}
+        return (
+            never
+            if unavailable is None
+            else never | {"verdict": UNAVAILABLE, UNAVAILABLE: unavailable}
+        )
     entry = latest.harness(name)
     found = {
         "run": str(latest.directory),
@@ -169,10 +176,17 @@ def _entry(latest: LatestRun | None, name: str) -> dict[str, Any]:
     return found | ({UNAVAILABLE: entry[UNAVAILABLE]} if UNAVAILABLE in entry else {})
 
 
-def publish_matrix(runs_by_harness: Mapping[str, Path], directory: Path, roots: Roots) -> Matrix:
-    """Every harness's latest run in one report (markdown, HTML, JSON), swapped in whole."""
+def publish_matrix(
+    runs_by_harness: Mapping[str, Path],
+    directory: Path,
+    roots: Roots,
+    unavailable: Mapping[str, str] | None = None,
+) -> Matrix:
+    """Every harness's latest run in one report (markdown, HTML, JSON), swapped in whole; a
+    harness never run that cannot run here (``unavailable``: name → why) shows as unavailable."""
     latest = {name: latest_run(runs) for name, runs in runs_by_harness.items()}
-    tables = tuple(_table(name, run) for name, run in latest.items())
+    why = dict(unavailable or {})
+    tables = tuple(_table(name, run, why.get(name)) for name, run in latest.items())
     verdict = bool(tables) and all(table.verdict for table in tables)
     document = report.Report(suite=SUITE_ID, verdict=verdict, tables=tables)
     markdown = report.render_markdown(document)
@@ -180,7 +194,7 @@ def publish_matrix(runs_by_harness: Mapping[str, Path], directory: Path, roots: 
         "schema_version": MATRIX_SCHEMA,
         "suite": SUITE_ID,
         "verdict": "fulfilled" if verdict else "not_fulfilled",
-        "harnesses": {name: _entry(run, name) for name, run in latest.items()},
+        "harnesses": {name: _entry(run, name, why.get(name)) for name, run in latest.items()},
     }
     target = Target.of(directory, CONFORMANCE_SWEEP, roots)
     with rebuilt_dir(target) as staging:

@@ -237,3 +237,21 @@ def test_an_uninstalled_cli_harness_is_unavailable_never_a_pass(fakecli, workspa
     assert "gym-assets harness install fakecli" in Path(meta["matrix_html"].value).read_text()
     document = json.loads((Path(meta["matrix_html"].value).parent / MATRIX_JSON).read_text())
     assert document["harnesses"]["fakecli"]["verdict"] == "unavailable"
+
+
+def test_a_harness_never_run_and_not_installed_is_unavailable_in_the_matrix(
+    fakecli, workspace, instance
+):
+    result = dg.materialize(
+        [assets.conformance_matrix], resources={"workspace": workspace}, instance=instance
+    )
+    assert result.success
+    matrix = Path(workspace.data_root) / "conformance/matrix"
+    document = json.loads((matrix / MATRIX_JSON).read_text())
+    entry = document["harnesses"][fakecli]
+    assert (entry["verdict"], entry["run"]) == ("unavailable", None)
+    assert entry["unavailable"].endswith("run `gym-assets harness install fakecli`")
+    assert document["harnesses"]["simple_agent"]["verdict"] == "not_run"
+    markdown = (matrix / MATRIX_MD).read_text()
+    assert "| fakecli | ✗ unavailable | 0 / 0 |" in markdown
+    assert "```bash\ngym-assets harness install fakecli\n```" in markdown

@@ -15,6 +15,7 @@ from gym_assets.defs.partitions import harness_partitions
 from gym_assets.defs.resources import GymWorkspace
 from gym_assets.defs.rollouts.resources import HarnessRunner
 from gym_assets.errors import UserError
+from gym_assets.harness_install import unavailable_reason
 from gym_assets.rollouts.harnesses import load_harnesses
 
 GROUP = "conformance"
@@ -103,6 +104,11 @@ def conformance_matrix(workspace: GymWorkspace) -> dg.MaterializeResult:
             {name: workspace.layout.conformance_runs_dir(name) for name in harnesses},
             workspace.layout.conformance_matrix_dir(),
             catalog.roots,
+            unavailable={
+                name: reason
+                for name, harness in harnesses.items()
+                if (reason := unavailable_reason(harness)) is not None
+            },
         )
     except UserError as exc:
         raise as_failure(exc) from None
