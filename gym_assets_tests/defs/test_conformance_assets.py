@@ -21,6 +21,7 @@ from gym_assets.defs.conformance.schedules import conformance_sweep
 from gym_assets.defs.partitions import harness_partitions
 from gym_assets.defs.rollouts.resources import HarnessRunner
 from gym_assets.defs.tasksets.sensors import config_change_sensor
+from gym_assets.harness_install import unavailable_reason
 from gym_assets.rollouts.harnesses import load_harnesses
 from gym_assets_tests.alerts.webhook_server import webhook_server
 from gym_assets_tests.harness_adapters.fake_adapter import add_uninstalled
@@ -174,8 +175,14 @@ def test_a_harness_never_run_is_in_the_matrix_as_not_run(workspace, instance):
         (Path(workspace.data_root) / "conformance/matrix" / MATRIX_JSON).read_text()
     )
     verdicts = {name: h["verdict"] for name, h in document["harnesses"].items()}
-    assert {"simple_agent", "user_simulator"} <= set(verdicts)  # every harness of the registry
-    assert set(verdicts.values()) == {"not_run"}
+    registry = load_harnesses(load_configs(workspace.configs_path))
+    assert list(verdicts) == list(registry)  # every harness of the registry
+    assert {"simple_agent", "user_simulator"} <= set(verdicts)
+    # never run: a cli harness that is not installed here says so, any other is not run
+    assert verdicts == {
+        name: "not_run" if unavailable_reason(harness) is None else "unavailable"
+        for name, harness in registry.items()
+    }
     markdown = (Path(workspace.data_root) / "conformance/matrix" / MATRIX_MD).read_text()
     assert "## user_simulator" in markdown
     assert "| No check results available | ✗ | ✗ | ✗ | ✗ | ✗ | ✗ | ✗ |" in markdown
