@@ -5,7 +5,13 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 export DAGSTER_HOME := $(CURDIR)/.dagster_home
 
-.PHONY: setup sandbox-tool demo test test-fast ui lint format bench clean
+# Where products go (as the CLI's --data-root) and which harnesses `make harnesses` and
+# `make conformance` take (empty: every one of the registry).
+DATA_ROOT ?= $(or $(GYM_ASSETS_DATA_ROOT),.gym_assets)
+HARNESSES ?=
+
+.PHONY: setup sandbox-tool demo test test-fast ui lint format bench clean harnesses conformance \
+	conformance-all
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -38,6 +44,18 @@ test-fast: setup  ## the suite without the slow tests (gym_assets_tests/conftest
 ui: setup $(DAGSTER_HOME)/dagster.yaml  ## serve the Dagster UI on 127.0.0.1:3000
 	$(BIN)/dagster dev -h 127.0.0.1 -p 3000 -w workspace.yaml
 
+harnesses: setup  ## install cli harnesses at their pinned versions (docs/harnesses.md)
+	$(BIN)/gym-assets harness install $(or $(HARNESSES),--all)
+
+# The suite's exit code 1 (a harness does not meet the P0 gate, or is unavailable) is a result,
+# written to the report; only 2 (an episode could not run or be judged) fails the target.
+conformance: harnesses  ## the conformance suite for $(HARNESSES) (default all), under the data root
+	$(BIN)/gym-assets conformance run $(foreach name,$(HARNESSES),--harness $(name)) \
+		--output $(DATA_ROOT)/conformance/runs/$$(date -u +%Y%m%dT%H%M%SZ) || [ $$? -eq 1 ]
+
+conformance-all:  ## install every harness of the registry and run the conformance suite for each
+	$(MAKE) conformance HARNESSES=
+
 lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
@@ -56,6 +74,7 @@ bench: setup  ## quick benchmark runs; see bench/README.md for the full-size one
 	$(BIN)/python bench/rollouts_vs_inspect.py --rounds 1
 	$(BIN)/python bench/rollouts.py --waves 4
 	$(BIN)/python bench/conformance.py
+	$(BIN)/python bench/harnesses.py
 
 clean:
 	rm -rf .gym_assets .dagster_home

@@ -19,6 +19,8 @@ PARSER_MODULES = {
     "gym_assets.cli.config",
     "gym_assets.cli.conformance",
     "gym_assets.cli.flags",
+    "gym_assets.cli.harnesses",
+    "gym_assets.cli.listing",
     "gym_assets.cli.plans",
     "gym_assets.cli.rollouts",
     "gym_assets.conformance",  # its __init__ is a docstring
@@ -40,6 +42,9 @@ HELPS = [
     ["config", "show"],
     ["config", "add-environment-servers"],
     ["list", "benchmarks"],
+    ["list", "harnesses"],
+    ["harness"],
+    ["harness", "install"],
     ["prepare"],
     ["plan"],
     ["plan", "verify"],

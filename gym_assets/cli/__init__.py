@@ -1,8 +1,9 @@
 """The ``gym-assets`` command line.
 
 Each area registers its subcommands from its own module (``gym_assets/cli/<area>.py`` exposing
-``register(subparsers)``); this module only builds the parser and maps errors to exit codes:
-0 success, 1 refusal (a ``UserError``: one clear message, no traceback), 2 usage error.
+``register(subparsers)``, and ``register_listing(what)`` for its ``gym-assets list <things>``);
+this module only builds the parser and maps errors to exit codes: 0 success, 1 refusal (a
+``UserError``: one clear message, no traceback), 2 usage error.
 
 Building the parser imports the standard library and a few stdlib-only modules (``settings``,
 ``limits``, ``modes``, ``conformance.profiles``) and nothing else: each handler imports what it
@@ -16,7 +17,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from gym_assets.cli import benchmarks, config, conformance, plans, rollouts
+from gym_assets.cli import benchmarks, config, conformance, harnesses, plans, rollouts
 from gym_assets.errors import UserError
 
 
@@ -26,7 +27,11 @@ def build_parser() -> argparse.ArgumentParser:
         description="Prepare, plan, run and audit LLM-agent evaluations.",
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for area in (config, benchmarks, plans, conformance, rollouts):
+    listing = subparsers.add_parser("list", help="list configured things")
+    what = listing.add_subparsers(dest="what", metavar="WHAT", required=True)
+    for lister in (benchmarks, harnesses):
+        lister.register_listing(what)
+    for area in (config, benchmarks, plans, conformance, rollouts, harnesses):
         area.register(subparsers)
     return parser
 

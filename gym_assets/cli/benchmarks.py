@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gym_assets import settings
 from gym_assets.cli.flags import add_configs_flag, add_data_root_flag
+from gym_assets.cli.listing import print_listing
 from gym_assets.modes import VALIDATION_MODES
 
 if TYPE_CHECKING:
@@ -37,35 +37,34 @@ def _listing(benchmark: Benchmark) -> dict[str, Any]:
     }
 
 
-def _print_table(rows: list[dict[str, Any]]) -> None:
-    headers = ["name", "taskset", "environment_server", "agents", "repeats", "domain", "prepared"]
-    table = [
-        [
-            row["name"],
-            row["taskset"] or "-",
-            row["environment_server"] or "-",
-            ",".join(row["agents"]) or "-",
-            str(row["num_repeats"]),
-            row["domain"] or "-",
-            "yes" if row["prepared"] else "no",
-        ]
-        for row in rows
+def _cells(row: dict[str, Any]) -> list[str]:
+    return [
+        row["name"],
+        row["taskset"] or "-",
+        row["environment_server"] or "-",
+        ",".join(row["agents"]) or "-",
+        str(row["num_repeats"]),
+        row["domain"] or "-",
+        "yes" if row["prepared"] else "no",
     ]
-    widths = [
-        max(len(h), *(len(r[i]) for r in table)) if table else len(h) for i, h in enumerate(headers)
-    ]
-    print(f"Benchmarks ({len(rows)})")
-    print("  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)))
-    for r in table:
-        print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)))
 
 
 def _list(args: argparse.Namespace) -> int:
-    rows = [_listing(b) for b in _catalog(args)]
-    if args.json:
-        print(json.dumps(rows, ensure_ascii=False))
-    else:
-        _print_table(rows)
+    print_listing(
+        "Benchmarks",
+        [_listing(b) for b in _catalog(args)],
+        as_json=args.json,
+        headers=[
+            "name",
+            "taskset",
+            "environment_server",
+            "agents",
+            "repeats",
+            "domain",
+            "prepared",
+        ],
+        cells=_cells,
+    )
     return 0
 
 
@@ -112,15 +111,15 @@ def _collate(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    listing = subparsers.add_parser("list", help="list configured things")
-    what = listing.add_subparsers(dest="what", metavar="WHAT", required=True)
+def register_listing(what: argparse._SubParsersAction) -> None:
     benchmarks = what.add_parser("benchmarks", help="list the benchmarks of the configs tree")
     benchmarks.add_argument("--json", action="store_true", help="print one JSON array")
     add_configs_flag(benchmarks)
     add_data_root_flag(benchmarks)
     benchmarks.set_defaults(handler=_list)
 
+
+def register(subparsers: argparse._SubParsersAction) -> None:
     prepare = subparsers.add_parser("prepare", help="prepare (or check) a benchmark's rows")
     prepare.add_argument("--benchmark", required=True, metavar="NAME")
     prepare.add_argument(

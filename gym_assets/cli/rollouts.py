@@ -118,7 +118,12 @@ def _rollouts(args: argparse.Namespace) -> int:
     from gym_assets.rollouts.collection.model_gateway import load_script
     from gym_assets.rollouts.collection.products import ensure_products
     from gym_assets.rollouts.collection.run import RunOptions, check_run_dir, run_rollouts
-    from gym_assets.rollouts.harnesses import get_harness, load_harnesses, upstream_of
+    from gym_assets.rollouts.harnesses import (
+        get_harness,
+        load_harnesses,
+        require_installed,
+        upstream_of,
+    )
     from gym_assets.tasks.catalog import load_catalog
 
     parser: argparse.ArgumentParser = args.rollouts_parser
@@ -144,6 +149,7 @@ def _rollouts(args: argparse.Namespace) -> int:
     script = None if args.script is None else load_script(args.script)  # before products
     catalog = load_catalog(settings.configs_root(args.configs), settings.data_root(args.data_root))
     harness = get_harness(load_harnesses(catalog.loaded), args.harness)
+    require_installed(harness)  # before any product is made for the run
     check_run_dir(catalog, Path(args.out), args.resume)
     ensure_products(catalog, catalog.get(args.benchmark).name, _say)
     options = RunOptions(

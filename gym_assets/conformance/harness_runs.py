@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 
 from gym_assets.check_outcome import CheckOutcome
 from gym_assets.conformance.runner import report
-from gym_assets.conformance.runner.suite import SUITE_FILE, SUMMARY_FILE
+from gym_assets.conformance.runner.suite import SUITE_FILE, SUMMARY_FILE, UNAVAILABLE
 from gym_assets.conformance.scenarios import SCENARIO_NAMES, SUITE_ID
 from gym_assets.errors import UserError
 from gym_assets.io import atomic_write_text, read_json_file
@@ -117,7 +117,11 @@ def p0_gate(latest: LatestRun | None, harness: str) -> CheckOutcome:
     check passes) and its episode ran to completion."""
     if latest is None:
         return CheckOutcome(False, f"no finished conformance run of {harness} yet")
-    failing = failing_by_scenario(latest.harness(harness))
+    entry = latest.harness(harness)
+    if entry["verdict"] == UNAVAILABLE:  # it ran no scenario: nothing failed, nothing passed
+        metadata = {"run": str(latest.directory), UNAVAILABLE: entry[UNAVAILABLE]}
+        return CheckOutcome(False, f"{UNAVAILABLE}: {entry[UNAVAILABLE]}", metadata)
+    failing = failing_by_scenario(entry)
     metadata: dict[str, Any] = {"run": str(latest.directory), "failing": failing}
     if not failing:
         scenarios = len(latest.harness(harness)["scenarios"])
@@ -133,7 +137,9 @@ class Matrix:
     markdown: str
 
 
-def _table(name: str, latest: LatestRun | None) -> report.HarnessTable:
+def _table(name: str, latest: LatestRun | None, unavailable: str | None) -> report.HarnessTable:
+    if latest is None and unavailable is not None:
+        return report.harness_table(name, False, [], timeout_s=0, unavailable=unavailable)
     if latest is None:  # the reference's "No check results available", ✗ in every scenario
         never = tuple(SCENARIO_NAMES)
         return replace(
@@ -148,25 +154,39 @@ def _table(name: str, latest: LatestRun | None) -> report.HarnessTable:
         entry["verdict"] == "fulfilled",
         entry["scenarios"],
         timeout_s=float(latest.suite["timeout"]),
+        unavailable=entry.get(UNAVAILABLE),
     )
 
 
-def _entry(latest: LatestRun | None, name: str) -> dict[str, Any]:
+def _entry(latest: LatestRun | None, name: str, unavailable: str | None) -> dict[str, Any]:
     if latest is None:
-        return {"run": None, "verdict": "not_run", "scenarios": {}, "failing": {}}
+        never = {"run": None, "verdict": "not_run", "scenarios": {}, "failing": {}}
+        return (
+            never
+            if unavailable is None
+            else never | {"verdict": UNAVAILABLE, UNAVAILABLE: unavailable}
+        )
     entry = latest.harness(name)
-    return {
+    found = {
         "run": str(latest.directory),
         "verdict": entry["verdict"],
         "scenarios": {s["scenario"]: s["verdict"] for s in entry["scenarios"]},
         "failing": failing_by_scenario(entry),
     }
+    return found | ({UNAVAILABLE: entry[UNAVAILABLE]} if UNAVAILABLE in entry else {})
 
 
-def publish_matrix(runs_by_harness: Mapping[str, Path], directory: Path, roots: Roots) -> Matrix:
-    """Every harness's latest run in one report (markdown, HTML, JSON), swapped in whole."""
+def publish_matrix(
+    runs_by_harness: Mapping[str, Path],
+    directory: Path,
+    roots: Roots,
+    unavailable: Mapping[str, str] | None = None,
+) -> Matrix:
+    """Every harness's latest run in one report (markdown, HTML, JSON), swapped in whole; a
+    harness never run that cannot run here (``unavailable``: name → why) shows as unavailable."""
     latest = {name: latest_run(runs) for name, runs in runs_by_harness.items()}
-    tables = tuple(_table(name, run) for name, run in latest.items())
+    why = dict(unavailable or {})
+    tables = tuple(_table(name, run, why.get(name)) for name, run in latest.items())
     verdict = bool(tables) and all(table.verdict for table in tables)
     document = report.Report(suite=SUITE_ID, verdict=verdict, tables=tables)
     markdown = report.render_markdown(document)
@@ -174,7 +194,7 @@ def publish_matrix(runs_by_harness: Mapping[str, Path], directory: Path, roots: 
         "schema_version": MATRIX_SCHEMA,
         "suite": SUITE_ID,
         "verdict": "fulfilled" if verdict else "not_fulfilled",
-        "harnesses": {name: _entry(run, name) for name, run in latest.items()},
+        "harnesses": {name: _entry(run, name, why.get(name)) for name, run in latest.items()},
     }
     target = Target.of(directory, CONFORMANCE_SWEEP, roots)
     with rebuilt_dir(target) as staging:

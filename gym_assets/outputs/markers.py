@@ -51,6 +51,7 @@ CONFORMANCE_RUNS = Kind("conformance-runs", "a harness's conformance runs")
 CONFORMANCE_SWEEP = Kind("conformance-sweep", "the conformance matrix of every harness")
 CATALOGUE = Kind("catalogue", "the conformance check catalogue")
 ALERTS = Kind("alerts", "an alert log")
+HARNESS_INSTALL = Kind("harness-install", "a harness install")
 
 KINDS = {
     kind.id: kind
@@ -70,6 +71,7 @@ KINDS = {
         CONFORMANCE_SWEEP,
         CATALOGUE,
         ALERTS,
+        HARNESS_INSTALL,
     )
 }
 

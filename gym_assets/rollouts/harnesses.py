@@ -38,6 +38,7 @@ from gym_assets.config.locate import did_you_mean, locator_of
 from gym_assets.config.model import AGENTS, ENVIRONMENTS, attributed_agent, server_instances
 from gym_assets.errors import ConfigError, UserError
 from gym_assets.harness_adapters.base import Api, adapter_named
+from gym_assets.harness_install import unavailable_reason
 from gym_assets.modes import UpstreamMode
 from gym_assets.plans.provenance import gym_version
 from gym_assets.rollouts.episodes.launch import version_of
@@ -383,16 +384,11 @@ class HarnessUnavailable(UserError):
 
 
 def require_installed(harness: Harness) -> None:
-    """A ``cli`` harness's program must be in its install folder before anything runs."""
-    if harness.kind != "cli":
-        return
-    assert harness.adapter is not None and harness.install_dir is not None
-    program = adapter_named(harness.adapter).executable(harness.install_dir)
-    if not program.exists():
-        raise HarnessUnavailable(
-            f"harness '{harness.name}' is not installed ({program} is missing); run "
-            f"`gym-assets harness install {harness.name}`"
-        )
+    """A ``cli`` harness must be installed at its pinned version (its program in its install
+    folder) before anything runs."""
+    reason = unavailable_reason(harness)
+    if reason is not None:
+        raise HarnessUnavailable(reason)
 
 
 def resolve(harness: Harness) -> ResolvedHarness:

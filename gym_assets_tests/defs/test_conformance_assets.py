@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from gym_assets.alerts.log import ALERT_LOG
+from gym_assets.config.loader import load_configs
 from gym_assets.conformance.harness_runs import LATEST, MATRIX_HTML, MATRIX_JSON, MATRIX_MD
 from gym_assets.definitions import defs
 from gym_assets.defs.alerts.resources import AlertSink
@@ -19,7 +20,11 @@ from gym_assets.defs.conformance import assets, checks
 from gym_assets.defs.conformance.schedules import conformance_sweep
 from gym_assets.defs.partitions import harness_partitions
 from gym_assets.defs.rollouts.resources import HarnessRunner
+from gym_assets.defs.tasksets.sensors import config_change_sensor
+from gym_assets.harness_install import unavailable_reason
+from gym_assets.rollouts.harnesses import load_harnesses
 from gym_assets_tests.alerts.webhook_server import webhook_server
+from gym_assets_tests.harness_adapters.fake_adapter import add_uninstalled
 
 SCENARIOS = ["tool_success", "verifier_failure"]
 HOOK_ENV = "GYM_ASSETS_TEST_ALERT_WEBHOOK"
@@ -35,7 +40,7 @@ def configs(configs: Path) -> Path:
         "kind": "builtin",
         "agent_implementation": "user_simulator",
     }
-    registry.write_text(yaml.safe_dump(document))
+    registry.write_text(yaml.safe_dump(document, sort_keys=False))
     return configs
 
 
@@ -170,8 +175,14 @@ def test_a_harness_never_run_is_in_the_matrix_as_not_run(workspace, instance):
         (Path(workspace.data_root) / "conformance/matrix" / MATRIX_JSON).read_text()
     )
     verdicts = {name: h["verdict"] for name, h in document["harnesses"].items()}
-    assert {"simple_agent", "user_simulator"} <= set(verdicts)  # every harness of the registry
-    assert set(verdicts.values()) == {"not_run"}
+    registry = load_harnesses(load_configs(workspace.configs_path))
+    assert list(verdicts) == list(registry)  # every harness of the registry
+    assert {"simple_agent", "user_simulator"} <= set(verdicts)
+    # never run: a cli harness that is not installed here says so, any other is not run
+    assert verdicts == {
+        name: "not_run" if unavailable_reason(harness) is None else "unavailable"
+        for name, harness in registry.items()
+    }
     markdown = (Path(workspace.data_root) / "conformance/matrix" / MATRIX_MD).read_text()
     assert "## user_simulator" in markdown
     assert "| No check results available | ✗ | ✗ | ✗ | ✗ | ✗ | ✗ | ✗ |" in markdown
@@ -191,3 +202,63 @@ def test_the_nightly_sweep_requests_every_harness_partition(instance):
     ]
     assert conformance_sweep.default_status == dg.DefaultScheduleStatus.RUNNING
     assert conformance_sweep.cron_schedule == "0 2 * * *"
+
+
+@pytest.fixture
+def fakecli(configs, tmp_path, monkeypatch) -> str:
+    return add_uninstalled(configs, tmp_path / "harnesses", monkeypatch)
+
+
+def test_the_nightly_sweep_covers_every_harness_of_the_registry(fakecli, workspace, instance):
+    sensor = dg.build_sensor_context(instance=instance, resources={"workspace": workspace})
+    config_change_sensor(sensor)
+    tick = datetime(2026, 12, 2, 2, 0, tzinfo=UTC)
+    context = dg.build_schedule_context(
+        instance=instance, scheduled_execution_time=tick, repository_def=defs.get_repository_def()
+    )
+    requested = [r.partition_key for r in conformance_sweep.evaluate_tick(context).run_requests]
+    assert requested == list(load_harnesses(load_configs(workspace.configs_path)))
+    assert {"simple_agent", "user_simulator", fakecli} <= set(requested)
+
+
+def test_an_uninstalled_cli_harness_is_unavailable_never_a_pass(fakecli, workspace, instance):
+    result = _conformance(workspace, instance, fakecli)
+    assert not result.success  # the blocking gate failed; the partition did not crash
+    gate = _gate(result)
+    assert not gate.passed and gate.partition == "fakecli"
+    assert gate.description.startswith("unavailable: harness 'fakecli' is not installed (")
+    assert gate.description.endswith("run `gym-assets harness install fakecli`")
+    meta = _metadata(instance, "fakecli")
+    assert meta["verdict"].value == "unavailable" and meta["exit_code"].value == 1
+    assert meta["unavailable"].value == gate.description.removeprefix("unavailable: ")
+
+    matrix = dg.materialize(
+        [assets.conformance_matrix], resources={"workspace": workspace}, instance=instance
+    )
+    assert matrix.success
+    meta = instance.get_latest_materialization_event(
+        assets.conformance_matrix.key
+    ).asset_materialization.metadata
+    assert "| fakecli | unavailable | 0/0 |" in meta["harnesses"].value
+    assert "| fakecli | ✗ unavailable | 0 / 0 |" in meta["matrix"].value
+    assert "gym-assets harness install fakecli" in Path(meta["matrix_html"].value).read_text()
+    document = json.loads((Path(meta["matrix_html"].value).parent / MATRIX_JSON).read_text())
+    assert document["harnesses"]["fakecli"]["verdict"] == "unavailable"
+
+
+def test_a_harness_never_run_and_not_installed_is_unavailable_in_the_matrix(
+    fakecli, workspace, instance
+):
+    result = dg.materialize(
+        [assets.conformance_matrix], resources={"workspace": workspace}, instance=instance
+    )
+    assert result.success
+    matrix = Path(workspace.data_root) / "conformance/matrix"
+    document = json.loads((matrix / MATRIX_JSON).read_text())
+    entry = document["harnesses"][fakecli]
+    assert (entry["verdict"], entry["run"]) == ("unavailable", None)
+    assert entry["unavailable"].endswith("run `gym-assets harness install fakecli`")
+    assert document["harnesses"]["simple_agent"]["verdict"] == "not_run"
+    markdown = (matrix / MATRIX_MD).read_text()
+    assert "| fakecli | ✗ unavailable | 0 / 0 |" in markdown
+    assert "```bash\ngym-assets harness install fakecli\n```" in markdown

@@ -7,7 +7,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from gym_assets.harness_adapters import CliEpisode, Prepared
+import pytest
+import yaml
+
+from gym_assets.harness_adapters import ADAPTER_MODULES, CliEpisode, Prepared
+from gym_assets.rollouts.harnesses import HARNESSES_DIR_ENV
 
 PROGRAM = Path(__file__).with_name("fake_cli.py")
 
@@ -42,3 +46,25 @@ class FakeAdapter:
 
 
 ADAPTER = FakeAdapter()
+
+# A registry entry of a cli harness this adapter drives.
+ENTRY = {
+    "kind": "cli",
+    "adapter": "fake",
+    "version": "1.2.3",
+    "install": {"npm": "fake-cli"},
+    "api": "responses",
+    "stream": False,
+}
+
+
+def add_uninstalled(configs: Path, harnesses: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Add ``fakecli`` to the registry of ``configs`` with its install root at ``harnesses``,
+    where nothing is installed; returns its name."""
+    monkeypatch.setitem(ADAPTER_MODULES, "fake", __name__)
+    monkeypatch.setenv(HARNESSES_DIR_ENV, str(harnesses))
+    registry = configs / "harnesses.yaml"
+    document = yaml.safe_load(registry.read_text())
+    document["harnesses"]["fakecli"] = ENTRY
+    registry.write_text(yaml.safe_dump(document, sort_keys=False))
+    return "fakecli"

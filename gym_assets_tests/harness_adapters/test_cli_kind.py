@@ -23,15 +23,11 @@ from gym_assets.rollouts.harnesses import (
 )
 from gym_assets.rollouts.protocol import EpisodeId, TaskId
 from gym_assets.servers.responses_api_agents.command_agent.app import create
+from gym_assets_tests.harness_adapters import fake_adapter
 
 HERE = Path(__file__).parent
 ENTRY = {
-    "kind": "cli",
-    "adapter": "fake",
-    "version": "1.2.3",
-    "install": {"npm": "fake-cli"},
-    "api": "responses",
-    "stream": False,
+    **fake_adapter.ENTRY,
     "offline": {"env": {"FAKE_OFFLINE": "1"}, "args": ["--no-telemetry"]},
 }
 

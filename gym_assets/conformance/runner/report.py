@@ -6,7 +6,9 @@ first-seen order across the harness's scenarios), a column per scenario, a compa
 cell — ✓ pass, ✗ fail, — not applicable, and ✗ when a scenario has no row for a check (absence
 is never a pass). How each episode process ended is a separate line, never a check. Below the
 table, each failing cell's reason and first failing location, and the exact command that reruns
-that harness × scenario. The HTML has no scripts, fonts or links to fetch.
+that harness × scenario. A harness that could not run (a ``cli`` harness not installed) has no
+table: it is marked unavailable, with why and the command that installs it. The HTML has no
+scripts, fonts or links to fetch.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 from gym_assets.conformance.engine import UNAVAILABLE_PREFIX
 from gym_assets.conformance.inspect import BLOCKED_PREFIX
 from gym_assets.conformance.matrix import STYLE
+from gym_assets.harness_install import install_command
 
 GROUPS = (("schema", "Schema"), ("semantic", "Semantic"), ("behavioral", "Behavioral"),
           ("health", "Health"))  # fmt: skip
@@ -67,6 +70,7 @@ class HarnessTable:
     # prerequisite failed: one line each, so the cause is not buried under its consequences
     not_evaluated: tuple[tuple[str, tuple[str, ...]], ...]
     reruns: tuple[tuple[str, str], ...]  # (scenario, command) for each scenario not fulfilled
+    unavailable: str | None = None  # why the harness could not run at all
 
 
 @dataclass(frozen=True)
@@ -104,8 +108,10 @@ def harness_table(
     *,
     timeout_s: float,
     configs: str | None = None,
+    unavailable: str | None = None,
 ) -> HarnessTable:
-    """The table of one harness from its scenario results (``scenario_result.json`` shapes)."""
+    """The table of one harness from its scenario results (``scenario_result.json`` shapes);
+    ``unavailable``: why it ran no scenario."""
     kind_of: dict[str, str] = {}
     rows_by_scenario = []
     for result in results:
@@ -158,6 +164,7 @@ def harness_table(
         failures=tuple(failures),
         not_evaluated=tuple((k, tuple(v)) for k, v in not_evaluated.items()),
         reruns=reruns,
+        unavailable=unavailable,
     )
 
 
@@ -173,13 +180,22 @@ def _passing(table: HarnessTable) -> str:
     return f"{passed} / {len(table.verdicts)}"
 
 
+def _gate_mark(table: HarnessTable) -> str:
+    """The overview's P0 cell: ✓, ✗, or ✗ unavailable (never a pass)."""
+    return "✓" if table.verdict else "✗ unavailable" if table.unavailable else "✗"
+
+
 def render_markdown(report: Report) -> str:
     lines = [f"# {TITLE}", "", f"Suite `{report.suite}` · {LEGEND}", ""]
     lines += ["| Harness | P0 | Scenarios passing |", "|---|---|---|"]
     for table in report.tables:
-        lines.append(f"| {table.harness} | {'✓' if table.verdict else '✗'} | {_passing(table)} |")
+        lines.append(f"| {table.harness} | {_gate_mark(table)} | {_passing(table)} |")
     lines.append("")
     for table in report.tables:
+        if table.unavailable:
+            lines += [f"## {table.harness}", "", f"**Unavailable**: {_md(table.unavailable)}", ""]
+            lines += ["```bash", install_command(table.harness), "```", ""]
+            continue
         verdict = "P0 met" if table.verdict else "P0 not met"
         lines += [f"## {table.harness}", "", f"**{verdict}**", ""]
         blanks = " |" * len(table.scenarios)
@@ -231,6 +247,12 @@ def _cell_html(cell: Cell) -> str:
 
 def _table_html(table: HarnessTable) -> str:
     e = html.escape
+    if table.unavailable:
+        return (
+            f'<section class="bad"><h2>{e(table.harness)} — ✗ unavailable</h2>'
+            f"<p>{e(table.unavailable)}</p><p>Install it: "
+            f"<code>{e(install_command(table.harness))}</code></p></section>"
+        )
     head = "".join(f"<th>{e(s)}</th>" for s in table.scenarios)
     width = len(table.scenarios) + 1
     body = []
@@ -287,7 +309,7 @@ def render_html(report: Report) -> str:
     tables = "".join(_table_html(t) for t in report.tables)
     overview = "".join(
         f'<tr><th scope="row">{e(t.harness)}</th>'
-        f'<td class="{"pass" if t.verdict else "fail"}">{"✓" if t.verdict else "✗"}</td>'
+        f'<td class="{"pass" if t.verdict else "fail"}">{_gate_mark(t)}</td>'
         f"<td>{_passing(t)}</td></tr>"
         for t in report.tables
     )

@@ -9,9 +9,11 @@
 The output must not exist, so stale rollouts can never qualify a new run. Episodes run in
 parallel (``jobs``), each in its own directory, process group, gateway port (bound to port 0)
 and capture files; their results are reported in catalogue order whatever order they finish
-in. Exit code: 2 if any episode failed to run (non-zero exit, timeout, or its inspection
-failed), else 0 if every harness meets the P0 gate, else 1. An interrupted run writes no
-summary.
+in. A ``cli`` harness that is not installed at its pinned version runs no episode: its verdict
+is ``unavailable``, with the command that installs it (never a pass, never a crash). Exit code:
+2 if any episode failed to run (non-zero exit, timeout, or its inspection failed), else 0 if
+every harness meets the P0 gate, else 1 (an unavailable harness does not meet it). An
+interrupted run writes no summary.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from gym_assets.conformance.runner.layout import LOG_FILE
 from gym_assets.conformance.runner.supervise import SUPERVISION_GRACE_S, supervise
 from gym_assets.conformance.scenarios import SUITE_ID, Scenario, manifest, select_scenarios
 from gym_assets.errors import UserError
+from gym_assets.harness_install import unavailable_reason
 from gym_assets.io import atomic_write_text
 from gym_assets.outputs.claims import claimed_dir
 from gym_assets.outputs.markers import CONFORMANCE_RUN
@@ -68,18 +71,30 @@ class TeCount:
         return {"required": self.required, "observed": self.observed, "passed": self.passed}
 
 
+UNAVAILABLE = "unavailable"
+
+
 @dataclass
 class HarnessResult:
     verdict: bool
     scenarios: list[ScenarioResult]
     evidence: dict[str, TeCount] = field(default_factory=dict)
+    unavailable: str | None = None  # why the harness could not run, with its install command
+
+    @classmethod
+    def of_unavailable(cls, reason: str) -> HarnessResult:
+        return cls(verdict=False, scenarios=[], unavailable=reason)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "scenarios": [s.to_json() for s in self.scenarios],
             "evidence": {label: c.to_json() for label, c in self.evidence.items()},
             "verdict": "fulfilled" if self.verdict else "not_fulfilled",
         }
+        if self.unavailable is not None:
+            data["verdict"] = UNAVAILABLE
+            data[UNAVAILABLE] = self.unavailable
+        return data
 
 
 @dataclass
@@ -189,6 +204,11 @@ def run_suite(
                 "'_' or '-' in the harnesses: registry"
             )
     chosen = select_scenarios(scenarios)
+    unavailable = {
+        name: reason
+        for name, harness in selected.items()
+        if (reason := unavailable_reason(harness)) is not None
+    }
     output = Path(os.path.abspath(output))
     if os.path.lexists(output):
         raise UserError(
@@ -204,7 +224,10 @@ def run_suite(
             json.dumps(suite_document(selected, timeout_s), indent=2, sort_keys=True) + "\n",
         )
 
-        work = [(h, s) for h in selected.values() for s in chosen]
+        for name, reason in unavailable.items():
+            say(f"{name}: unavailable: {reason}")
+        runnable = [h for h in selected.values() if h.name not in unavailable]
+        work = [(h, s) for h in runnable for s in chosen]
         done = [0]
         saying = threading.Lock()  # episodes finish on several threads; one line at a time
 
@@ -224,7 +247,7 @@ def run_suite(
                 say(episode_line(done[0], len(work), harness.name, result))
             return result
 
-        pool = ThreadPoolExecutor(max_workers=min(jobs, len(work)))
+        pool = ThreadPoolExecutor(max_workers=max(1, min(jobs, len(work))))
         try:
             finished = list(pool.map(episode, work))
         except BaseException:  # Ctrl-C or a failure of our own: stop every episode, no summary
@@ -233,8 +256,12 @@ def run_suite(
             raise
         pool.shutdown()
         results: dict[str, HarnessResult] = {}
-        for index, name in enumerate(selected):
-            mine = finished[index * len(chosen) : (index + 1) * len(chosen)]
+        ran = {h.name: index for index, h in enumerate(runnable)}
+        for name in selected:
+            if name in unavailable:
+                results[name] = HarnessResult.of_unavailable(unavailable[name])
+                continue
+            mine = finished[ran[name] * len(chosen) : (ran[name] + 1) * len(chosen)]
             results[name] = HarnessResult(
                 verdict=all(r.verdict == "fulfilled" for r in mine),
                 scenarios=mine,
@@ -253,6 +280,7 @@ def run_suite(
                     [s.to_json() for s in r.scenarios],
                     timeout_s=timeout_s,
                     configs=configs,
+                    unavailable=r.unavailable,
                 )
                 for name, r in results.items()
             ),

@@ -15,6 +15,7 @@ from gym_assets.defs.partitions import harness_partitions
 from gym_assets.defs.resources import GymWorkspace
 from gym_assets.defs.rollouts.resources import HarnessRunner
 from gym_assets.errors import UserError
+from gym_assets.harness_install import unavailable_reason
 from gym_assets.rollouts.harnesses import load_harnesses
 
 GROUP = "conformance"
@@ -30,7 +31,7 @@ def _metadata(summary: SuiteSummary, harness: str) -> dict[str, dg.MetadataValue
     result = summary.harnesses[harness]
     entry = result.to_json()
     evidence = [[label, c.required, c.observed, c.passed] for label, c in result.evidence.items()]
-    return {
+    metadata: dict[str, dg.MetadataValue] = {
         "verdict": dg.MetadataValue.text(entry["verdict"]),
         "exit_code": dg.MetadataValue.int(summary.exit_code),
         "scenarios": dg.MetadataValue.md(
@@ -45,6 +46,9 @@ def _metadata(summary: SuiteSummary, harness: str) -> dict[str, dg.MetadataValue
         "report_html": dg.MetadataValue.path(str(summary.report_html)),
         "summary": dg.MetadataValue.path(str(summary.summary_path)),
     }
+    if result.unavailable is not None:  # a cli harness not installed: it ran no scenario
+        metadata["unavailable"] = dg.MetadataValue.text(result.unavailable)
+    return metadata
 
 
 @dg.asset(
@@ -100,6 +104,11 @@ def conformance_matrix(workspace: GymWorkspace) -> dg.MaterializeResult:
             {name: workspace.layout.conformance_runs_dir(name) for name in harnesses},
             workspace.layout.conformance_matrix_dir(),
             catalog.roots,
+            unavailable={
+                name: reason
+                for name, harness in harnesses.items()
+                if (reason := unavailable_reason(harness)) is not None
+            },
         )
     except UserError as exc:
         raise as_failure(exc) from None

@@ -1,0 +1,120 @@
+"""Real packages built in the test, installed by the real tools without the network: a wheel
+pip finds in a local folder, and an npm tarball served by a registry on loopback."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import http.server
+import io
+import json
+import tarfile
+import threading
+import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+PIP_DIST = "fake-harness-cli"
+NPM_PACKAGE = "fake-harness-cli"
+PROGRAM = "fakeharness"
+
+
+def _record_hash(data: bytes) -> str:
+    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+    return f"sha256={digest},{len(data)}"
+
+
+def build_wheel(folder: Path, version: str, *, program: str = PROGRAM) -> Path:
+    """A pure-Python wheel whose console script ``program`` prints its version."""
+    module = "fake_harness_cli"
+    info = f"{PIP_DIST.replace('-', '_')}-{version}.dist-info"
+    files = {
+        f"{module}/__init__.py": f"def main():\n    print('{PROGRAM} {version}')\n".encode(),
+        f"{info}/METADATA": (
+            f"Metadata-Version: 2.1\nName: {PIP_DIST}\nVersion: {version}\n".encode()
+        ),
+        f"{info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\n"
+        b"Tag: py3-none-any\n",
+        f"{info}/entry_points.txt": f"[console_scripts]\n{program} = {module}:main\n".encode(),
+    }
+    record = "".join(f"{name},{_record_hash(data)}\n" for name, data in files.items())
+    files[f"{info}/RECORD"] = (record + f"{info}/RECORD,,\n").encode()
+    folder.mkdir(parents=True, exist_ok=True)
+    wheel = folder / f"{PIP_DIST.replace('-', '_')}-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        for name, data in files.items():
+            archive.writestr(name, data)
+    return wheel
+
+
+def npm_tarball(version: str) -> bytes:
+    """An npm package whose ``bin`` is a node script printing its version."""
+    manifest = {"name": NPM_PACKAGE, "version": version, "bin": {PROGRAM: "cli.js"}}
+    members = {
+        "package/package.json": json.dumps(manifest).encode(),
+        "package/cli.js": f"#!/usr/bin/env node\nconsole.log('{PROGRAM} {version}');\n".encode(),
+    }
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+        for name, data in members.items():
+            entry = tarfile.TarInfo(name)
+            entry.size, entry.mode = len(data), 0o755
+            archive.addfile(entry, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+@contextmanager
+def npm_registry(versions: list[str]) -> Iterator[str]:
+    """A registry on 127.0.0.1 serving ``NPM_PACKAGE`` at ``versions``; yields its URL."""
+    tarballs = {version: npm_tarball(version) for version in versions}
+    port = 0  # filled once the server is bound
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            base = f"http://127.0.0.1:{port}/{NPM_PACKAGE}/-/"
+            if self.path.rstrip("/") == f"/{NPM_PACKAGE}":
+                entries = {
+                    version: {
+                        "name": NPM_PACKAGE,
+                        "version": version,
+                        "bin": {PROGRAM: "cli.js"},
+                        "dist": {
+                            "tarball": f"{base}{NPM_PACKAGE}-{version}.tgz",
+                            "shasum": hashlib.sha1(data).hexdigest(),
+                            "integrity": "sha512-"
+                            + base64.b64encode(hashlib.sha512(data).digest()).decode(),
+                        },
+                    }
+                    for version, data in tarballs.items()
+                }
+                latest = {"latest": versions[-1]}
+                body = json.dumps({"name": NPM_PACKAGE, "dist-tags": latest, "versions": entries})
+                self._send(body.encode(), "application/json")
+                return
+            for version, data in tarballs.items():
+                if self.path == f"/{NPM_PACKAGE}/-/{NPM_PACKAGE}-{version}.tgz":
+                    self._send(data, "application/octet-stream")
+                    return
+            self.send_error(404)
+
+        def _send(self, body: bytes, kind: str) -> None:
+            self.send_response(200)
+            self.send_header("content-type", kind)
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    port = server.server_port
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{port}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
