@@ -83,6 +83,7 @@ def _config(episode: CliEpisode) -> str:
 class CodexAdapter:
     name = NAME
     supports: frozenset[tuple[Api, bool]] = frozenset({("responses", True)})
+    finish_command = None  # a text reply ends its episode
 
     def executable(self, install_dir: Path) -> Path:
         return install_dir / "node_modules" / ".bin" / "codex"

@@ -56,6 +56,7 @@ def usage_path(home: Path) -> Path:
 class HermesAdapter:
     name = "hermes"
     supports: frozenset[tuple[Api, bool]] = frozenset({("chat", True), ("responses", True)})
+    finish_command = None  # a text reply ends its episode
 
     def executable(self, install_dir: Path) -> Path:
         return install_dir / "bin" / "hermes"

@@ -59,6 +59,7 @@ def store_path(home: Path) -> Path:
 class OpencodeAdapter:
     name = "opencode"
     supports: frozenset[tuple[Api, bool]] = frozenset({("chat", True), ("responses", True)})
+    finish_command = None  # a text reply ends its episode
 
     def executable(self, install_dir: Path) -> Path:
         return install_dir / "node_modules" / ".bin" / "opencode"

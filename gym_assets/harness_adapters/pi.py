@@ -52,6 +52,7 @@ STATUS = {
 class PiAdapter:
     name = NAME
     supports: frozenset[tuple[Api, bool]] = frozenset({("chat", True), ("responses", True)})
+    finish_command = None  # a text reply ends its episode
 
     def executable(self, install_dir: Path) -> Path:
         return install_dir / "node_modules" / ".bin" / "pi"
