@@ -11,9 +11,16 @@ class CheckOutcome:
     """A check's verdict, a one-line description, and details for the UI.
 
     ``warn_only`` marks advisories: a failing one is shown as a warning and never blocks.
+    ``applicable`` is False when the check has nothing to judge (a property of rows the data does
+    not have): the description says why, and no verdict is recorded, so nothing passes vacuously.
     """
 
     passed: bool
     description: str
     metadata: dict[str, Any] = field(default_factory=dict)
     warn_only: bool = False
+    applicable: bool = True
+
+    @classmethod
+    def not_applicable(cls, why: str) -> CheckOutcome:
+        return cls(True, f"not applicable: {why}", applicable=False)

@@ -186,7 +186,7 @@ def test_collate_of_flat_rows(data: Path, tmp_path: Path, capsys) -> None:
         run("collate", "--benchmark", "arith", "--out", out, "--validation", "off", data=data) == 0
     )
     err = capsys.readouterr().err
-    assert "collated 40 rows (flat rows) of 'arith'" in err
+    assert "collated 40 rows (40 tasks in flat rows) of 'arith'" in err
     report = json.loads((out / "collation_report.json").read_text("utf-8"))
     assert report["validation_mode"] == "off"
 

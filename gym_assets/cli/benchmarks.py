@@ -102,9 +102,8 @@ def _collate(args: argparse.Namespace) -> int:
     )
     if report.validation_summary:
         _progress("[task_data validation]\n" + report.validation_summary)
-    tasks = (
-        f"{report.tasks} tasks in {', '.join(report.tasksets)}" if report.tasksets else "flat rows"
-    )
+    where = ", ".join(report.tasksets) if report.tasksets else "flat rows"
+    tasks = f"{report.tasks} tasks in {where}"
     _progress(f"collated {report.rows} rows ({tasks}) of '{benchmark.name}' into {args.out}")
     for output in report.outputs:
         print(output.path)

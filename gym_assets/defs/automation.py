@@ -9,6 +9,9 @@ plan_automation_sensor = dg.AutomationConditionSensorDefinition(
     target=dg.AssetSelection.assets("eval_plan"),
     default_status=dg.DefaultSensorStatus.RUNNING,
     minimum_interval_seconds=30,
+    description="Plans a benchmark again after its taskset is re-collated, however the "
+    "collation was started (UI, `config_change_sensor`, command line through Dagster), once "
+    "every blocking check of `collated_taskset` has passed for that partition.",
 )
 
 conformance_automation_sensor = dg.AutomationConditionSensorDefinition(
@@ -16,4 +19,6 @@ conformance_automation_sensor = dg.AutomationConditionSensorDefinition(
     target=dg.AssetSelection.assets("conformance_matrix"),
     default_status=dg.DefaultSensorStatus.RUNNING,
     minimum_interval_seconds=30,
+    description="Re-renders `conformance_matrix` after harness conformance runs, once none is "
+    "still in progress (a nightly sweep renders it once, not once per harness).",
 )

@@ -19,7 +19,7 @@ from typing import Any, Generic, TypeVar
 import dagster as dg
 
 from gym_assets.check_outcome import CheckOutcome
-from gym_assets.defs.metadata import check_result
+from gym_assets.defs.metadata import check_result, markdown
 
 Inputs = TypeVar("Inputs")
 PARTITIONED_CHECK_WARNING = "Specifying a partitions_def on an AssetCheckSpec"
@@ -56,7 +56,7 @@ class CheckSuite(Generic[Inputs]):
                     c.name,
                     asset=self.asset,
                     blocking=c.blocking,
-                    description=c.check.__doc__,
+                    description=markdown(c.check.__doc__ or ""),
                     partitions_def=self.asset.partitions_def,
                 )
                 for c in self.checks
@@ -70,4 +70,9 @@ class CheckSuite(Generic[Inputs]):
         for check in self.checks:
             if check.name in selected:
                 outcome = check.check(*check.arguments(inputs))
-                yield check_result(outcome, self.asset.key, check.name)
+                if outcome.applicable:
+                    yield check_result(outcome, self.asset.key, check.name)
+                else:
+                    # No evaluation: the UI shows the check as skipped for this partition, and
+                    # the run's log says why.
+                    context.log.info(f"{check.name}: {outcome.description}")

@@ -1,5 +1,6 @@
 """Turn library results into Dagster metadata a person can read in the UI."""
 
+import inspect
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -16,6 +17,19 @@ def markdown_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str
     lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
     return "\n".join(lines)
+
+
+def markdown(docstring: str) -> str:
+    """A library docstring as a UI description: dedented (an indented line would render as
+    code) and with reStructuredText's double backticks as markdown code spans."""
+    return inspect.cleandoc(docstring).replace("``", "`")
+
+
+def short_digest(digest: str) -> str:
+    """A digest (``hex`` or ``sha256:hex``) as a table shows it: its first 12 hex digits. The
+    full value goes in JSON metadata beside the table."""
+    label, colon, hex_digits = digest.rpartition(":")
+    return f"{label}{colon}{hex_digits[:12]}…"
 
 
 def as_failure(exc: UserError) -> dg.Failure:

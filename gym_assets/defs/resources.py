@@ -11,8 +11,9 @@ from gym_assets.tasks.layout import Layout
 
 
 class GymWorkspace(dg.ConfigurableResource):
-    """The configs tree and the data root (defaults: ``$GYM_ASSETS_CONFIGS`` or ./configs,
-    ``$GYM_ASSETS_DATA_ROOT`` or ./.gym_assets)."""
+    """Where configs are read from and products written: `configs_root` (default
+    `$GYM_ASSETS_CONFIGS`, else `./configs`) and `data_root` (default `$GYM_ASSETS_DATA_ROOT`,
+    else `./.gym_assets`), both made absolute, so every path in the UI can be opened as shown."""
 
     configs_root: str | None = None
     data_root: str | None = None
@@ -26,11 +27,11 @@ class GymWorkspace(dg.ConfigurableResource):
 
     @property
     def configs_path(self) -> Path:
-        return settings.configs_root(self.configs_root)
+        return settings.configs_root(self.configs_root).absolute()
 
     @property
     def layout(self) -> Layout:
-        return Layout(settings.data_root(self.data_root))
+        return Layout(settings.data_root(self.data_root).absolute())
 
     def catalog(self) -> Catalog:
         """The configs as they are now; within a run, as they were when the run first read

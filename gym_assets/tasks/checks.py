@@ -139,6 +139,10 @@ def stable_task_ids(collated: Path) -> CheckOutcome:
             positional += 1
             if len(examples) < MAX_LISTED:
                 examples.append(str(row["task_id"].get("task_id")))
+    if not total:
+        return CheckOutcome.not_applicable(
+            "no task rows (flat rows carry no task IDs of their own to keep stable)"
+        )
     metadata: dict[str, Any] = {"tasks_rows": total, "positional_rows": positional}
     if positional:
         metadata["examples"] = examples

@@ -540,8 +540,7 @@ def _task_of(
 def _finish_dataset(plan: _Plan, validation_mode: ValidationLevel, report: CollationReport) -> None:
     summary = plan.summary
     source = plan.input.source_path
-    if summary.taskset is not None:
-        report.tasks += summary.source_rows
+    report.tasks += summary.source_rows
     validator = plan.validator
     if validator is not None:
         summary.validation = validator.report.to_dict()

@@ -64,7 +64,7 @@ class CollationReport:
     validation_mode: ValidationLevel
     outputs: list[OutputFile] = field(default_factory=list[OutputFile])
     rows: int = 0  # rows written to the collated {type}.jsonl files, repeats included
-    tasks: int = 0  # distinct tasks: source rows of taskset datasets
+    tasks: int = 0  # distinct tasks: source rows (a flat row is a task too), repeats excluded
     tasksets: list[str] = field(default_factory=list[str])
     datasets: list[DatasetSummary] = field(default_factory=list[DatasetSummary])
     duplicate_task_ids: list[str] = field(

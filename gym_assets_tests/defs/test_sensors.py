@@ -1,79 +1,134 @@
-"""config_change_sensor: new benchmarks become partitions; changed ones are re-collated once."""
+"""config_change_sensor: requests a benchmark only when its configs differ from what its latest
+collation was built from; new benchmarks become partitions, removed ones are reported."""
 
-import json
+import shutil
+from pathlib import Path
 
 import dagster as dg
+import pytest
 
-from gym_assets.defs.partitions import benchmark_partitions
+from gym_assets.definitions import defs
+from gym_assets.defs import demo
+from gym_assets.defs.partitions import benchmark_partitions, harness_partitions
+from gym_assets.defs.resources import GymWorkspace
 from gym_assets.defs.tasksets.sensors import config_change_sensor
 
+BUNDLED = ["arith", "humaneval", "support_dialogue", "units"]
+UNITS_EDIT = ("Reply with the number only.", "Answer with the number only.")
 
-def _tick(instance, workspace, cursor=None):
-    context = dg.build_sensor_context(
-        instance=instance, cursor=cursor, resources={"workspace": workspace}
-    )
+
+def _tick(instance, workspace) -> dg.SensorResult | dg.SkipReason:
+    context = dg.build_sensor_context(instance=instance, resources={"workspace": workspace})
     return config_change_sensor(context)
 
 
-def test_first_tick_adds_partitions_and_requests_every_benchmark(instance, workspace):
-    result = _tick(instance, workspace)
-    names = sorted(r.partition_key for r in result.run_requests)
-    assert names == ["arith", "humaneval", "support_dialogue", "units"]
-    (add,) = result.dynamic_partitions_requests
-    assert sorted(add.partition_keys) == names
-    assert all(
-        r.run_key == f"{r.partition_key}:{r.tags['gym_assets/fingerprint']}"
-        for r in result.run_requests
+def _requested(result) -> list[str]:
+    if isinstance(result, dg.SkipReason):
+        return []
+    return [r.partition_key for r in result.run_requests]
+
+
+def _units_request(result) -> dg.RunRequest:
+    (request,) = [r for r in result.run_requests if r.partition_key == "units"]
+    return request
+
+
+def _collate(instance, workspace, name: str) -> None:
+    """What a run of the requested job does to the instance: a new collation of ``name``."""
+    job = defs.resolve_job_def("benchmark_job")
+    result = job.execute_in_process(
+        instance=instance,
+        partition_key=name,
+        resources={"workspace": workspace},
+        run_config=demo.QUIET,
     )
+    assert result.success
 
 
-def test_unchanged_configs_skip(instance, workspace):
-    first = _tick(instance, workspace)
-    instance.add_dynamic_partitions(
-        benchmark_partitions.name, [r.partition_key for r in first.run_requests]
-    )
-    second = _tick(instance, workspace, cursor=first.cursor)
-    assert isinstance(second, dg.SkipReason)
-
-
-def test_edit_requests_only_the_changed_benchmark(instance, workspace, configs):
-    first = _tick(instance, workspace)
-    instance.add_dynamic_partitions(
-        benchmark_partitions.name, [r.partition_key for r in first.run_requests]
-    )
+def _edit_units(configs) -> None:
     data = configs / "benchmarks" / "units" / "units.jsonl"
-    data.write_text(
-        data.read_text().replace("Reply with the number only.", "Answer with a number.")
-    )
-    result = _tick(instance, workspace, cursor=first.cursor)
-    (request,) = result.run_requests
-    assert request.partition_key == "units"
-    old = json.loads(first.cursor)["units"]
-    assert request.run_key == f"units:{json.loads(result.cursor)['units']}" != f"units:{old}"
+    data.write_text(data.read_text().replace(*UNITS_EDIT))
+
+
+def _add_arith_copy(configs) -> Path:
+    """A new benchmark: arith's configs and data under new names (its own servers and agent)."""
+    source, target = configs / "benchmarks" / "arith", configs / "benchmarks" / "arith_copy"
+    target.mkdir()
+    (target / "arith_copy.jsonl").write_bytes((source / "arith.jsonl").read_bytes())
+    metrics = (source / "arith_metrics.json").read_text()
+    (target / "arith_copy_metrics.json").write_text(metrics.replace("arith", "arith_copy"))
+    config = (source / "config.yaml").read_text()
+    (target / "config.yaml").write_text(config.replace("arith", "arith_copy"))
+    return target
+
+
+def test_first_tick_on_a_fresh_instance_adds_and_requests_every_benchmark(instance, workspace):
+    result = _tick(instance, workspace)
+    assert sorted(_requested(result)) == BUNDLED
+    (add,) = result.dynamic_partitions_requests
+    assert sorted(add.partition_keys) == BUNDLED
+    assert all(r.tags["gym_assets/benchmark"] == r.partition_key for r in result.run_requests)
+    assert set(instance.get_dynamic_partitions(harness_partitions.name)) >= {"simple_agent"}
+
+
+def test_a_known_partition_never_collated_is_requested(instance, workspace):
+    instance.add_dynamic_partitions(benchmark_partitions.name, BUNDLED)
+    result = _tick(instance, workspace)
+    assert sorted(_requested(result)) == BUNDLED
     assert not result.dynamic_partitions_requests
 
 
-def test_new_benchmark_adds_a_partition(instance, workspace, configs):
-    first = _tick(instance, workspace)
-    instance.add_dynamic_partitions(
-        benchmark_partitions.name, [r.partition_key for r in first.run_requests]
-    )
-    extra = configs / "benchmarks" / "units" / "more.yaml"
-    block = (configs / "benchmarks" / "units" / "config.yaml").read_text()
-    extra.write_text(
-        block.replace("units_resources:", "units_extra_resources:")
-        .replace("name: units\n", "name: units_extra\n")
-        .replace("taskset: units", "taskset: units_extra")
-        .split("units_simple_agent:")[0]
-    )
-    routes = configs / "routes.yaml"
-    routes.write_text(
-        routes.read_text().replace(
-            "  units: units_environment",
-            "  units: units_environment\n  units_extra: units_environment",
-        )
-    )
-    result = _tick(instance, workspace, cursor=first.cursor)
-    assert [r.partition_key for r in result.run_requests] == ["units_extra"]
-    (add,) = result.dynamic_partitions_requests
-    assert add.partition_keys == ["units_extra"]
+@pytest.mark.slow
+def test_reverting_an_edit_is_a_change_of_its_own(instance, workspace, configs):
+    instance.add_dynamic_partitions(benchmark_partitions.name, ["units"])
+    _collate(instance, workspace, "units")
+    original = _tick(instance, workspace)
+    _edit_units(configs)
+    edited = _units_request(_tick(instance, workspace))
+    _collate(instance, workspace, "units")
+    data = configs / "benchmarks" / "units" / "units.jsonl"
+    data.write_text(data.read_text().replace(UNITS_EDIT[1], UNITS_EDIT[0]))
+    reverted = _units_request(_tick(instance, workspace))
+    # the run key names where the partition was built from and where it goes: each edit is
+    # requested once, and going back to the first configs is not mistaken for the first run
+    assert edited.run_key != reverted.run_key
+    assert reverted.tags["gym_assets/fingerprint"] == edited.run_key.split(":")[1].split("->")[0]
+    assert "units" not in _requested(original)
+
+
+@pytest.mark.slow
+def test_after_the_demo_only_changes_are_requested(monkeypatch, tmp_path, configs):
+    """The issue's story: `make demo`, then the daemon's first tick, then three edits."""
+    home, data = tmp_path / "dagster_home", tmp_path / "data"
+    home.mkdir()
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    monkeypatch.setenv("GYM_ASSETS_CONFIGS", str(configs))
+    monkeypatch.setenv("GYM_ASSETS_DATA_ROOT", str(data))
+    assert demo.main(defs) == 0
+    workspace = GymWorkspace()
+    with dg.DagsterInstance.get() as instance:
+        first = _tick(instance, workspace)
+        assert isinstance(first, dg.SkipReason), first
+        assert "all 4 benchmarks are collated" in (first.skip_message or "")
+
+        _edit_units(configs)
+        edited = _tick(instance, workspace)
+        assert _requested(edited) == ["units"]
+        assert not edited.dynamic_partitions_requests
+        _collate(instance, workspace, "units")
+        assert isinstance(_tick(instance, workspace), dg.SkipReason)
+
+        added_dir = _add_arith_copy(configs)
+        added = _tick(instance, workspace)
+        assert _requested(added) == ["arith_copy"]
+        (add,) = added.dynamic_partitions_requests
+        assert add.partition_keys == ["arith_copy"]
+        instance.add_dynamic_partitions(benchmark_partitions.name, ["arith_copy"])
+        _collate(instance, workspace, "arith_copy")
+        assert isinstance(_tick(instance, workspace), dg.SkipReason)
+
+        shutil.rmtree(added_dir)
+        removed = _tick(instance, workspace)
+        assert isinstance(removed, dg.SkipReason)
+        assert "no longer in the configs: arith_copy" in (removed.skip_message or "")
+        assert "arith_copy" in instance.get_dynamic_partitions(benchmark_partitions.name)

@@ -68,9 +68,20 @@ def test_flat_benchmark_collates_rows_without_tasks(workspace, instance):
     meta = instance.get_latest_materialization_event(
         dg.AssetKey("collated_taskset")
     ).asset_materialization.metadata
-    assert meta["tasks"].value == 0 and meta["rows"].value == 40
+    assert meta["tasks"].value == 40 and meta["rows"].value == 40
     first = json.loads(Path(meta["path"].value).read_text().splitlines()[0])
     assert first["task_source"] == "arith_resources" and "task_input" not in first
+
+
+def test_a_check_that_does_not_apply_records_no_verdict_and_says_why(workspace, instance):
+    result = _run(workspace, instance, "arith")
+    assert result.success
+    assert set(_checks(result)) == {"task_data_valid", "task_ids_unique", "route_resolves"}
+    key = dg.AssetCheckKey(assets.collated_taskset.key, "stable_task_ids")
+    (record,) = instance.event_log_storage.get_asset_check_execution_history(key, limit=5)
+    assert record.status.value == "PLANNED"  # shown as skipped once the run is over
+    logs = [e.message for e in instance.all_logs(result.run_id) if e.user_message]
+    assert any(m.startswith("stable_task_ids: not applicable: no task rows") for m in logs), logs
 
 
 def test_invalid_task_data_fails_blocking_check(configs, workspace, instance):

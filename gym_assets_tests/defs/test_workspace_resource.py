@@ -1,13 +1,7 @@
 """The workspace resource reads the configs once per run, and afresh outside a run."""
 
-import dagster as dg
-
 from gym_assets.defs import resources
-from gym_assets.defs.partitions import benchmark_partitions
-from gym_assets.defs.plans import assets as plan_assets
-from gym_assets.defs.plans import checks as plan_checks
-from gym_assets.defs.tasksets import assets as taskset_assets
-from gym_assets.defs.tasksets import checks as taskset_checks
+from gym_assets_tests.defs.benchmark_runs import materialize_benchmark
 
 
 def test_a_run_reads_the_configs_once_for_all_its_steps(workspace, instance, monkeypatch):
@@ -19,18 +13,7 @@ def test_a_run_reads_the_configs_once_for_all_its_steps(workspace, instance, mon
 
     load_catalog = resources.load_catalog
     monkeypatch.setattr(resources, "load_catalog", counted)
-    instance.add_dynamic_partitions(benchmark_partitions.name, ["units"])
-    result = dg.materialize(
-        [
-            taskset_assets.prepared_benchmark,
-            taskset_assets.collated_taskset,
-            plan_assets.eval_plan,
-            *dg.load_asset_checks_from_modules([taskset_checks, plan_checks]),
-        ],
-        resources={"workspace": workspace},
-        instance=instance,
-        partition_key="units",
-    )
+    result = materialize_benchmark(workspace, instance, "units")
     assert result.success and len(result.get_asset_check_evaluations()) == 8
     assert len(loads) == 1
 

@@ -116,7 +116,8 @@ def test_taskset_and_flat_declarations_of_one_file(tmp_path: Path, run_collate, 
     assert environment_server_for_row(routed, collated[0]) == "swe-environment"
     parsed = SingleAgentTurnTaskInput.model_validate(collated[0]["task_input"])
     assert parsed.task_data["run_script"] == "pytest -q"
-    assert report.rows == 8 and report.tasks == 2
+    # two tasks per declaration: the taskset's two, and the flat declaration's two rows
+    assert report.rows == 8 and report.tasks == 4
     assert report.tasksets == ["swe:test"]
     assert report.agent_ref_stripped == {"native/ds": 1, "flat/ds": 1}
     assert report.preview == collated[:3]

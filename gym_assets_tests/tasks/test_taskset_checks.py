@@ -244,6 +244,13 @@ def test_positional_ids_are_a_warn_only_failure(tmp_path: Path) -> None:
     assert outcome.metadata == {"tasks_rows": 3, "positional_rows": 2, "examples": ["1", "2"]}
 
 
+def test_stable_task_ids_does_not_apply_to_flat_rows(tmp_path: Path) -> None:
+    rows = [{"task_id": "arith-001", "responses_create_params": {"input": "1 + 1"}}]
+    outcome = checks.stable_task_ids(write_jsonl(tmp_path / "b.jsonl", rows))
+    assert not outcome.applicable
+    assert outcome.description.startswith("not applicable: no task rows")
+
+
 def test_an_own_task_index_is_not_positional(tmp_path: Path) -> None:
     rows = [positional_task("7", "a", _ng_task_index=7), task("u1", "b")]
     outcome = checks.stable_task_ids(write_jsonl(tmp_path / "b.jsonl", rows))

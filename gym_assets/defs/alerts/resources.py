@@ -11,16 +11,17 @@ WEBHOOK_ENV = "GYM_ASSETS_ALERT_WEBHOOK"
 
 
 class AlertSink(dg.ConfigurableResource):
-    """Every failed check is appended to ``<data_root>/alerts/check_alerts.jsonl``. When the
-    variable named by ``webhook_url_env`` is set, its URL (a Slack incoming webhook or anything
-    that takes ``{"text": ...}``) also gets one message per run: ``attempts`` tries of at most
-    ``timeout_s`` each. The URL is read from the environment at each tick and never enters
-    config, logs or the alert log (a chat webhook's URL is its secret). ``ui_url`` is where the
-    Dagster UI answers, for the run links.
+    """Every failed check is appended to `<data_root>/alerts/check_alerts.jsonl`. When the
+    variable named by `webhook_url_env` is set, its URL (a Slack incoming webhook or anything
+    that takes `{"text": ...}`) also gets one message per run: `attempts` tries of at most
+    `timeout_s` each. The URL is read from the environment at each tick and never enters
+    config, logs or the alert log (a chat webhook's URL is its secret). `ui_url` is where the
+    Dagster UI answers, for the run links. Once the webhook has failed all its attempts in a
+    tick, the rest of the tick only logs, so a tick stays far inside the sensor's time limit."""
 
-    Dagster sets up the resource afresh for each sensor tick. Once the webhook has failed all
-    its attempts, the rest of the tick only logs: a tick then waits at most one full retry
-    ladder, however many runs it alerts, and stays far inside the sensor's time limit (60 s)."""
+    # Dagster shows this class's docstring as the resource's description: it is markdown, one
+    # paragraph (an indented line after a blank one would render as code). Dagster sets the
+    # resource up afresh for each sensor tick, which is what scopes `_unreachable` to a tick.
 
     webhook_url_env: str | None = WEBHOOK_ENV
     timeout_s: float = 5.0

@@ -58,7 +58,7 @@ def _metadata(summary: SuiteSummary, harness: str) -> dict[str, dg.MetadataValue
     code_version="1",
     description="The scripted conformance suite (harness-p0-probes/v1) for one harness: episode "
     "directories, scenario results and reports under "
-    "data_root/conformance/harnesses/<harness>/<run id>/.",
+    "`<data_root>/conformance/harnesses/<harness>/<run id>/`.",
 )
 def harness_conformance(
     context: dg.AssetExecutionContext,
@@ -94,7 +94,7 @@ def harness_conformance(
     code_version="1",
     automation_condition=dg.AutomationCondition.eager(),
     description="Every registered harness's latest conformance run in one report (markdown, "
-    "HTML, JSON) under data_root/conformance/matrix/; re-rendered once harness runs finish.",
+    "HTML, JSON) under `<data_root>/conformance/matrix/`; re-rendered once harness runs finish.",
 )
 def conformance_matrix(workspace: GymWorkspace) -> dg.MaterializeResult:
     try:

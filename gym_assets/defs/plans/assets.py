@@ -2,7 +2,7 @@
 
 import dagster as dg
 
-from gym_assets.defs.metadata import as_failure, markdown_table
+from gym_assets.defs.metadata import as_failure, markdown_table, short_digest
 from gym_assets.defs.partitions import benchmark_partitions
 from gym_assets.defs.resources import GymWorkspace
 from gym_assets.defs.tasksets.assets import collated_taskset
@@ -23,8 +23,9 @@ PREVIEW_TASKS = 10
     automation_condition=(
         dg.AutomationCondition.eager() & dg.AutomationCondition.all_deps_blocking_checks_passed()
     ),
-    description=f"The benchmark's {SCHEMA_LABEL} file: every task once, sorted by id, with the "
-    "sha256 of its canonical task input.",
+    description=f"The benchmark's `{SCHEMA_LABEL}` file, "
+    "`<data_root>/plans/<benchmark>/plan.json`: every task once, sorted by id, with the "
+    "SHA-256 of its canonical task input.",
 )
 def eval_plan(context: dg.AssetExecutionContext, workspace: GymWorkspace) -> dg.MaterializeResult:
     name = context.partition_key
@@ -36,7 +37,7 @@ def eval_plan(context: dg.AssetExecutionContext, workspace: GymWorkspace) -> dg.
         raise as_failure(exc) from None
     preview = markdown_table(
         ["task_id", "taskset", "digest"],
-        [[t.task_id, t.taskset, t.digest[:23] + "…"] for t in plan.tasks[:PREVIEW_TASKS]],
+        [[t.task_id, t.taskset, short_digest(t.digest)] for t in plan.tasks[:PREVIEW_TASKS]],
     )
     return dg.MaterializeResult(
         metadata={

@@ -64,19 +64,14 @@ def _metadata(result: RunResult) -> dict[str, dg.MetadataValue]:
 @dg.asset(
     partitions_def=rollout_partitions,
     group_name="rollouts",
-    deps=[
-        dg.AssetDep(
-            eval_plan,
-            partition_mapping=dg.MultiToSingleDimensionPartitionMapping(
-                partition_dimension_name="benchmark"
-            ),
-        )
-    ],
+    # Each benchmark × harness partition reads its benchmark's plan: Dagster infers that mapping
+    # (the benchmark dimension shares the plan's partitions), so none is spelled out here.
+    deps=[eval_plan],
     kinds={"python", "jsonl"},
     code_version="1",
     description="Every planned task of the benchmark run through its environment server with "
-    "the harness: records, failure sidecar, materialized inputs and aggregate metrics under "
-    "data_root/rollouts/<benchmark>/<harness>/.",
+    "the harness: records, failure sidecar, materialized inputs, aggregate metrics with their "
+    "statistics, and an HTML report, under `<data_root>/rollouts/<benchmark>/<harness>/`.",
 )
 def rollouts(
     context: dg.AssetExecutionContext,

@@ -21,9 +21,11 @@ from gym_assets.rollouts.harnesses import Upstream, upstream_of
 
 
 class ModelEndpoint(dg.ConfigurableResource):
-    """Where the model gateway gets its answers. ``api_key_env`` is the NAME of the variable
-    holding the key; the key itself is read from the environment when the run starts and never
-    enters config, logs or metadata. ``script_path`` (scripted upstream) is a JSON step list."""
+    """Where the model gateway gets its answers: `upstream` is `reference` (the benchmark's
+    reference answers, offline), `scripted` (`script_path`, a JSON step list) or `openai` (a
+    real model at `base_url`). `api_key_env` is the NAME of the variable holding the key; the
+    key itself is read from the environment when the run starts and never enters config, logs
+    or metadata."""
 
     upstream: UpstreamMode = "reference"
     base_url: str | None = None
@@ -50,12 +52,12 @@ class ModelEndpoint(dg.ConfigurableResource):
 class HarnessRunner(dg.ConfigurableResource):
     """How harnesses are run: for rollouts, parallelism, repeats, deadlines, resume, failure and
     masking budgets; for the conformance suite, the per-episode timeout and how many episodes
-    run at once (``conformance_jobs``; default: the number of cores). Every process (episodes,
+    run at once (`conformance_jobs`; default: the number of cores). Every process (episodes,
     harness programs, the gateway) is started and supervised by the library, never by Dagster
-    code. ``allow_unsandboxed`` lets model-written code be verified, and command or cli
+    code. `allow_unsandboxed` lets model-written code be verified, and command or cli
     harnesses run, without isolation where no sandbox can be made (records then say
-    ``sandbox: none``); leave it off.
-    ``quarantine_corrupt`` lets a resume move a damaged run file aside instead of failing."""
+    `sandbox: none`); leave it off. `quarantine_corrupt` lets a resume move a damaged run file
+    aside instead of failing."""
 
     concurrency: int = DEFAULT_CONCURRENCY
     repeats: int | None = None

@@ -4,15 +4,19 @@ import json
 
 import dagster as dg
 
-from gym_assets.defs.metadata import as_failure, markdown_table
+from gym_assets.defs.metadata import as_failure, markdown_table, short_digest
 from gym_assets.defs.partitions import benchmark_partitions
 from gym_assets.defs.resources import GymWorkspace
 from gym_assets.errors import UserError
 from gym_assets.modes import ValidationMode
+from gym_assets.tasks.fingerprint import benchmark_fingerprint
 from gym_assets.tasks.pipeline import collate_benchmark
 from gym_assets.tasks.prepare import prepare_benchmark
 
 GROUP = "tasksets"
+FINGERPRINT = "config_fingerprint"
+"""The metadata key holding the fingerprint of the configs a taskset was collated from (what
+``config_change_sensor`` compares the configs of now with)."""
 
 
 @dg.asset(
@@ -20,8 +24,9 @@ GROUP = "tasksets"
     group_name=GROUP,
     kinds={"python", "jsonl"},
     code_version="1",
-    description="The benchmark's flat rows: produced by its prepare script, or its bundled "
-    "JSONL checked line by line.",
+    description="The benchmark's flat rows: produced by its prepare script (under "
+    "`<data_root>/prepared/<benchmark>/`), or its bundled JSONL, checked line by line and left "
+    "where it is.",
 )
 def prepared_benchmark(
     context: dg.AssetExecutionContext, workspace: GymWorkspace
@@ -70,15 +75,19 @@ def _preview(rows: list[dict]) -> str:
     kinds={"python", "jsonl"},
     code_version="1",
     description="Environment-neutral tasks with stable IDs, routed to environment servers, "
-    "with dataset metrics and the task-data validation report.",
+    "with dataset metrics and the task-data validation report, under "
+    "`<data_root>/tasksets/<benchmark>/`. Records the fingerprint of the configs it was "
+    "collated from, which `config_change_sensor` compares with the configs of now.",
 )
 def collated_taskset(
     context: dg.AssetExecutionContext, workspace: GymWorkspace, config: CollationConfig
 ) -> dg.MaterializeResult:
     name = context.partition_key
     try:
+        catalog = workspace.catalog()
+        fingerprint = benchmark_fingerprint(catalog, catalog.get(name))
         report = collate_benchmark(
-            workspace.catalog(),
+            catalog,
             name,
             workspace.layout.taskset_dir(name),
             validation=config.validation,
@@ -90,7 +99,10 @@ def collated_taskset(
         context.log.warning(warning)
     files = markdown_table(
         ["file", "rows", "sha256"],
-        [[o.path, o.rows if o.rows is not None else "-", o.sha256] for o in report.outputs],
+        [
+            [f"`{o.path}`", o.rows if o.rows is not None else "-", short_digest(o.sha256)]
+            for o in report.outputs
+        ],
     )
     collated = next(
         o for o in report.outputs if o.path.endswith(".jsonl") and "_prepare" not in o.path
@@ -103,6 +115,7 @@ def collated_taskset(
             "tasks": dg.MetadataValue.int(report.tasks),
             "tasksets": dg.MetadataValue.text(", ".join(report.tasksets) or "(flat rows)"),
             "outputs": dg.MetadataValue.md(files),
+            "output_digests": dg.MetadataValue.json({o.path: o.sha256 for o in report.outputs}),
             "validation": dg.MetadataValue.md(
                 f"mode: `{report.validation_mode}`\n\n"
                 + (
@@ -114,6 +127,7 @@ def collated_taskset(
             "warnings": dg.MetadataValue.int(len(report.warnings)),
             "metrics": dg.MetadataValue.json(json.loads(json.dumps(report.metrics))),
             "preview": dg.MetadataValue.md(_preview(report.preview)),
+            FINGERPRINT: dg.MetadataValue.text(fingerprint),
         },
         data_version=dg.DataVersion(collated.sha256),
     )

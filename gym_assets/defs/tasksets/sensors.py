@@ -1,12 +1,18 @@
-"""Re-collate a benchmark when anything that produces its taskset changes."""
+"""Re-collate a benchmark when anything that produces its taskset changes.
 
-import json
+The reference point is what was built, not what the sensor saw last: each ``collated_taskset``
+materialization records the fingerprint of the configs it was collated from, and a tick compares
+each benchmark's fingerprint now with that one. So runs made by ``make demo``, from the UI or by
+a schedule count as much as the sensor's own, and a fresh daemon requests nothing that is
+already up to date.
+"""
 
 import dagster as dg
 
 from gym_assets.defs.jobs import benchmark_job
 from gym_assets.defs.partitions import BENCHMARK, HARNESS, benchmark_partitions
 from gym_assets.defs.resources import GymWorkspace
+from gym_assets.defs.tasksets.assets import FINGERPRINT, collated_taskset
 from gym_assets.rollouts.harnesses import load_harnesses
 from gym_assets.tasks.fingerprint import catalog_fingerprints
 
@@ -16,38 +22,62 @@ from gym_assets.tasks.fingerprint import catalog_fingerprints
     minimum_interval_seconds=30,
     default_status=dg.DefaultSensorStatus.RUNNING,
     description=(
-        "Hashes each benchmark's config blocks, source data and prepare code; adds a partition "
-        "for every new benchmark and requests re-collation of every changed one. Adds a harness "
-        "partition for every harness of the registry."
+        "Fingerprints each benchmark's config blocks, route, source data or prepare script, and "
+        "prompt template, and compares them with the fingerprint recorded on the partition's "
+        "latest `collated_taskset` materialization. Requests a `benchmark_job` run for each "
+        "benchmark that changed or was never collated; adds a partition for each new benchmark; "
+        "reports a benchmark removed from the configs (its partition and history are kept) and "
+        "requests nothing for it. Adds a harness partition for each harness of the registry."
     ),
 )
 def config_change_sensor(
     context: dg.SensorEvaluationContext, workspace: GymWorkspace
 ) -> dg.SensorResult | dg.SkipReason:
-    previous: dict[str, str] = json.loads(context.cursor) if context.cursor else {}
+    instance = context.instance
     catalog = workspace.catalog()
-    _add_harness_partitions(context.instance, list(load_harnesses(catalog.loaded)))
+    _add_harness_partitions(instance, list(load_harnesses(catalog.loaded)))
     current = catalog_fingerprints(catalog)
-    known = set(context.instance.get_dynamic_partitions(BENCHMARK))
-    new_partitions = sorted(name for name in current if name not in known)
-    changed = [name for name, digest in current.items() if previous.get(name) != digest]
-    if not changed and not new_partitions:
-        return dg.SkipReason(f"no changes in {len(current)} benchmarks")
+    known = instance.get_dynamic_partitions(BENCHMARK)
+    new_partitions = sorted(set(current) - set(known))
+    removed = sorted(set(known) - set(current))
+    recorded = {name: _recorded_fingerprint(instance, name) for name in current if name in known}
+    stale = [name for name, digest in current.items() if recorded.get(name) != digest]
+    if removed:
+        context.log.warning(_removed_message(removed))
+    if not stale:
+        gone = f"; {_removed_message(removed)}" if removed else ""
+        return dg.SkipReason(f"all {len(current)} benchmarks are collated from their configs{gone}")
     requests = [
         dg.RunRequest(
             partition_key=name,
-            run_key=f"{name}:{current[name]}",
+            # The pair (built from, wanted) keys the run: a change requests once however many
+            # ticks pass before its run finishes, and reverting an edit is a new change.
+            run_key=f"{name}:{recorded.get(name) or 'none'}->{current[name]}",
             tags={"gym_assets/benchmark": name, "gym_assets/fingerprint": current[name]},
         )
-        for name in changed
+        for name in stale
     ]
     partition_requests = (
         [benchmark_partitions.build_add_request(new_partitions)] if new_partitions else []
     )
-    return dg.SensorResult(
-        run_requests=requests,
-        dynamic_partitions_requests=partition_requests,
-        cursor=json.dumps(current, sort_keys=True),
+    return dg.SensorResult(run_requests=requests, dynamic_partitions_requests=partition_requests)
+
+
+def _recorded_fingerprint(instance: dg.DagsterInstance, benchmark: str) -> str | None:
+    """The fingerprint on the partition's latest collation, or None if it was never collated."""
+    records = instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=collated_taskset.key, asset_partitions=[benchmark]), limit=1
+    ).records
+    materialization = records[0].asset_materialization if records else None
+    value = materialization.metadata.get(FINGERPRINT) if materialization else None
+    return str(value.value) if value is not None else None
+
+
+def _removed_message(removed: list[str]) -> str:
+    names = ", ".join(removed)
+    return (
+        f"no longer in the configs: {names} (partitions and history kept, nothing requested; "
+        "delete a partition in the UI once its history is not needed)"
     )
 
 
