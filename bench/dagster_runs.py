@@ -44,8 +44,6 @@ import contextlib
 import json
 import os
 import shutil
-import signal
-import socket
 import sqlite3
 import statistics
 import subprocess
@@ -58,7 +56,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
-LOCATION = "gym_assets"
 SENSORS = ("config_change_sensor", "plan_automation_sensor")
 RATIO_BAR = 1.5
 OVERHEAD_BAR_S = 0.3
@@ -175,42 +172,6 @@ class Timing:
 Results = dict[str, list[tuple[Timing, float | None]]]  # per job: (timing, library s) a round
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def start(args: list[str], log: Path) -> subprocess.Popen:
-    """A background process in its own session, so that stopping it reaches its children."""
-    handle = log.open("w")
-    return subprocess.Popen(
-        args, stdout=handle, stderr=subprocess.STDOUT, cwd=ROOT, start_new_session=True
-    )
-
-
-def stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGINT)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-
-
-def wait_listening(port: int, proc: subprocess.Popen, log: Path, timeout: float = 120.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            sys.exit(f"code server exited:\n{log.read_text()[-2000:]}")
-        with socket.socket() as sock:
-            if sock.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.2)
-    sys.exit(f"code server did not listen on {port} within {timeout:.0f}s")
-
-
 def dagster(*args: str, workspace: Path) -> None:
     subprocess.run(
         [str(BIN / "dagster"), *args, "-w", str(workspace)],
@@ -283,7 +244,6 @@ def prepare_home(tmp: Path) -> dict[str, Path]:
         "configs": tmp / "configs",
         "data": tmp / "data",
         "library_data": tmp / "library_data",
-        "workspace": tmp / "workspace.yaml",
     }
     paths["home"].mkdir()
     shutil.copy(ROOT / "dagster.yaml", paths["home"] / "dagster.yaml")
@@ -300,11 +260,9 @@ def measure(args: argparse.Namespace, tmp: Path) -> Results:
     import dagster as dg
 
     from gym_assets.defs.partitions import benchmark_partitions, harness_partitions
+    from gym_assets.defs.services import local_dagster
 
     paths = prepare_home(tmp)
-    port = free_port()
-    grpc = {"host": "localhost", "port": port, "location_name": LOCATION}
-    paths["workspace"].write_text(json.dumps({"load_from": [{"grpc_server": grpc}]}))
     instance = dg.DagsterInstance.get()
     instance.add_dynamic_partitions(benchmark_partitions.name, [args.benchmark])
     instance.add_dynamic_partitions(harness_partitions.name, [args.harness])
@@ -331,25 +289,15 @@ def measure(args: argparse.Namespace, tmp: Path) -> Results:
             ("rollouts", *roots, args.benchmark, args.harness),
         ),
     ]
-    server_log, daemon_log = tmp / "code_server.log", tmp / "daemon.log"
-    server = start(
-        [str(BIN / "dagster"), "api", "grpc", "-h", "127.0.0.1", "-p", str(port),
-         "-f", str(ROOT / "bench" / "dagster_runs_location.py"), "-d", str(ROOT),
-         "-a", "defs", "--location-name", LOCATION],
-        server_log,
-    )  # fmt: skip
-    daemon = None
-    try:
-        wait_listening(port, server, server_log)
+    location = ("-f", str(ROOT / "bench" / "dagster_runs_location.py"), "-d", str(ROOT))
+    with local_dagster((*location, "-a", "defs"), logs=tmp) as services:
         for sensor in SENSORS:
-            dagster("sensor", "stop", sensor, workspace=paths["workspace"])
-        daemon = start(
-            [str(BIN / "dagster-daemon"), "run", "-w", str(paths["workspace"])], daemon_log
-        )
+            dagster("sensor", "stop", sensor, workspace=services.workspace)
+        services.start_daemon()
         results: Results = {job.label: [] for job in jobs}
         for round_ in range(1, args.rounds + 1):
             for job in jobs:
-                timing = run_once(instance, job, paths["workspace"])
+                timing = run_once(instance, job, services.workspace)
                 library = library_time(*job.library) if job.library else None
                 results[job.label].append((timing, library))
                 lib = f", library {library:.2f}s" if library is not None else ""
@@ -359,10 +307,6 @@ def measure(args: argparse.Namespace, tmp: Path) -> Results:
                     flush=True,
                 )
         return results
-    finally:
-        for proc in (daemon, server):
-            if proc is not None:
-                stop(proc)
 
 
 def report(results: Results) -> bool:

@@ -5,13 +5,15 @@ import shutil
 from pathlib import Path
 
 import dagster as dg
+import psutil
 import pytest
 
 from gym_assets.definitions import defs
 from gym_assets.defs import demo
-from gym_assets.defs.partitions import benchmark_partitions, harness_partitions
+from gym_assets.defs.partitions import PARTITION_TAG, benchmark_partitions, harness_partitions
 from gym_assets.defs.resources import GymWorkspace
 from gym_assets.defs.tasksets.sensors import config_change_sensor
+from gym_assets_tests.defs.conftest import REPO
 
 BUNDLED = ["arith", "humaneval", "support_dialogue", "units"]
 UNITS_EDIT = ("Reply with the number only.", "Answer with the number only.")
@@ -40,7 +42,7 @@ def _collate(instance, workspace, name: str) -> None:
         instance=instance,
         partition_key=name,
         resources={"workspace": workspace},
-        run_config=demo.QUIET,
+        run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}},
     )
     assert result.success
 
@@ -78,6 +80,22 @@ def test_a_known_partition_never_collated_is_requested(instance, workspace):
     assert not result.dynamic_partitions_requests
 
 
+@pytest.mark.parametrize("status", ["NOT_STARTED", "STARTED", "SUCCESS", "FAILURE"])
+def test_a_partition_with_a_run_in_flight_waits_for_it(instance, workspace, status):
+    instance.add_dynamic_partitions(benchmark_partitions.name, BUNDLED)
+    run = dg.DagsterRun(
+        job_name="benchmark_job",
+        run_id="0" * 36,
+        status=dg.DagsterRunStatus(status),
+        tags={PARTITION_TAG: "units"},
+    )
+    instance.add_run(run)  # as a run launched from the UI or `make demo` before the tick
+    result = _tick(instance, workspace)
+    waiting = status in ("NOT_STARTED", "STARTED")
+    assert ("units" in _requested(result)) is not waiting
+    assert len(_requested(result)) == len(BUNDLED) - waiting
+
+
 @pytest.mark.slow
 def test_reverting_an_edit_is_a_change_of_its_own(instance, workspace, configs):
     instance.add_dynamic_partitions(benchmark_partitions.name, ["units"])
@@ -101,15 +119,23 @@ def test_after_the_demo_only_changes_are_requested(monkeypatch, tmp_path, config
     """The issue's story: `make demo`, then the daemon's first tick, then three edits."""
     home, data = tmp_path / "dagster_home", tmp_path / "data"
     home.mkdir()
+    shutil.copy(REPO / "dagster.yaml", home / "dagster.yaml")
     monkeypatch.setenv("DAGSTER_HOME", str(home))
     monkeypatch.setenv("GYM_ASSETS_CONFIGS", str(configs))
     monkeypatch.setenv("GYM_ASSETS_DATA_ROOT", str(data))
     assert demo.main(defs) == 0
+    assert not psutil.Process().children(recursive=True)  # the demo stopped what it started
     workspace = GymWorkspace()
     with dg.DagsterInstance.get() as instance:
+        # launched from the code location, as the UI would: each job's run history lists them
+        # (the UI's job page filters on this label) and no sensor queued a second run
+        labelled = dg.RunsFilter(tags={".dagster/repository": "__repository__@gym_assets"})
+        runs = instance.get_runs(labelled)
+        assert sorted(run.job_name for run in runs) == ["benchmark_job"] * 4 + ["rollouts_job"]
+        assert len(instance.get_runs()) == 5
         first = _tick(instance, workspace)
         assert isinstance(first, dg.SkipReason), first
-        assert "all 4 benchmarks are collated" in (first.skip_message or "")
+        assert "4 of 4 benchmarks are collated" in (first.skip_message or "")
 
         _edit_units(configs)
         edited = _tick(instance, workspace)

@@ -16,10 +16,9 @@ import dagster as dg
 from gym_assets.alerts.alert import CheckAlert
 from gym_assets.alerts.deliver import deliver
 from gym_assets.defs.alerts.resources import AlertSink
+from gym_assets.defs.partitions import PARTITION_TAG
 from gym_assets.defs.resources import GymWorkspace
 from gym_assets.outputs.targets import Roots
-
-PARTITION_TAG = "dagster/partition"
 
 
 def failed_checks(

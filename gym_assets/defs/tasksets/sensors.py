@@ -10,11 +10,18 @@ already up to date.
 import dagster as dg
 
 from gym_assets.defs.jobs import benchmark_job
-from gym_assets.defs.partitions import BENCHMARK, HARNESS, benchmark_partitions
+from gym_assets.defs.partitions import BENCHMARK, HARNESS, PARTITION_TAG, benchmark_partitions
 from gym_assets.defs.resources import GymWorkspace
 from gym_assets.defs.tasksets.assets import FINGERPRINT, collated_taskset
 from gym_assets.rollouts.harnesses import load_harnesses
 from gym_assets.tasks.fingerprint import catalog_fingerprints
+
+IN_FLIGHT = [
+    dg.DagsterRunStatus.QUEUED,
+    dg.DagsterRunStatus.NOT_STARTED,
+    dg.DagsterRunStatus.STARTING,
+    dg.DagsterRunStatus.STARTED,
+]
 
 
 @dg.sensor(
@@ -41,12 +48,23 @@ def config_change_sensor(
     new_partitions = sorted(set(current) - set(known))
     removed = sorted(set(known) - set(current))
     recorded = {name: _recorded_fingerprint(instance, name) for name in current if name in known}
-    stale = [name for name, digest in current.items() if recorded.get(name) != digest]
+    changed = [name for name, digest in current.items() if recorded.get(name) != digest]
+    # A partition with a run queued or in progress is judged once that run has recorded what it
+    # built from (the next tick): a sensor never queues a second run behind one already there.
+    busy = _partitions_in_flight(instance) & set(changed)
+    stale = [name for name in changed if name not in busy]
     if removed:
         context.log.warning(_removed_message(removed))
     if not stale:
-        gone = f"; {_removed_message(removed)}" if removed else ""
-        return dg.SkipReason(f"all {len(current)} benchmarks are collated from their configs{gone}")
+        notes = [
+            f"{len(current) - len(changed)} of {len(current)} benchmarks are collated "
+            "from their configs"
+        ]
+        if busy:
+            notes.append(f"runs queued or in progress for {', '.join(sorted(busy))}")
+        if removed:
+            notes.append(_removed_message(removed))
+        return dg.SkipReason("; ".join(notes))
     requests = [
         dg.RunRequest(
             partition_key=name,
@@ -71,6 +89,11 @@ def _recorded_fingerprint(instance: dg.DagsterInstance, benchmark: str) -> str |
     materialization = records[0].asset_materialization if records else None
     value = materialization.metadata.get(FINGERPRINT) if materialization else None
     return str(value.value) if value is not None else None
+
+
+def _partitions_in_flight(instance: dg.DagsterInstance) -> set[str]:
+    records = instance.get_run_records(dg.RunsFilter(statuses=IN_FLIGHT))
+    return {r.dagster_run.tags.get(PARTITION_TAG, "") for r in records} - {""}
 
 
 def _removed_message(removed: list[str]) -> str:
