@@ -13,16 +13,18 @@ their own). Each round then submits, with ``dagster job launch``, one run of
 - ``benchmark_job`` on one benchmark partition: prepare, collate, plan and their 8 checks;
 - ``rollouts_job`` on ``<benchmark>|<harness>``: the rollouts and their 5 checks, offline
   (reference upstream, every HumanEval solution verified in the sandbox);
+- ``conformance_job`` on ``<harness>``: the seven-scenario conformance suite and its P0 gate;
 
 through the instance's run coordinator (the queue), from which the daemon hands it to the
-default run launcher, which has the code server start it in its own process; the bench polls
+default run launcher, which has the code server start it in its own process (the code server
+and daemon are ``gym_assets.defs.services``, as ``make demo`` starts them); the bench polls
 the instance until the run ends and checks that every asset and check was recorded.
 
 A run's **wall** time is from its launch (``RUN_STARTING``) to its end: its **startup** (the
 process started and the code location loaded, up to ``RUN_START``) and the run itself; the
 queue wait before the launch is printed beside it. The **library** time is the same work done
 by calling the library directly (catalog, prepare, collate, plan + publish, the checks;
-``run_rollouts`` + its checks) in a fresh interpreter per round, imports excluded (a run
+``run_rollouts`` + its checks; the suite + the gate) in a fresh interpreter per round, imports excluded (a run
 imports them while loading the code, which the fixed cost holds). **events** counts what the
 run wrote to the event log. Medians over the rounds.
 
@@ -131,6 +133,37 @@ def library_rollouts(configs: Path, data: Path, benchmark: str, harness_name: st
     seconds = time.perf_counter() - started
     assert all(o.passed for o in outcomes), [o.description for o in outcomes if not o.passed]
     return seconds
+
+
+def library_conformance(configs: Path, data: Path, harness: str) -> float:
+    """What ``conformance_job`` does for ``harness``: the whole suite, then its P0 gate."""
+    from gym_assets.conformance import harness_runs
+    from gym_assets.conformance.runner.suite import run_suite
+    from gym_assets.tasks.catalog import load_catalog
+
+    started = time.perf_counter()
+    catalog = load_catalog(configs, data)
+    runs = catalog.layout.conformance_runs_dir(harness)
+    harness_runs.run_in_new_dir(
+        runs,
+        catalog.roots,
+        uuid.uuid4().hex,
+        lambda output: run_suite(
+            catalog.loaded, harnesses=[harness], scenarios=None, output=output,
+            configs=str(configs),
+        ),
+    )  # fmt: skip
+    outcome = harness_runs.p0_gate(harness_runs.latest_run(runs), harness)
+    seconds = time.perf_counter() - started
+    assert outcome.passed, outcome.description
+    return seconds
+
+
+LIBRARY = {
+    "benchmark": library_benchmark,
+    "rollouts": library_rollouts,
+    "conformance": library_conformance,
+}
 
 
 def library_time(*args: str) -> float:
@@ -288,6 +321,13 @@ def measure(args: argparse.Namespace, tmp: Path) -> Results:
             5,
             ("rollouts", *roots, args.benchmark, args.harness),
         ),
+        Job(
+            f"conformance_job[{args.harness}]",
+            "conformance_job",
+            {"dagster/partition": args.harness},
+            1,
+            ("conformance", *roots, args.harness),
+        ),
     ]
     location = ("-f", str(ROOT / "bench" / "dagster_runs_location.py"), "-d", str(ROOT))
     with local_dagster((*location, "-a", "defs"), logs=tmp) as services:
@@ -363,8 +403,7 @@ def main() -> int:
     args = parser.parse_args()
     if args.child:
         kind, configs, data, *names = args.child
-        work = library_benchmark if kind == "benchmark" else library_rollouts
-        print(work(Path(configs), Path(data), *names))
+        print(LIBRARY[kind](Path(configs), Path(data), *names))
         return 0
     with tempfile.TemporaryDirectory(prefix="dagster-runs-") as tmp:
         results = measure(args, Path(tmp))
