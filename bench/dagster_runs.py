@@ -24,8 +24,8 @@ A run's **wall** time is from its launch (``RUN_STARTING``) to its end: its **st
 process started and the code location loaded, up to ``RUN_START``) and the run itself; the
 queue wait before the launch is printed beside it. The **library** time is the same work done
 by calling the library directly (catalog, prepare, collate, plan + publish, the checks;
-``run_rollouts`` + its checks; the suite + the gate) in a fresh interpreter per round, imports excluded (a run
-imports them while loading the code, which the fixed cost holds). **events** counts what the
+``run_rollouts`` + its checks; the suite + the gate) in a fresh interpreter per round, imports
+excluded (a run imports them while loading the code, which the fixed cost holds). **events** counts what the
 run wrote to the event log. Medians over the rounds.
 
 Last, the cost of one committed sqlite write on the instance's disk is printed: it is what
