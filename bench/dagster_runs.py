@@ -25,8 +25,8 @@ process started and the code location loaded, up to ``RUN_START``) and the run i
 queue wait before the launch is printed beside it. The **library** time is the same work done
 by calling the library directly (catalog, prepare, collate, plan + publish, the checks;
 ``run_rollouts`` + its checks; the suite + the gate) in a fresh interpreter per round, imports
-excluded (a run imports them while loading the code, which the fixed cost holds). **events** counts what the
-run wrote to the event log. Medians over the rounds.
+excluded (a run imports them while loading the code, which the fixed cost holds). **events**
+counts what the run wrote to the event log. Medians over the rounds.
 
 Last, the cost of one committed sqlite write on the instance's disk is printed: it is what
 each event costs at the least, whatever Dagster does around it.
