@@ -43,8 +43,6 @@ import argparse
 import contextlib
 import json
 import os
-import shutil
-import signal
 import socket
 import sqlite3
 import statistics
@@ -55,6 +53,8 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+
+from gym_assets.local_dagster import LocalHome, free_port, start_program, stop_program
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -175,30 +175,6 @@ class Timing:
 Results = dict[str, list[tuple[Timing, float | None]]]  # per job: (timing, library s) a round
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def start(args: list[str], log: Path) -> subprocess.Popen:
-    """A background process in its own session, so that stopping it reaches its children."""
-    handle = log.open("w")
-    return subprocess.Popen(
-        args, stdout=handle, stderr=subprocess.STDOUT, cwd=ROOT, start_new_session=True
-    )
-
-
-def stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGINT)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-
-
 def wait_listening(port: int, proc: subprocess.Popen, log: Path, timeout: float = 120.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -277,39 +253,22 @@ def sqlite_write_ms(directory: Path, writes: int = 50) -> float:
     return seconds / writes * 1000
 
 
-def prepare_home(tmp: Path) -> dict[str, Path]:
-    paths = {
-        "home": tmp / "dagster_home",
-        "configs": tmp / "configs",
-        "data": tmp / "data",
-        "library_data": tmp / "library_data",
-        "workspace": tmp / "workspace.yaml",
-    }
-    paths["home"].mkdir()
-    shutil.copy(ROOT / "dagster.yaml", paths["home"] / "dagster.yaml")
-    shutil.copytree(ROOT / "configs", paths["configs"])
-    os.environ.update(
-        DAGSTER_HOME=str(paths["home"]),
-        GYM_ASSETS_CONFIGS=str(paths["configs"]),
-        GYM_ASSETS_DATA_ROOT=str(paths["data"]),
-    )
-    return paths
-
-
 def measure(args: argparse.Namespace, tmp: Path) -> Results:
     import dagster as dg
 
     from gym_assets.defs.partitions import benchmark_partitions, harness_partitions
 
-    paths = prepare_home(tmp)
+    local = LocalHome.create(tmp, ROOT)
+    os.environ.update(local.environ())  # the instance below, the CLI and the daemon use it
+    workspace = tmp / "workspace.yaml"
     port = free_port()
     grpc = {"host": "localhost", "port": port, "location_name": LOCATION}
-    paths["workspace"].write_text(json.dumps({"load_from": [{"grpc_server": grpc}]}))
+    workspace.write_text(json.dumps({"load_from": [{"grpc_server": grpc}]}))
     instance = dg.DagsterInstance.get()
     instance.add_dynamic_partitions(benchmark_partitions.name, [args.benchmark])
     instance.add_dynamic_partitions(harness_partitions.name, [args.harness])
     rollouts_key = f"{args.benchmark}|{args.harness}"
-    roots = (str(paths["configs"]), str(paths["library_data"]))
+    roots = (str(local.configs), str(tmp / "library_data"))
     jobs = [
         Job("empty_job (fixed cost)", "empty_job", {}, 0, None),
         Job(
@@ -332,24 +291,24 @@ def measure(args: argparse.Namespace, tmp: Path) -> Results:
         ),
     ]
     server_log, daemon_log = tmp / "code_server.log", tmp / "daemon.log"
-    server = start(
+    server = start_program(
         [str(BIN / "dagster"), "api", "grpc", "-h", "127.0.0.1", "-p", str(port),
          "-f", str(ROOT / "bench" / "dagster_runs_location.py"), "-d", str(ROOT),
          "-a", "defs", "--location-name", LOCATION],
-        server_log,
+        server_log, cwd=ROOT,
     )  # fmt: skip
     daemon = None
     try:
         wait_listening(port, server, server_log)
         for sensor in SENSORS:
-            dagster("sensor", "stop", sensor, workspace=paths["workspace"])
-        daemon = start(
-            [str(BIN / "dagster-daemon"), "run", "-w", str(paths["workspace"])], daemon_log
+            dagster("sensor", "stop", sensor, workspace=workspace)
+        daemon = start_program(
+            [str(BIN / "dagster-daemon"), "run", "-w", str(workspace)], daemon_log, cwd=ROOT
         )
         results: Results = {job.label: [] for job in jobs}
         for round_ in range(1, args.rounds + 1):
             for job in jobs:
-                timing = run_once(instance, job, paths["workspace"])
+                timing = run_once(instance, job, workspace)
                 library = library_time(*job.library) if job.library else None
                 results[job.label].append((timing, library))
                 lib = f", library {library:.2f}s" if library is not None else ""
@@ -362,7 +321,7 @@ def measure(args: argparse.Namespace, tmp: Path) -> Results:
     finally:
         for proc in (daemon, server):
             if proc is not None:
-                stop(proc)
+                stop_program(proc)
 
 
 def report(results: Results) -> bool:
