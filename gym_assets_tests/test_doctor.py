@@ -9,7 +9,6 @@ import re
 import shutil
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from gym_assets.cli import main
 from gym_assets.config.loader import load_configs
 from gym_assets.local_dagster import free_port
 from gym_assets.rollouts.harnesses import load_harnesses
+from gym_assets_tests.loopback_http import serving
 
 REPO = Path(__file__).resolve().parents[1]
 KEY = "sk-doctor-test-secret"
@@ -186,14 +186,8 @@ class _Models(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture
 def models() -> Iterator[str]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Models)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(_Models) as port:
+        yield f"http://127.0.0.1:{port}/v1"
 
 
 def test_a_reachable_model_server_with_its_key(models: str) -> None:
