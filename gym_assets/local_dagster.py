@@ -63,14 +63,20 @@ def _restore_sigint() -> None:
 
 
 def start_program(
-    argv: Sequence[str], log: Path, *, cwd: Path, env: Mapping[str, str] | None = None
+    argv: Sequence[str],
+    log: Path,
+    *,
+    cwd: Path,
+    env: Mapping[str, str] | None = None,
+    stderr: Path | None = None,
 ) -> subprocess.Popen[bytes]:
-    """``argv`` in a new session with SIGINT restored, its output in ``log``."""
-    with log.open("wb") as handle:
+    """``argv`` in a new session with SIGINT restored, its output in ``log`` (its errors too,
+    unless ``stderr`` names another file)."""
+    with log.open("wb") as out, (stderr or Path(os.devnull)).open("wb") as err:
         return subprocess.Popen(
             list(argv),
-            stdout=handle,
-            stderr=subprocess.STDOUT,
+            stdout=out,
+            stderr=subprocess.STDOUT if stderr is None else err,
             stdin=subprocess.DEVNULL,
             cwd=cwd,
             env=None if env is None else dict(env),

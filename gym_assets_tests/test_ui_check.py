@@ -108,3 +108,11 @@ def test_sigterm_stops_everything_it_started(tmp_path: Path) -> None:
     assert check.returncode == 130
     assert "interrupted (SIGTERM)" in err
     assert tracked.alive() == []
+
+
+def test_a_pages_text_leaves_out_scripts_and_styles() -> None:
+    dom = (
+        "<html><head><style>p { color: red }</style><script>var tasks = 1;</script></head>"
+        "<body><div>Partition</div> <span>units</span>\n<table><td>tasks</td></table></body></html>"
+    )
+    assert ui_check.page_text(dom) == "Partition units tasks"

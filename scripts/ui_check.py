@@ -37,6 +37,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
@@ -110,7 +111,7 @@ LAUNCH = """mutation($params: ExecutionParams!) { launchRun(executionParams: $pa
 
 RUN = """query($id: ID!) { runOrError(runId: $id) { __typename ... on Run { status } } }"""
 
-JOB_ASSETS = """{ assetNodes { assetKey { path } jobNames partitionDefinition { name }
+JOB_ASSETS = """{ assetNodes { assetKey { path } jobNames groupName
   assetChecksOrError { __typename ... on AssetChecks { checks { name } } } } }"""
 
 CHECK_EXECUTIONS = """query($key: AssetKeyInput!, $check: String!, $partition: String) {
@@ -176,28 +177,41 @@ def run_status(gql: GraphQL, run_id: str) -> str:
     return gql(RUN, id=run_id)["runOrError"]["status"]
 
 
-def job_assets(gql: GraphQL) -> dict[tuple[str, ...], list[str]]:
-    """The assets of ``benchmark_job`` and the names of each one's checks."""
+@dataclass(frozen=True)
+class JobAsset:
+    key: tuple[str, ...]
+    group: str
+    checks: tuple[str, ...]
+
+    @property
+    def name(self) -> str:
+        return "/".join(self.key)
+
+
+def job_assets(gql: GraphQL) -> list[JobAsset]:
+    """The assets of ``benchmark_job``, each with its group and the names of its checks."""
     nodes = [n for n in gql(JOB_ASSETS)["assetNodes"] if JOB in n["jobNames"]]
     if not nodes:
         raise CheckFailed(f"no asset belongs to {JOB}")
-    return {
-        tuple(n["assetKey"]["path"]): [c["name"] for c in n["assetChecksOrError"].get("checks", [])]
+    return [
+        JobAsset(
+            tuple(n["assetKey"]["path"]),
+            n["groupName"],
+            tuple(c["name"] for c in n["assetChecksOrError"].get("checks", [])),
+        )
         for n in nodes
-    }
+    ]
 
 
-def verify_checks(
-    gql: GraphQL, run_id: str, benchmark: str, key: tuple[str, ...], checks: list[str]
-):
+def verify_checks(gql: GraphQL, run_id: str, benchmark: str, asset: JobAsset) -> None:
     """Each check ran in ``run_id``, on ``benchmark``, and passed; its history filtered by that
     partition finds it."""
-    for check in checks:
+    for check in asset.checks:
         executions = gql(
-            CHECK_EXECUTIONS, key={"path": list(key)}, check=check, partition=benchmark
+            CHECK_EXECUTIONS, key={"path": list(asset.key)}, check=check, partition=benchmark
         )
         ours = [e for e in executions["assetCheckExecutions"] if e["runId"] == run_id]
-        where = f"check {'/'.join(key)}:{check}"
+        where = f"check {asset.name}:{check}"
         if not ours:
             raise CheckFailed(f"{where} has no execution in run {run_id} for partition {benchmark}")
         execution = ours[0]
@@ -211,12 +225,12 @@ def verify_checks(
             raise CheckFailed(f"{where} on {benchmark}: {execution['status']}")
 
 
-def verify_metadata(gql: GraphQL, run_id: str, benchmark: str, key: tuple[str, ...]) -> None:
+def verify_metadata(gql: GraphQL, run_id: str, benchmark: str, asset: JobAsset) -> None:
     """The run materialized the partition with metadata: paths absolute and present, and task
     counts above zero where the asset reports tasks."""
-    where = f"asset {'/'.join(key)}[{benchmark}]"
-    asset = gql(MATERIALIZATION, key={"path": list(key)}, partition=benchmark)["assetOrError"]
-    materializations = asset.get("assetMaterializations") or []
+    where = f"asset {asset.name}[{benchmark}]"
+    found = gql(MATERIALIZATION, key={"path": list(asset.key)}, partition=benchmark)
+    materializations = found["assetOrError"].get("assetMaterializations") or []
     if not materializations or materializations[0]["runId"] != run_id:
         raise CheckFailed(f"{where} was not materialized by run {run_id}")
     entries = {e["label"]: e for e in materializations[0]["metadataEntries"]}
@@ -241,15 +255,53 @@ def verify_metadata(gql: GraphQL, run_id: str, benchmark: str, key: tuple[str, .
 class Page:
     name: str  # the PNG's stem
     path: str  # the UI route, query included
+    shows: tuple[str, ...]  # what the rendered page's text must contain
 
 
-def pages(benchmark: str, asset: tuple[str, ...], check: str) -> list[Page]:
-    key = "/".join(asset)
+def pages(benchmark: str, run_id: str, assets: list[JobAsset]) -> list[Page]:
+    """The checked asset's group graph, its materialization of the partition, its first check."""
+    checked = next(asset for asset in assets if asset.checks)
+    group = [asset.name for asset in assets if asset.group == checked.group]
+    passed = f"{len(checked.checks)} / {len(checked.checks)} Passed"
+    check = checked.checks[0]
     return [
-        Page("asset_graph", f"/locations/{REPOSITORY}@{LOCATION}/asset-groups/tasksets"),
-        Page("materialization", f"/assets/{key}?view=events&partition={benchmark}"),
-        Page("check_history", f"/assets/{key}?view=checks&checkDetail={check}"),
-    ]
+        Page("asset_graph", f"/locations/{REPOSITORY}@{LOCATION}/asset-groups/{checked.group}",
+             (*group, passed)),
+        Page("materialization", f"/assets/{checked.name}?view=events&partition={benchmark}",
+             (f"Partition {benchmark} materialized in run {run_id[:8]}", "tasks")),
+        Page("check_history", f"/assets/{checked.name}?view=checks&checkDetail={check}",
+             (check, "Latest execution", "Passed", f"Partition {benchmark}")),
+    ]  # fmt: skip
+
+
+HIDDEN_TAGS = ("script", "style")
+
+
+class _Text(HTMLParser):
+    """The text a page shows: its DOM's text nodes outside scripts and styles."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.parts: list[str] = []
+        self._hidden = 0
+
+    def handle_starttag(self, tag: str, attrs: object) -> None:
+        if tag in HIDDEN_TAGS:
+            self._hidden += 1
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in HIDDEN_TAGS and self._hidden:
+            self._hidden -= 1
+
+    def handle_data(self, data: str) -> None:
+        if not self._hidden:
+            self.parts.append(data)
+
+
+def page_text(dom: str) -> str:
+    parser = _Text()
+    parser.feed(dom)
+    return " ".join(" ".join(parser.parts).split())
 
 
 def page_statistics(png: Path) -> tuple[int, float]:
@@ -264,15 +316,18 @@ def page_statistics(png: Path) -> tuple[int, float]:
     return len(colours), (total - background) / total
 
 
-def screenshot(browser: str, url: str, png: Path, scratch: Path) -> None:
+def screenshot(browser: str, url: str, png: Path, scratch: Path) -> str:
+    """Save ``url`` as rendered into ``png``; the rendered page's text."""
     argv = [
         browser, "--headless", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
         f"--user-data-dir={scratch}", f"--window-size={WINDOW[0]},{WINDOW[1]}",
-        f"--virtual-time-budget={PAGE_BUDGET_MS}", f"--screenshot={png}", url,
+        f"--virtual-time-budget={PAGE_BUDGET_MS}", f"--screenshot={png}", "--dump-dom", url,
     ]  # fmt: skip
     if os.geteuid() == 0:  # chromium refuses to run as root inside its own sandbox
         argv.insert(1, "--no-sandbox")
-    process = start_program(argv, scratch.parent / f"{png.stem}.browser.log", cwd=scratch.parent)
+    dom = scratch.parent / f"{png.stem}.html"
+    log = scratch.parent / f"{png.stem}.browser.log"
+    process = start_program(argv, dom, cwd=scratch.parent, stderr=log)
     try:
         process.wait(timeout=BROWSER_TIMEOUT_S)
     except subprocess.TimeoutExpired:
@@ -283,6 +338,7 @@ def screenshot(browser: str, url: str, png: Path, scratch: Path) -> None:
         stop_program(process, timeout=5)
     if not png.is_file():
         raise CheckFailed(f"chromium saved no screenshot of {url} (exit {process.returncode})")
+    return page_text(dom.read_text(errors="replace"))
 
 
 def take_screenshots(
@@ -297,10 +353,13 @@ def take_screenshots(
     for page in chosen:
         png = out / f"{page.name}.png"
         png.unlink(missing_ok=True)
-        screenshot(browser, base_url + page.path, png, scratch / page.name)
+        text = screenshot(browser, base_url + page.path, png, scratch / page.name)
         colours, ink = page_statistics(png)
         if colours < MIN_COLOURS or ink < MIN_INK_SHARE:
             raise CheckFailed(f"screenshot {png} looks blank ({colours} colours, {ink:.1%} ink)")
+        missing = [shown for shown in page.shows if shown not in text]
+        if missing:
+            raise CheckFailed(f"{page.path} does not show {missing[0]!r} (see {png})")
         saved.append(png)
     return saved
 
@@ -417,16 +476,15 @@ def ui_check(benchmark: str, out: Path, work: Path, report: Report) -> Report:
         if status != "SUCCESS":
             raise CheckFailed(f"run {run_id} of {JOB}[{benchmark}] ended {status}")
         assets = job_assets(gql)
-        for key, checks in assets.items():
-            verify_metadata(gql, run_id, benchmark, key)
-            verify_checks(gql, run_id, benchmark, key, checks)
-            report.checked += ["/".join(key), *(f"{'/'.join(key)}:{c}" for c in checks)]
-        asset, checks = next((k, c) for k, c in assets.items() if c)
+        for asset in assets:
+            verify_metadata(gql, run_id, benchmark, asset)
+            verify_checks(gql, run_id, benchmark, asset)
+            report.checked += [asset.name, *(f"{asset.name}:{c}" for c in asset.checks)]
         shots_started = time.monotonic()
         scratch = work / "browser"
         scratch.mkdir()
         report.screenshots = take_screenshots(
-            gql, server.url, out, pages(benchmark, asset, checks[0]), scratch
+            gql, server.url, out, pages(benchmark, run_id, assets), scratch
         )
         report.seconds["screenshots"] = time.monotonic() - shots_started
     report.seconds["total"] = time.monotonic() - started
