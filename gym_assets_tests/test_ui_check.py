@@ -40,6 +40,9 @@ def test_a_partition_launched_in_the_ui_is_checked_per_partition_and_screenshott
 
     assert [p for p in _children() if p.pid not in before] == []  # all it started has ended
     assert report.run_id
+    # what would launch runs of its own was stopped; the check alerts were left running
+    assert {"config_change_sensor", "conformance_sweep"} <= set(report.stopped)
+    assert not any(name.startswith("check_alerts") for name in report.stopped)
     for checked in ("collated_taskset", "eval_plan", "collated_taskset:stable_task_ids",
                     "eval_plan:plan_covers_taskset"):  # fmt: skip
         assert checked in report.checked

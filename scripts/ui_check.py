@@ -5,16 +5,17 @@
 In a temporary directory: a ``DAGSTER_HOME`` with the repo's ``dagster.yaml``, a copy of
 ``configs/`` and an empty data root (``gym_assets/local_dagster.py``). Starts
 ``dagster-webserver`` on a free loopback port, waits until the code location is loaded, stops
-the automation sensors (so that only the run launched here runs), starts ``dagster-daemon run``,
-adds the benchmark's partition and launches one ``benchmark_job`` run of it through GraphQL, as
-the UI's "Materialize" does. Once the run ends it asserts, through GraphQL, that the run
-succeeded, that every check of the job's assets ran in that run on that partition and passed,
-and that each asset's materialization of the partition carries its metadata (a task count,
-absolute paths that exist).
+the sensors and schedules that launch runs (so that only the run launched here runs), starts
+``dagster-daemon run``, adds the benchmark's partition and launches one ``benchmark_job`` run
+of it through GraphQL, as the UI's "Materialize" does. Once the run ends it asserts, through
+GraphQL, that the run succeeded, that every check of the job's assets ran in that run on that
+partition and passed, and that each asset's materialization of the partition carries its
+metadata (a task count, absolute paths that exist).
 
 With Debian's ``chromium`` on PATH it then saves screenshots of the asset graph, the
-partition's materialization and a check's history into ``--out`` (default
-``.ui-check/``) and refuses blank pages; without it, it says it skipped them.
+partition's materialization and a check's latest execution into ``--out`` (default
+``.ui-check/``); each page must show what it is for in its rendered text and must not be
+blank. Without chromium it says it skipped them.
 
 Everything it started is stopped at the end, on failure and on SIGINT/SIGTERM too. Exit codes:
 0 all good; 1 an assertion failed (one line says which); 2 the UI could not be started
@@ -35,7 +36,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
@@ -52,7 +53,7 @@ BIN = Path(sys.executable).parent
 LOCATION = "gym_assets"
 REPOSITORY = "__repository__"
 JOB = "benchmark_job"
-AUTOMATION = ("config_change_sensor", "plan_automation_sensor", "conformance_automation_sensor")
+FINISHED = ("SUCCESS", "FAILURE", "CANCELED")
 START_TIMEOUT_S = 120.0
 RUN_TIMEOUT_S = 180.0
 PAGE_BUDGET_MS = 20_000  # the browser's virtual time for a page to load and render
@@ -93,12 +94,18 @@ class GraphQL:
 LOCATIONS = """{ workspaceOrError { __typename ... on Workspace { locationEntries {
   name loadStatus locationOrLoadError { __typename ... on PythonError { message } } } } } }"""
 
-SENSORS = """query($selector: RepositorySelector!) { sensorsOrError(repositorySelector: $selector) {
-  __typename ... on Sensors { results { name sensorState { id status } } } } }"""
+INSTIGATORS = """query($selector: RepositorySelector!) {
+  sensorsOrError(repositorySelector: $selector) { __typename
+    ... on Sensors { results { name sensorType sensorState { id status } } } }
+  schedulesOrError(repositorySelector: $selector) { __typename
+    ... on Schedules { results { name scheduleState { id status } } } } }"""
 
 STOP_SENSOR = """mutation($id: String!) { stopSensor(id: $id) { __typename
   ... on StopSensorMutationResult { instigationState { status } }
   ... on PythonError { message } } }"""
+
+STOP_SCHEDULE = """mutation($id: String!) { stopRunningSchedule(id: $id) { __typename
+  ... on ScheduleStateResult { scheduleState { status } } ... on PythonError { message } } }"""
 
 ADD_PARTITION = """mutation($selector: RepositorySelector!, $name: String!, $key: String!) {
   addDynamicPartition(repositorySelector: $selector, partitionsDefName: $name, partitionKey: $key)
@@ -145,16 +152,35 @@ def location_loaded(gql: GraphQL) -> bool:
     return True
 
 
-def stop_automation(gql: GraphQL) -> None:
-    """The project's sensors start running by default; the check launches its one run itself."""
-    sensors = gql(SENSORS, selector=selector())["sensorsOrError"]
-    states = {s["name"]: s["sensorState"] for s in sensors.get("results", [])}
-    for name in AUTOMATION:
-        if name not in states:
-            raise CannotStart(f"sensor {name} is not in code location {LOCATION}")
-        stopped = gql(STOP_SENSOR, id=states[name]["id"])["stopSensor"]
-        if stopped["__typename"] != "StopSensorMutationResult":
-            raise CannotStart(f"cannot stop sensor {name}: {stopped.get('message')}")
+def launching_instigators(gql: GraphQL) -> dict[str, tuple[str, str, str]]:
+    """Running sensors and schedules that launch runs of their own (every kind but run-status
+    sensors): name -> (stop mutation, its field, instigation state id)."""
+    found = gql(INSTIGATORS, selector=selector())
+    running: dict[str, tuple[str, str, str]] = {}
+    for sensor in found["sensorsOrError"].get("results", []):
+        state = sensor["sensorState"]
+        if sensor["sensorType"] != "RUN_STATUS" and state["status"] == "RUNNING":
+            running[sensor["name"]] = (STOP_SENSOR, "stopSensor", state["id"])
+    for schedule in found["schedulesOrError"].get("results", []):
+        state = schedule["scheduleState"]
+        if state["status"] == "RUNNING":
+            running[schedule["name"]] = (STOP_SCHEDULE, "stopRunningSchedule", state["id"])
+    return running
+
+
+def stop_automation(gql: GraphQL) -> list[str]:
+    """Stop what would launch runs of its own (the project's sensors and schedule start running
+    by default), so that the check's run is the only one; the check alerts keep running.
+    The names of those stopped."""
+    running = launching_instigators(gql)
+    for name, (mutation, field_name, state_id) in running.items():
+        stopped = gql(mutation, id=state_id)[field_name]
+        if stopped["__typename"] == "PythonError":
+            raise CannotStart(f"cannot stop {name}: {stopped['message']}")
+    still = launching_instigators(gql)
+    if still:
+        raise CannotStart(f"{', '.join(still)} still running after being stopped")
+    return list(running)
 
 
 def launch(gql: GraphQL, benchmark: str) -> str:
@@ -374,7 +400,7 @@ class UiServer:
     local: LocalHome
     logs: Path
     port: int = field(default_factory=free_port)
-    programs: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    programs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     tracked: list[Tracked] = field(default_factory=list)
 
     @property
@@ -389,7 +415,7 @@ class UiServer:
         process = start_program(
             [str(program), *argv[1:]], self.logs / f"{name}.log", cwd=ROOT, env=env
         )
-        self.programs.append(process)
+        self.programs[name] = process
         self.tracked.append(Tracked(process.pid))
 
     def record(self) -> None:
@@ -398,35 +424,44 @@ class UiServer:
             tracked.record()
 
     def check_alive(self) -> None:
-        for process in self.programs:
+        for name, process in self.programs.items():
             if process.poll() is not None:
-                name = Path(str(process.args[0])).name  # type: ignore[index]
-                log = self.logs / f"{name.removeprefix('dagster-')}.log"
+                log = self.logs / f"{name}.log"
                 tail = log.read_text(errors="replace")[-1500:] if log.exists() else ""
-                raise CannotStart(f"{name} exited with {process.returncode}:\n{tail}")
+                raise CannotStart(f"the {name} exited with {process.returncode}:\n{tail}")
 
-    def wait(self, ready, what: str, timeout: float) -> None:
+    def wait(self, ready: Callable[[], bool], timeout: float) -> bool:
+        """Poll ``ready`` until it holds (True) or ``timeout`` passes (False), while the
+        programs are alive; an answer that does not come yet counts as not ready."""
         deadline = time.monotonic() + timeout
-        while True:
+        while time.monotonic() < deadline:
             self.record()
             self.check_alive()
             with contextlib.suppress(urllib.error.URLError, ConnectionError, TimeoutError):
                 if ready():
-                    return
-            if time.monotonic() > deadline:
-                raise CannotStart(f"{what} within {timeout:.0f}s (logs: {self.logs})")
+                    return True
             time.sleep(0.5)
+        return False
 
     def stop(self) -> None:
-        for process in reversed(self.programs):
+        for process in reversed(self.programs.values()):
             stop_program(process)
         for tracked in self.tracked:
             signal_all(tracked.alive(), signal.SIGKILL)
         self.programs.clear()
 
 
+@dataclass
+class Report:
+    run_id: str = ""
+    seconds: dict[str, float] = field(default_factory=dict)
+    screenshots: list[Path] = field(default_factory=list)
+    checked: list[str] = field(default_factory=list)
+    stopped: list[str] = field(default_factory=list)  # the sensors and schedules it stopped
+
+
 @contextlib.contextmanager
-def ui_server(local: LocalHome, logs: Path) -> Iterator[tuple[UiServer, GraphQL]]:
+def ui_server(local: LocalHome, logs: Path, report: Report) -> Iterator[tuple[UiServer, GraphQL]]:
     server = UiServer(local, logs)
     workspace = str(ROOT / "workspace.yaml")
     try:
@@ -434,9 +469,11 @@ def ui_server(local: LocalHome, logs: Path) -> Iterator[tuple[UiServer, GraphQL]
             "dagster-webserver", "-h", "127.0.0.1", "-p", str(server.port), "-w", workspace,
         ])  # fmt: skip
         gql = GraphQL(f"{server.url}/graphql")
-        loaded = f"code location {LOCATION} not loaded"
-        server.wait(lambda: location_loaded(gql), loaded, START_TIMEOUT_S)
-        stop_automation(gql)
+        if not server.wait(lambda: location_loaded(gql), START_TIMEOUT_S):
+            raise CannotStart(
+                f"code location {LOCATION} not loaded within {START_TIMEOUT_S:.0f}s (logs: {logs})"
+            )
+        report.stopped = stop_automation(gql)
         server.start("daemon", ["dagster-daemon", "run", "-w", workspace])
         yield server, gql
     finally:
@@ -446,32 +483,20 @@ def ui_server(local: LocalHome, logs: Path) -> Iterator[tuple[UiServer, GraphQL]
 # --- the check -----------------------------------------------------------------------------------
 
 
-@dataclass
-class Report:
-    run_id: str = ""
-    seconds: dict[str, float] = field(default_factory=dict)
-    screenshots: list[Path] = field(default_factory=list)
-    checked: list[str] = field(default_factory=list)
-
-
 def ui_check(benchmark: str, out: Path, work: Path, report: Report) -> Report:
     """The whole flow; raises CannotStart or CheckFailed. ``report`` fills as it goes."""
     started = time.monotonic()
     local = LocalHome.create(work, ROOT)
     logs = work / "logs"
     logs.mkdir()
-    with ui_server(local, logs) as (server, gql):
+    with ui_server(local, logs, report) as (server, gql):
         report.seconds["start"] = time.monotonic() - started
         run_id = report.run_id = launch(gql, benchmark)
         launched = time.monotonic()
-        status = run_status(gql, run_id)
-        while status not in ("SUCCESS", "FAILURE", "CANCELED"):
-            if time.monotonic() - launched > RUN_TIMEOUT_S:
-                raise CheckFailed(f"run {run_id} still {status} after {RUN_TIMEOUT_S:.0f}s")
-            server.record()
-            server.check_alive()
-            time.sleep(0.5)
+        if not server.wait(lambda: run_status(gql, run_id) in FINISHED, RUN_TIMEOUT_S):
             status = run_status(gql, run_id)
+            raise CheckFailed(f"run {run_id} still {status} after {RUN_TIMEOUT_S:.0f}s")
+        status = run_status(gql, run_id)
         report.seconds["run"] = time.monotonic() - launched
         if status != "SUCCESS":
             raise CheckFailed(f"run {run_id} of {JOB}[{benchmark}] ended {status}")
