@@ -10,8 +10,8 @@ export DAGSTER_HOME := $(CURDIR)/.dagster_home
 DATA_ROOT ?= $(or $(GYM_ASSETS_DATA_ROOT),.gym_assets)
 HARNESSES ?=
 
-.PHONY: setup sandbox-tool demo test test-fast ui lint format bench clean harnesses conformance \
-	conformance-all
+.PHONY: setup sandbox-tool browser demo test test-fast ui ui-check lint format bench clean \
+	harnesses conformance conformance-all
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -28,6 +28,13 @@ sandbox-tool:
 		&& DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap keyutils; } \
 		|| { echo "install bubblewrap and keyutils, see docs/security.md" >&2; exit 1; }
 
+# ui-check's screenshots need Debian's chromium; root installs it here, anyone else goes without.
+browser:
+	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] \
+		&& command -v apt-get >/dev/null && apt-get update -qq \
+		&& DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } \
+		|| echo "chromium is not installed: ui-check will skip its screenshots" >&2
+
 $(DAGSTER_HOME)/dagster.yaml: dagster.yaml
 	mkdir -p $(DAGSTER_HOME)
 	cp dagster.yaml $(DAGSTER_HOME)/dagster.yaml
@@ -43,6 +50,9 @@ test-fast: setup  ## the suite without the slow tests (gym_assets_tests/conftest
 
 ui: setup $(DAGSTER_HOME)/dagster.yaml  ## serve the Dagster UI on 127.0.0.1:3000
 	$(BIN)/dagster dev -h 127.0.0.1 -p 3000 -w workspace.yaml
+
+ui-check: setup browser  ## the UI on a throwaway instance: launch a partition, check it through GraphQL, screenshot it
+	$(BIN)/python scripts/ui_check.py
 
 harnesses: setup  ## install cli harnesses at their pinned versions (docs/harnesses.md)
 	$(BIN)/gym-assets harness install $(or $(HARNESSES),--all)
@@ -77,4 +87,4 @@ bench: setup  ## quick benchmark runs; see bench/README.md for the full-size one
 	$(BIN)/python bench/harnesses.py
 
 clean:
-	rm -rf .gym_assets .dagster_home
+	rm -rf .gym_assets .dagster_home .ui-check

@@ -45,7 +45,6 @@ import argparse
 import contextlib
 import json
 import os
-import shutil
 import sqlite3
 import statistics
 import subprocess
@@ -55,6 +54,8 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+
+from gym_assets.local_dagster import LocalHome
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -271,36 +272,19 @@ def sqlite_write_ms(directory: Path, writes: int = 50) -> float:
     return seconds / writes * 1000
 
 
-def prepare_home(tmp: Path) -> dict[str, Path]:
-    paths = {
-        "home": tmp / "dagster_home",
-        "configs": tmp / "configs",
-        "data": tmp / "data",
-        "library_data": tmp / "library_data",
-    }
-    paths["home"].mkdir()
-    shutil.copy(ROOT / "dagster.yaml", paths["home"] / "dagster.yaml")
-    shutil.copytree(ROOT / "configs", paths["configs"])
-    os.environ.update(
-        DAGSTER_HOME=str(paths["home"]),
-        GYM_ASSETS_CONFIGS=str(paths["configs"]),
-        GYM_ASSETS_DATA_ROOT=str(paths["data"]),
-    )
-    return paths
-
-
 def measure(args: argparse.Namespace, tmp: Path) -> Results:
     import dagster as dg
 
     from gym_assets.defs.partitions import benchmark_partitions, harness_partitions
-    from gym_assets.defs.services import local_dagster
+    from gym_assets.defs.services import dagster_services
 
-    paths = prepare_home(tmp)
+    local = LocalHome.create(tmp, ROOT)
+    os.environ.update(local.environ())  # the instance below, the CLI and the daemon use it
     instance = dg.DagsterInstance.get()
     instance.add_dynamic_partitions(benchmark_partitions.name, [args.benchmark])
     instance.add_dynamic_partitions(harness_partitions.name, [args.harness])
     rollouts_key = f"{args.benchmark}|{args.harness}"
-    roots = (str(paths["configs"]), str(paths["library_data"]))
+    roots = (str(local.configs), str(tmp / "library_data"))
     jobs = [
         Job("empty_job (fixed cost)", "empty_job", {}, 0, None),
         Job(
@@ -330,7 +314,7 @@ def measure(args: argparse.Namespace, tmp: Path) -> Results:
         ),
     ]
     location = ("-f", str(ROOT / "bench" / "dagster_runs_location.py"), "-d", str(ROOT))
-    with local_dagster((*location, "-a", "defs"), logs=tmp) as services:
+    with dagster_services((*location, "-a", "defs"), logs=tmp) as services:
         for sensor in SENSORS:
             dagster("sensor", "stop", sensor, workspace=services.workspace)
         services.start_daemon()

@@ -18,6 +18,7 @@ PARSER_MODULES = {
     "gym_assets.cli.benchmarks",
     "gym_assets.cli.config",
     "gym_assets.cli.conformance",
+    "gym_assets.cli.doctor",
     "gym_assets.cli.flags",
     "gym_assets.cli.harnesses",
     "gym_assets.cli.listing",
@@ -55,6 +56,7 @@ HELPS = [
     ["conformance", "run"],
     ["rollouts"],
     ["rollouts", "reverify"],
+    ["doctor"],
 ]
 PROBE = """
 import contextlib, io, json, sys

@@ -17,7 +17,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from gym_assets.cli import benchmarks, config, conformance, harnesses, plans, rollouts
+from gym_assets.cli import benchmarks, config, conformance, doctor, harnesses, plans, rollouts
 from gym_assets.errors import UserError
 
 
@@ -31,7 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
     what = listing.add_subparsers(dest="what", metavar="WHAT", required=True)
     for lister in (benchmarks, harnesses):
         lister.register_listing(what)
-    for area in (config, benchmarks, plans, conformance, rollouts, harnesses):
+    for area in (config, benchmarks, plans, conformance, rollouts, harnesses, doctor):
         area.register(subparsers)
     return parser
 

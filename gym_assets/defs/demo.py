@@ -21,7 +21,7 @@ import dagster as dg
 
 from gym_assets.defs.partitions import BENCHMARK, HARNESS, PARTITION_TAG
 from gym_assets.defs.resources import GymWorkspace
-from gym_assets.defs.services import local_dagster, wait_for_runs
+from gym_assets.defs.services import dagster_services, wait_for_runs
 from gym_assets.rollouts.harnesses import load_harnesses
 
 DEMO_JOB = "benchmark_job"
@@ -117,7 +117,7 @@ def main(defs: dg.Definitions) -> int:
     for job in (DEMO_JOB, ROLLOUTS_JOB):
         defs.resolve_job_def(job)  # a job the definitions lack fails here, before any service
     print("starting a code server and the daemon ...", file=sys.stderr, flush=True)
-    with local_dagster(("-m", "gym_assets.definitions")) as dagster:
+    with dagster_services(("-m", "gym_assets.definitions")) as dagster:
         print(f"queueing {DEMO_JOB} for {len(names)} benchmarks ...", file=sys.stderr, flush=True)
         session = {DEMO_TAG: uuid.uuid4().hex[:12]}
         dagster.backfill(DEMO_JOB, names, session)

@@ -6,16 +6,15 @@ launcher in a process of their own. That is what puts them in each job's run his
 listed under its job only when it was launched from a code location) and what makes the demo
 cost what a run launched from the UI costs.
 
-One code server loads the definitions once; the daemon and every ``dagster job launch`` talk to
-it through a workspace file naming its port. Each service runs in a session of its own, so
-stopping it reaches the processes it started, and is stopped however the program ends.
+One code server loads the definitions once; the daemon and every ``dagster job backfill`` talk
+to it through a workspace file naming its port. Each program is started and stopped as
+``gym_assets.local_dagster`` says (a session of its own, SIGINT to its group), however the
+program that needs them ends; ``make ui-check`` and the benches start theirs the same way.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import signal
 import socket
 import subprocess
 import sys
@@ -28,47 +27,34 @@ from pathlib import Path
 
 import dagster as dg
 
+from gym_assets.local_dagster import free_port, start_program, stop_program
+
 BIN = Path(sys.executable).parent
 LOCATION = "gym_assets"
 """The code location's name, as ``workspace.yaml`` names it: the UI lists runs under it."""
 START_TIMEOUT_S = 120.0
-STOP_GRACE_S = 15.0
 
 
 class ServiceError(RuntimeError):
-    """A service did not start, or a run could not be launched; the message says which."""
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    """A service did not start, or a run could not be queued; the message says which."""
 
 
 @contextmanager
-def service(args: list[str], log: Path) -> Iterator[subprocess.Popen]:
-    """A background process in its own session, interrupted (then killed) on the way out."""
-    with log.open("w") as handle:
-        proc = subprocess.Popen(
-            args, stdout=handle, stderr=subprocess.STDOUT, start_new_session=True
-        )
+def _program(args: list[str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """A Dagster program for the duration of the block (``gym_assets.local_dagster`` says how
+    it is started and stopped)."""
+    proc = start_program(args, log, cwd=Path.cwd())
     try:
         yield proc
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGINT)
-            try:
-                proc.wait(timeout=STOP_GRACE_S)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+        stop_program(proc)
 
 
 def _tail(log: Path) -> str:
     return log.read_text(errors="replace")[-2000:] if log.is_file() else "(no output)"
 
 
-def _wait_listening(port: int, proc: subprocess.Popen, log: Path) -> None:
+def _wait_listening(port: int, proc: subprocess.Popen[bytes], log: Path) -> None:
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -81,7 +67,7 @@ def _wait_listening(port: int, proc: subprocess.Popen, log: Path) -> None:
 
 
 @dataclass(frozen=True)
-class LocalDagster:
+class Services:
     """A running code server, the workspace file that names it, and where services log."""
 
     workspace: Path
@@ -102,11 +88,11 @@ class LocalDagster:
         """The daemon (run queue, sensors, schedules) until the code server stops. Start it
         once the first runs are queued: its sensors' first tick then sees them in flight."""
         daemon = [str(BIN / "dagster-daemon"), "run", "-w", str(self.workspace)]
-        self.stack.enter_context(service(daemon, self.logs / "daemon.log"))
+        self.stack.enter_context(_program(daemon, self.logs / "daemon.log"))
 
 
 @contextmanager
-def local_dagster(target: Sequence[str], logs: Path | None = None) -> Iterator[LocalDagster]:
+def dagster_services(target: Sequence[str], logs: Path | None = None) -> Iterator[Services]:
     """A code server on the instance of ``$DAGSTER_HOME`` for ``target`` (its arguments that
     name the code: ``("-m", module)``, or ``("-f", file, "-a", attribute)``), and the daemon
     once started, all stopped on the way out; their output goes under ``logs``."""
@@ -122,9 +108,9 @@ def local_dagster(target: Sequence[str], logs: Path | None = None) -> Iterator[L
         address = ["-h", "127.0.0.1", "-p", str(port)]
         code_server = [str(BIN / "dagster"), "api", "grpc", *address, *target]
         code_server += ["--location-name", LOCATION]
-        server = stack.enter_context(service(code_server, server_log))
+        server = stack.enter_context(_program(code_server, server_log))
         _wait_listening(port, server, server_log)
-        yield LocalDagster(workspace, logs, stack)
+        yield Services(workspace, logs, stack)
 
 
 def wait_for_runs(

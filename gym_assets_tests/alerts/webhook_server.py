@@ -4,13 +4,14 @@
 from __future__ import annotations
 
 import json
-import socket
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from gym_assets.local_dagster import free_port
+from gym_assets_tests.loopback_http import serving
 
 
 class Receiver:
@@ -41,21 +42,11 @@ def webhook_server(statuses: list[int] | None = None, delay_s: float = 0.0) -> I
         def log_message(self, format: str, *args: Any) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    receiver.url = f"http://127.0.0.1:{server.server_address[1]}/hooks/secret-token"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serving(Handler) as port:
+        receiver.url = f"http://127.0.0.1:{port}/hooks/secret-token"
         yield receiver
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def closed_port_url() -> str:
     """A loopback URL nothing listens on (the port was just free; connecting is refused)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    return f"http://127.0.0.1:{port}/hooks/secret-token"
+    return f"http://127.0.0.1:{free_port()}/hooks/secret-token"

@@ -9,11 +9,12 @@ import http.server
 import io
 import json
 import tarfile
-import threading
 import zipfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+from gym_assets_tests.loopback_http import serving
 
 PIP_DIST = "fake-harness-cli"
 NPM_PACKAGE = "fake-harness-cli"
@@ -68,7 +69,6 @@ def npm_tarball(version: str) -> bytes:
 def npm_registry(versions: list[str]) -> Iterator[str]:
     """A registry on 127.0.0.1 serving ``NPM_PACKAGE`` at ``versions``; yields its URL."""
     tarballs = {version: npm_tarball(version) for version in versions}
-    port = 0  # filled once the server is bound
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_GET(self) -> None:
@@ -108,13 +108,5 @@ def npm_registry(versions: list[str]) -> Iterator[str]:
         def log_message(self, *args: object) -> None:
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    port = server.server_port
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serving(Handler) as port:  # the handler reads ``port`` once the server is bound
         yield f"http://127.0.0.1:{port}/"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()

@@ -1,0 +1,567 @@
+"""``make ui-check``: the Dagster UI as a user meets it, driven through its own API and a browser.
+
+    .venv/bin/python scripts/ui_check.py [--benchmark units] [--out DIR] [--keep]
+
+In a temporary directory: a ``DAGSTER_HOME`` with the repo's ``dagster.yaml``, a copy of
+``configs/`` and an empty data root (``gym_assets/local_dagster.py``). Starts
+``dagster-webserver`` on a free loopback port, waits until the code location is loaded, stops
+the sensors and schedules that launch runs (so that only the run launched here runs), starts
+``dagster-daemon run``, adds the benchmark's partition and launches one ``benchmark_job`` run
+of it through GraphQL, as the UI's "Materialize" does. Once the run ends it asserts, through
+GraphQL, that the run succeeded, that every check of the job's assets ran in that run on that
+partition and passed, and that each asset's materialization of the partition carries its
+metadata (a task count, absolute paths that exist).
+
+With Debian's ``chromium`` on PATH it then saves screenshots of the asset graph, the
+partition's materialization and a check's latest execution into ``--out`` (default
+``.ui-check/``); each page must show what it is for in its rendered text and must not be
+blank. Without chromium it says it skipped them.
+
+Everything it started is stopped at the end, on failure and on SIGINT/SIGTERM too. Exit codes:
+0 all good; 1 an assertion failed (one line says which); 2 the UI could not be started
+(a missing program, a port taken, a code location that does not load).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from gym_assets.local_dagster import LocalHome, free_port, start_program, stop_program  # noqa: E402
+from gym_assets.process_tree import Tracked, signal_all  # noqa: E402
+
+BIN = Path(sys.executable).parent
+LOCATION = "gym_assets"
+REPOSITORY = "__repository__"
+JOB = "benchmark_job"
+FINISHED = ("SUCCESS", "FAILURE", "CANCELED")
+START_TIMEOUT_S = 120.0
+RUN_TIMEOUT_S = 180.0
+PAGE_BUDGET_MS = 20_000  # the browser's virtual time for a page to load and render
+BROWSER_TIMEOUT_S = 90.0
+WINDOW = (1400, 1000)
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+MIN_COLOURS = 16  # a blank or error-only page has a handful of flat colours
+MIN_INK_SHARE = 0.02  # share of pixels that differ from the page's background colour
+
+
+class CannotStart(Exception):
+    """The UI could not be brought up: exit 2."""
+
+
+class CheckFailed(Exception):
+    """An assertion about what the UI shows failed: exit 1."""
+
+
+# --- GraphQL -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GraphQL:
+    url: str
+
+    def __call__(self, query: str, **variables: Any) -> dict[str, Any]:
+        body = json.dumps({"query": query, "variables": variables}).encode()
+        request = urllib.request.Request(
+            self.url, body, {"Content-Type": "application/json"}, method="POST"
+        )
+        with urllib.request.urlopen(request, timeout=30) as response:
+            answer = json.loads(response.read())
+        if answer.get("errors"):
+            raise CheckFailed(f"GraphQL error: {answer['errors'][0].get('message')}")
+        return answer["data"]
+
+
+LOCATIONS = """{ workspaceOrError { __typename ... on Workspace { locationEntries {
+  name loadStatus locationOrLoadError { __typename ... on PythonError { message } } } } } }"""
+
+INSTIGATORS = """query($selector: RepositorySelector!) {
+  sensorsOrError(repositorySelector: $selector) { __typename
+    ... on Sensors { results { name sensorType sensorState { id status } } } }
+  schedulesOrError(repositorySelector: $selector) { __typename
+    ... on Schedules { results { name scheduleState { id status } } } } }"""
+
+STOP_SENSOR = """mutation($id: String!) { stopSensor(id: $id) { __typename
+  ... on StopSensorMutationResult { instigationState { status } }
+  ... on PythonError { message } } }"""
+
+STOP_SCHEDULE = """mutation($id: String!) { stopRunningSchedule(id: $id) { __typename
+  ... on ScheduleStateResult { scheduleState { status } } ... on PythonError { message } } }"""
+
+ADD_PARTITION = """mutation($selector: RepositorySelector!, $name: String!, $key: String!) {
+  addDynamicPartition(repositorySelector: $selector, partitionsDefName: $name, partitionKey: $key)
+  { __typename ... on PythonError { message } ... on UnauthorizedError { message } } }"""
+
+LAUNCH = """mutation($params: ExecutionParams!) { launchRun(executionParams: $params) {
+  __typename ... on LaunchRunSuccess { run { runId } }
+  ... on PythonError { message } ... on InvalidStepError { invalidStepKey }
+  ... on RunConfigValidationInvalid { errors { message } } ... on Error { message } } }"""
+
+RUN = """query($id: ID!) { runOrError(runId: $id) { __typename ... on Run { status } } }"""
+
+JOB_ASSETS = """{ assetNodes { assetKey { path } jobNames groupName
+  assetChecksOrError { __typename ... on AssetChecks { checks { name } } } } }"""
+
+CHECK_EXECUTIONS = """query($key: AssetKeyInput!, $check: String!, $partition: String) {
+  assetCheckExecutions(assetKey: $key, checkName: $check, partition: $partition, limit: 5) {
+    runId status partition evaluation { success partition } } }"""
+
+MATERIALIZATION = """query($key: AssetKeyInput!, $partition: String!) {
+  assetOrError(assetKey: $key) { __typename ... on Asset {
+    assetMaterializations(partitions: [$partition], limit: 1) { runId partition
+      metadataEntries { __typename label
+        ... on PathMetadataEntry { path } ... on IntMetadataEntry { intValue } } } } } }"""
+
+
+NUX_SEEN = "mutation { setNuxSeen }"
+
+
+def selector() -> dict[str, str]:
+    return {"repositoryLocationName": LOCATION, "repositoryName": REPOSITORY}
+
+
+def location_loaded(gql: GraphQL) -> bool:
+    """True once the code location is loaded; CannotStart when it failed to load."""
+    workspace = gql(LOCATIONS)["workspaceOrError"]
+    entries = {e["name"]: e for e in workspace.get("locationEntries", [])}
+    entry = entries.get(LOCATION)
+    if entry is None or entry["loadStatus"] != "LOADED":
+        return False
+    loaded = entry["locationOrLoadError"] or {}
+    if loaded.get("__typename") == "PythonError":
+        raise CannotStart(f"code location {LOCATION} failed to load: {loaded['message']}")
+    return True
+
+
+def launching_instigators(gql: GraphQL) -> dict[str, tuple[str, str, str]]:
+    """Running sensors and schedules that launch runs of their own (every kind but run-status
+    sensors): name -> (stop mutation, its field, instigation state id)."""
+    found = gql(INSTIGATORS, selector=selector())
+    running: dict[str, tuple[str, str, str]] = {}
+    for sensor in found["sensorsOrError"].get("results", []):
+        state = sensor["sensorState"]
+        if sensor["sensorType"] != "RUN_STATUS" and state["status"] == "RUNNING":
+            running[sensor["name"]] = (STOP_SENSOR, "stopSensor", state["id"])
+    for schedule in found["schedulesOrError"].get("results", []):
+        state = schedule["scheduleState"]
+        if state["status"] == "RUNNING":
+            running[schedule["name"]] = (STOP_SCHEDULE, "stopRunningSchedule", state["id"])
+    return running
+
+
+def stop_automation(gql: GraphQL) -> list[str]:
+    """Stop what would launch runs of its own (the project's sensors and schedule start running
+    by default), so that the check's run is the only one; the check alerts keep running.
+    The names of those stopped."""
+    running = launching_instigators(gql)
+    for name, (mutation, field_name, state_id) in running.items():
+        stopped = gql(mutation, id=state_id)[field_name]
+        if stopped["__typename"] == "PythonError":
+            raise CannotStart(f"cannot stop {name}: {stopped['message']}")
+    still = launching_instigators(gql)
+    if still:
+        raise CannotStart(f"{', '.join(still)} still running after being stopped")
+    return list(running)
+
+
+def launch(gql: GraphQL, benchmark: str) -> str:
+    """Add the partition and launch ``benchmark_job`` on it, as the UI's Materialize does."""
+    added = gql(ADD_PARTITION, selector=selector(), name="benchmark", key=benchmark)
+    if added["addDynamicPartition"]["__typename"] != "AddDynamicPartitionSuccess":
+        raise CheckFailed(f"cannot add partition {benchmark}: {added['addDynamicPartition']}")
+    params = {
+        "selector": {**selector(), "jobName": JOB},
+        "runConfigData": {},
+        "executionMetadata": {"tags": [{"key": "dagster/partition", "value": benchmark}]},
+    }
+    launched = gql(LAUNCH, params=params)["launchRun"]
+    if launched["__typename"] != "LaunchRunSuccess":
+        raise CheckFailed(f"launchRun answered {launched['__typename']}: {launched}")
+    return launched["run"]["runId"]
+
+
+def run_status(gql: GraphQL, run_id: str) -> str:
+    return gql(RUN, id=run_id)["runOrError"]["status"]
+
+
+@dataclass(frozen=True)
+class JobAsset:
+    key: tuple[str, ...]
+    group: str
+    checks: tuple[str, ...]
+
+    @property
+    def name(self) -> str:
+        return "/".join(self.key)
+
+
+def job_assets(gql: GraphQL) -> list[JobAsset]:
+    """The assets of ``benchmark_job``, each with its group and the names of its checks."""
+    nodes = [n for n in gql(JOB_ASSETS)["assetNodes"] if JOB in n["jobNames"]]
+    if not nodes:
+        raise CheckFailed(f"no asset belongs to {JOB}")
+    return [
+        JobAsset(
+            tuple(n["assetKey"]["path"]),
+            n["groupName"],
+            tuple(c["name"] for c in n["assetChecksOrError"].get("checks", [])),
+        )
+        for n in nodes
+    ]
+
+
+def verify_checks(gql: GraphQL, run_id: str, benchmark: str, asset: JobAsset) -> None:
+    """Each check ran in ``run_id``, on ``benchmark``, and passed; its history filtered by that
+    partition finds it."""
+    for check in asset.checks:
+        executions = gql(
+            CHECK_EXECUTIONS, key={"path": list(asset.key)}, check=check, partition=benchmark
+        )
+        ours = [e for e in executions["assetCheckExecutions"] if e["runId"] == run_id]
+        where = f"check {asset.name}:{check}"
+        if not ours:
+            raise CheckFailed(f"{where} has no execution in run {run_id} for partition {benchmark}")
+        execution = ours[0]
+        evaluation = execution["evaluation"] or {}
+        if execution["partition"] != benchmark or evaluation.get("partition") != benchmark:
+            raise CheckFailed(
+                f"{where} carries partition {execution['partition']!r} "
+                f"(evaluation {evaluation.get('partition')!r}), not {benchmark!r}"
+            )
+        if execution["status"] != "SUCCEEDED" or not evaluation.get("success"):
+            raise CheckFailed(f"{where} on {benchmark}: {execution['status']}")
+
+
+def verify_metadata(gql: GraphQL, run_id: str, benchmark: str, asset: JobAsset) -> None:
+    """The run materialized the partition with metadata: paths absolute and present, and task
+    counts above zero where the asset reports tasks."""
+    where = f"asset {asset.name}[{benchmark}]"
+    found = gql(MATERIALIZATION, key={"path": list(asset.key)}, partition=benchmark)
+    materializations = found["assetOrError"].get("assetMaterializations") or []
+    if not materializations or materializations[0]["runId"] != run_id:
+        raise CheckFailed(f"{where} was not materialized by run {run_id}")
+    entries = {e["label"]: e for e in materializations[0]["metadataEntries"]}
+    if not entries:
+        raise CheckFailed(f"{where}: its materialization has no metadata")
+    for label, entry in entries.items():
+        if entry["__typename"] == "PathMetadataEntry":
+            path = Path(entry["path"])
+            if not path.is_absolute() or not path.exists():
+                raise CheckFailed(
+                    f"{where}: metadata {label} = {path} is not an absolute path that exists"
+                )
+    tasks = entries.get("tasks")
+    if tasks is not None and not (tasks.get("intValue") or 0) > 0:
+        raise CheckFailed(f"{where}: metadata tasks = {tasks.get('intValue')}, expected > 0")
+
+
+# --- screenshots ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Page:
+    name: str  # the PNG's stem
+    path: str  # the UI route, query included
+    shows: tuple[str, ...]  # what the rendered page's text must contain
+
+
+def pages(benchmark: str, run_id: str, assets: list[JobAsset]) -> list[Page]:
+    """The checked asset's group graph, its materialization of the partition, its first check."""
+    checked = next(asset for asset in assets if asset.checks)
+    group = [asset.name for asset in assets if asset.group == checked.group]
+    passed = f"{len(checked.checks)} / {len(checked.checks)} Passed"
+    check = checked.checks[0]
+    return [
+        Page("asset_graph", f"/locations/{REPOSITORY}@{LOCATION}/asset-groups/{checked.group}",
+             (*group, passed)),
+        Page("materialization", f"/assets/{checked.name}?view=events&partition={benchmark}",
+             (f"Partition {benchmark} materialized in run {run_id[:8]}", "tasks")),
+        Page("check_history", f"/assets/{checked.name}?view=checks&checkDetail={check}",
+             (check, "Latest execution", "Passed", f"Partition {benchmark}")),
+    ]  # fmt: skip
+
+
+HIDDEN_TAGS = ("script", "style")
+
+
+class _Text(HTMLParser):
+    """The text a page shows: its DOM's text nodes outside scripts and styles."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.parts: list[str] = []
+        self._hidden = 0
+
+    def handle_starttag(self, tag: str, attrs: object) -> None:
+        if tag in HIDDEN_TAGS:
+            self._hidden += 1
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in HIDDEN_TAGS and self._hidden:
+            self._hidden -= 1
+
+    def handle_data(self, data: str) -> None:
+        if not self._hidden:
+            self.parts.append(data)
+
+
+def page_text(dom: str) -> str:
+    parser = _Text()
+    parser.feed(dom)
+    return " ".join(" ".join(parser.parts).split())
+
+
+def page_statistics(png: Path) -> tuple[int, float]:
+    """(distinct colours, share of pixels unlike the most common one) of a screenshot."""
+    from PIL import Image
+
+    with Image.open(png) as image:
+        pixels = image.convert("RGB")
+        colours = pixels.getcolors(maxcolors=1 << 24) or []
+    total = sum(count for count, _ in colours)
+    background = max(count for count, _ in colours)
+    return len(colours), (total - background) / total
+
+
+def screenshot(browser: str, url: str, png: Path, scratch: Path) -> str:
+    """Save ``url`` as rendered into ``png``; the rendered page's text."""
+    argv = [
+        browser, "--headless", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
+        f"--user-data-dir={scratch}", f"--window-size={WINDOW[0]},{WINDOW[1]}",
+        f"--virtual-time-budget={PAGE_BUDGET_MS}", f"--screenshot={png}", "--dump-dom", url,
+    ]  # fmt: skip
+    if os.geteuid() == 0:  # chromium refuses to run as root inside its own sandbox
+        argv.insert(1, "--no-sandbox")
+    dom = scratch.parent / f"{png.stem}.html"
+    log = scratch.parent / f"{png.stem}.browser.log"
+    process = start_program(argv, dom, cwd=scratch.parent, stderr=log)
+    try:
+        process.wait(timeout=BROWSER_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise CheckFailed(
+            f"chromium did not render {url} within {BROWSER_TIMEOUT_S:.0f}s"
+        ) from None
+    finally:
+        stop_program(process, timeout=5)
+    if not png.is_file():
+        raise CheckFailed(f"chromium saved no screenshot of {url} (exit {process.returncode})")
+    return page_text(dom.read_text(errors="replace"))
+
+
+def take_screenshots(
+    gql: GraphQL, base_url: str, out: Path, chosen: list[Page], scratch: Path
+) -> list[Path]:
+    browser = shutil.which("chromium")
+    if browser is None:
+        return []
+    gql(NUX_SEEN)  # the UI greets a new instance with a newsletter dialog over every page
+    out.mkdir(parents=True, exist_ok=True)
+    saved = []
+    for page in chosen:
+        png = out / f"{page.name}.png"
+        png.unlink(missing_ok=True)
+        text = screenshot(browser, base_url + page.path, png, scratch / page.name)
+        colours, ink = page_statistics(png)
+        if colours < MIN_COLOURS or ink < MIN_INK_SHARE:
+            raise CheckFailed(f"screenshot {png} looks blank ({colours} colours, {ink:.1%} ink)")
+        missing = [shown for shown in page.shows if shown not in text]
+        if missing:
+            raise CheckFailed(f"{page.path} does not show {missing[0]!r} (see {png})")
+        saved.append(png)
+    return saved
+
+
+# --- the processes -------------------------------------------------------------------------------
+
+
+@dataclass
+class UiServer:
+    """The webserver and the daemon on one throwaway instance; ``stop`` ends all they started."""
+
+    local: LocalHome
+    logs: Path
+    port: int = field(default_factory=free_port)
+    programs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    tracked: list[Tracked] = field(default_factory=list)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, name: str, argv: list[str]) -> None:
+        program = BIN / argv[0]
+        if not program.exists():
+            raise CannotStart(f"{program} is missing; run `make setup`")
+        env = {**os.environ, **self.local.environ()}
+        process = start_program(
+            [str(program), *argv[1:]], self.logs / f"{name}.log", cwd=ROOT, env=env
+        )
+        self.programs[name] = process
+        self.tracked.append(Tracked(process.pid))
+
+    def record(self) -> None:
+        """Note every descendant now alive, so ``stop`` finds those that leave the group."""
+        for tracked in self.tracked:
+            tracked.record()
+
+    def check_alive(self) -> None:
+        for name, process in self.programs.items():
+            if process.poll() is not None:
+                log = self.logs / f"{name}.log"
+                tail = log.read_text(errors="replace")[-1500:] if log.exists() else ""
+                raise CannotStart(f"the {name} exited with {process.returncode}:\n{tail}")
+
+    def wait(self, ready: Callable[[], bool], timeout: float) -> bool:
+        """Poll ``ready`` until it holds (True) or ``timeout`` passes (False), while the
+        programs are alive; an answer that does not come yet counts as not ready."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            self.record()
+            self.check_alive()
+            with contextlib.suppress(urllib.error.URLError, ConnectionError, TimeoutError):
+                if ready():
+                    return True
+            time.sleep(0.5)
+        return False
+
+    def stop(self) -> None:
+        for process in reversed(self.programs.values()):
+            stop_program(process)
+        for tracked in self.tracked:
+            signal_all(tracked.alive(), signal.SIGKILL)
+        self.programs.clear()
+
+
+@dataclass
+class Report:
+    run_id: str = ""
+    seconds: dict[str, float] = field(default_factory=dict)
+    screenshots: list[Path] = field(default_factory=list)
+    checked: list[str] = field(default_factory=list)
+    stopped: list[str] = field(default_factory=list)  # the sensors and schedules it stopped
+
+
+@contextlib.contextmanager
+def ui_server(local: LocalHome, logs: Path, report: Report) -> Iterator[tuple[UiServer, GraphQL]]:
+    server = UiServer(local, logs)
+    workspace = str(ROOT / "workspace.yaml")
+    try:
+        server.start("webserver", [
+            "dagster-webserver", "-h", "127.0.0.1", "-p", str(server.port), "-w", workspace,
+        ])  # fmt: skip
+        gql = GraphQL(f"{server.url}/graphql")
+        if not server.wait(lambda: location_loaded(gql), START_TIMEOUT_S):
+            raise CannotStart(
+                f"code location {LOCATION} not loaded within {START_TIMEOUT_S:.0f}s (logs: {logs})"
+            )
+        report.stopped = stop_automation(gql)
+        server.start("daemon", ["dagster-daemon", "run", "-w", workspace])
+        yield server, gql
+    finally:
+        server.stop()
+
+
+# --- the check -----------------------------------------------------------------------------------
+
+
+def ui_check(benchmark: str, out: Path, work: Path, report: Report) -> Report:
+    """The whole flow; raises CannotStart or CheckFailed. ``report`` fills as it goes."""
+    started = time.monotonic()
+    local = LocalHome.create(work, ROOT)
+    logs = work / "logs"
+    logs.mkdir()
+    with ui_server(local, logs, report) as (server, gql):
+        report.seconds["start"] = time.monotonic() - started
+        run_id = report.run_id = launch(gql, benchmark)
+        launched = time.monotonic()
+        if not server.wait(lambda: run_status(gql, run_id) in FINISHED, RUN_TIMEOUT_S):
+            status = run_status(gql, run_id)
+            raise CheckFailed(f"run {run_id} still {status} after {RUN_TIMEOUT_S:.0f}s")
+        status = run_status(gql, run_id)
+        report.seconds["run"] = time.monotonic() - launched
+        if status != "SUCCESS":
+            raise CheckFailed(f"run {run_id} of {JOB}[{benchmark}] ended {status}")
+        assets = job_assets(gql)
+        for asset in assets:
+            verify_metadata(gql, run_id, benchmark, asset)
+            verify_checks(gql, run_id, benchmark, asset)
+            report.checked += [asset.name, *(f"{asset.name}:{c}" for c in asset.checks)]
+        shots_started = time.monotonic()
+        scratch = work / "browser"
+        scratch.mkdir()
+        report.screenshots = take_screenshots(
+            gql, server.url, out, pages(benchmark, run_id, assets), scratch
+        )
+        report.seconds["screenshots"] = time.monotonic() - shots_started
+    report.seconds["total"] = time.monotonic() - started
+    return report
+
+
+def _interrupt(signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt(signal.Signals(signum).name)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--benchmark", default="units", help="the partition to launch")
+    default_out = ROOT / ".ui-check"
+    parser.add_argument("--out", type=Path, default=default_out, help="where screenshots go")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary instance")
+    args = parser.parse_args(argv)
+    # SIGTERM and SIGHUP unwind like Ctrl-C, so the servers are stopped on the way out.
+    previous = {signum: signal.signal(signum, _interrupt) for signum in STOP_SIGNALS}
+    report = Report()
+    work = Path(tempfile.mkdtemp(prefix="gym-ui-check-"))
+    try:
+        ui_check(args.benchmark, args.out.resolve(), work, report)
+    except CannotStart as exc:
+        print(f"ui-check: cannot start: {exc}", file=sys.stderr)
+        return 2
+    except CheckFailed as exc:
+        print(f"ui-check: FAILED: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt as exc:
+        print(
+            f"ui-check: interrupted ({exc or 'SIGINT'}); all it started is stopped", file=sys.stderr
+        )
+        return 130
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        if args.keep:
+            print(f"ui-check: kept the instance in {work}", file=sys.stderr)
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+    timings = ", ".join(f"{name} {s:.1f}s" for name, s in report.seconds.items())
+    print(
+        f"ui-check: run {report.run_id} of {JOB}[{args.benchmark}] succeeded; "
+        f"{len(report.checked)} assets and checks verified per partition ({timings})"
+    )
+    if report.screenshots:
+        print(f"ui-check: screenshots: {', '.join(map(str, report.screenshots))}")
+    else:
+        print("ui-check: chromium is not installed: skipped the screenshots")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
