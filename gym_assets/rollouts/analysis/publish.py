@@ -1,0 +1,139 @@
+"""What every rollouts run writes beside its records: statistics, a snapshot, the report.
+
+``analyse`` runs inside the run's lock once the files are final: it builds the per-task
+table, estimates the statistics (for the run and per environment server, for the aggregate
+file's entries), compares with the run dir's previous snapshot, adds this run's snapshot,
+and writes ``report.html`` with the per-rollout files it links to. ``aggregate_entries``
+adds the statistics to the aggregate file's entries (a run's, and a re-verified run's).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from gym_assets.io import atomic_write_text
+from gym_assets.outputs.claims import claim_dir
+from gym_assets.outputs.markers import RUN_REPORT
+from gym_assets.outputs.targets import Roots, Target
+from gym_assets.rollouts.analysis.compare import Comparison, compare_tables
+from gym_assets.rollouts.analysis.estimates import (
+    RunStatistics,
+    grouped_statistics,
+    run_statistics,
+)
+from gym_assets.rollouts.analysis.history import read_snapshot, snapshots, write_snapshot
+from gym_assets.rollouts.analysis.report import ReportInput, render
+from gym_assets.rollouts.analysis.tables import (
+    rollout_frame,
+    short_digest,
+    table_rows,
+    task_table,
+)
+from gym_assets.rollouts.collection.files import RunFiles, clear_dir
+from gym_assets.rollouts.collection.inputs import ENVIRONMENT_SERVER, RolloutInput
+from gym_assets.rollouts.collection.ledger import Key
+from gym_assets.rollouts.collection.metrics import RunTotals, aggregate
+
+WORST_SHOWN = 50  # tasks in the Dagster table metadata
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """The analysis of one run, for the command line and the asset's metadata."""
+
+    table: pd.DataFrame
+    statistics: RunStatistics  # over every task of the run
+    comparison: Comparison | None  # against the previous snapshot, if any
+    previous: Path | None
+    snapshot: Path
+    report: Path
+
+    def worst_tasks(self, count: int = WORST_SHOWN) -> list[dict[str, Any]]:
+        """The ``count`` tasks with the lowest mean reward (unmeasured first), as plain rows
+        with the input digest shortened for display."""
+        ordered = self.table.sort_values(
+            ["reward_mean", "task_index"], na_position="first", kind="stable"
+        )
+        rows = table_rows(ordered.head(count))
+        return [{**row, "input_digest": short_digest(row["input_digest"])} for row in rows]
+
+
+def _links(frame: pd.DataFrame, has_row: set[Key]) -> dict[int, list[tuple[int, str | None]]]:
+    links: dict[int, list[tuple[int, str | None]]] = {}
+    for task, rollout in zip(frame["task_index"], frame["rollout_index"], strict=True):
+        key = (int(task), int(rollout))
+        href = f"report/{key[0]}-{key[1]}.json" if key in has_row else None
+        links.setdefault(key[0], []).append((key[1], href))
+    return links
+
+
+def _write_rollout_files(files: RunFiles, rows: dict[Key, dict[str, Any]], roots: Roots) -> None:
+    """One JSON file per rollout with a record or a failure row (the report's links)."""
+    claim_dir(Target.of(files.report_dir, RUN_REPORT, roots))
+    clear_dir(files.report_dir)
+    for (task, rollout), row in sorted(rows.items()):
+        text = json.dumps(row, indent=2, ensure_ascii=False, allow_nan=True)
+        atomic_write_text(files.report_dir / f"{task}-{rollout}.json", text + "\n")
+
+
+def aggregate_entries(
+    inputs: list[RolloutInput],
+    records: dict[Key, dict[str, Any]],
+    failures: dict[Key, dict[str, Any]],
+    table: pd.DataFrame,
+) -> list[dict[str, Any]]:
+    """The aggregate-metrics entries (``metrics.aggregate``), each with the ``statistics``
+    block of its environment server's tasks in ``table`` (the run's per-task table)."""
+    by_server = grouped_statistics([table], by=["environment_server"])
+    entries = aggregate(inputs, records, failures)
+    for entry in entries:
+        entry["statistics"] = by_server[(entry[ENVIRONMENT_SERVER],)].to_json()
+    return entries
+
+
+def analyse(
+    files: RunFiles,
+    inputs: list[RolloutInput],
+    records: dict[Key, dict[str, Any]],
+    failures: dict[Key, dict[str, Any]],
+    *,
+    benchmark: str,
+    harness: str,
+    totals: RunTotals,
+    roots: Roots,
+    now: datetime,
+) -> Analysis:
+    """Analyse the run in ``files`` and write its snapshot and report (module docstring)."""
+    table = task_table(inputs, records, failures, benchmark=benchmark, harness=harness)
+    statistics = run_statistics(table)
+    earlier = snapshots(files)
+    previous = earlier[-1] if earlier else None
+    comparison = None if previous is None else compare_tables(read_snapshot(previous), table)
+    snapshot = write_snapshot(files, table, roots, now)
+    rows = {**failures, **records}  # a rollout with a record links to it, not its failures
+    _write_rollout_files(files, rows, roots)
+    page = ReportInput(
+        benchmark=benchmark,
+        harness=harness,
+        totals=totals,
+        statistics=statistics,
+        table=table,
+        links=_links(rollout_frame(inputs, records, failures), set(rows)),
+        comparison=comparison,
+        previous=None if previous is None else previous.name,
+    )
+    atomic_write_text(files.report, render(page))
+    return Analysis(
+        table=table,
+        statistics=statistics,
+        comparison=comparison,
+        previous=previous,
+        snapshot=snapshot,
+        report=files.report,
+    )
