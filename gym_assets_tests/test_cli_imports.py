@@ -55,6 +55,7 @@ HELPS = [
     ["conformance", "run"],
     ["rollouts"],
     ["rollouts", "reverify"],
+    ["rollouts", "compare"],
 ]
 PROBE = """
 import contextlib, io, json, sys
