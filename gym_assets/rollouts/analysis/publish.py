@@ -9,7 +9,6 @@ adds the statistics to the aggregate file's entries (a run's, and a re-verified 
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -17,8 +16,9 @@ from typing import Any
 
 import pandas as pd
 
-from gym_assets.io import atomic_write_text
-from gym_assets.outputs.claims import claim_dir
+from gym_assets.io import atomic_write_text, json_line
+from gym_assets.outputs.claims import rebuilt_dir
+from gym_assets.outputs.failures import reported
 from gym_assets.outputs.markers import RUN_REPORT
 from gym_assets.outputs.targets import Roots, Target
 from gym_assets.rollouts.analysis.compare import Comparison, compare_tables
@@ -35,7 +35,7 @@ from gym_assets.rollouts.analysis.tables import (
     table_rows,
     task_table,
 )
-from gym_assets.rollouts.collection.files import RunFiles, clear_dir
+from gym_assets.rollouts.collection.files import RunFiles
 from gym_assets.rollouts.collection.inputs import ENVIRONMENT_SERVER, RolloutInput
 from gym_assets.rollouts.collection.ledger import Key
 from gym_assets.rollouts.collection.metrics import RunTotals, aggregate
@@ -74,12 +74,15 @@ def _links(frame: pd.DataFrame, has_row: set[Key]) -> dict[int, list[tuple[int, 
 
 
 def _write_rollout_files(files: RunFiles, rows: dict[Key, dict[str, Any]], roots: Roots) -> None:
-    """One JSON file per rollout with a record or a failure row (the report's links)."""
-    claim_dir(Target.of(files.report_dir, RUN_REPORT, roots))
-    clear_dir(files.report_dir)
-    for (task, rollout), row in sorted(rows.items()):
-        text = json.dumps(row, indent=2, ensure_ascii=False, allow_nan=True)
-        atomic_write_text(files.report_dir / f"{task}-{rollout}.json", text + "\n")
+    """One JSON file per rollout with a record or a failure row (the report's links), the
+    row as the run file has it. The directory is rebuilt beside and swapped in whole, so a
+    run with thousands of rollouts pays no fsync per file and never leaves half a set."""
+    with (
+        rebuilt_dir(Target.of(files.report_dir, RUN_REPORT, roots)) as staging,
+        reported(staging),
+    ):
+        for (task, rollout), row in sorted(rows.items()):
+            (staging / f"{task}-{rollout}.json").write_bytes(json_line(row))
 
 
 def aggregate_entries(

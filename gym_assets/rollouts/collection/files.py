@@ -105,9 +105,13 @@ class RunFiles:
 
     def _is_ours(self, name: str) -> bool:
         """A name a run writes here: its files, their temp and quarantined copies, the
-        captures dir's lock, the marker (``captures/`` is checked on its own)."""
-        if name in (MARKER_NAME, lock_path(self.capture_dir).name):
+        marker, the locks of its subdirectories, a rebuild of ``report/`` (``captures/``,
+        ``report/`` and ``history/`` themselves are checked on their own)."""
+        locks = (lock_path(d).name for d in (self.capture_dir, self.report_dir, self.history_dir))
+        if name == MARKER_NAME or name in locks:
             return True
+        if re.fullmatch(rf"\.{self.report_dir.name}\.(staging|retired)-.+", name):
+            return True  # a rebuild of report/ a killed run left (the next rebuild sweeps it)
         return any(
             name == path.name
             or re.fullmatch(rf"\.{re.escape(path.name)}\..+\.tmp", name)
@@ -146,7 +150,7 @@ class RunFiles:
             for path in self.outputs():
                 path.unlink(missing_ok=True)
             for directory in (self.capture_dir, self.report_dir):
-                clear_dir(directory)
+                _clear_dir(directory)
 
     def quarantine(self, path: Path) -> Path:
         """Move a damaged file aside as ``<name>.corrupt-<n>`` (the first free n)."""
@@ -158,7 +162,7 @@ class RunFiles:
         return moved
 
 
-def clear_dir(directory: Path) -> None:
+def _clear_dir(directory: Path) -> None:
     """Delete the files of a product directory of ours, keeping its marker."""
     if directory.is_dir():
         for entry in os.scandir(directory):

@@ -205,3 +205,18 @@ def test_history_keeps_the_newest_snapshots_and_only_deletes_its_own(tmp_path):
     kept = snapshots(files)
     assert len(kept) == KEEP and kept[0] not in written
     assert kept == sorted(kept) and (files.history_dir / "notes.txt").read_text() == "mine"
+
+
+def test_pass_at_k_with_repeats_matches_the_aggregate_metrics(tmp_path):
+    out = tmp_path / "run"
+    _run(tmp_path / "data", out, "--limit", "4", "--repeats", "3", "--corrupt-fraction", "0.5")
+    entry = json.loads(RunFiles(out).aggregate_metrics.read_text())[0]
+    block = entry["statistics"]["pass_at_k"]
+    assert sorted(block) == ["pass@1", "pass@2", "pass@3"] == sorted(entry["pass_at_k"])
+    for name, value in entry["pass_at_k"].items():
+        assert block[name]["mean"] == pytest.approx(value) and block[name]["n"] == 4
+    table = run_table(out)
+    assert table["measured"].tolist() == [3] * 4 and table["rollouts"].sum() == 12
+    assert entry["statistics"]["reward"]["mean"] == pytest.approx(
+        entry["key_metrics"]["mean/reward"]
+    )
