@@ -16,6 +16,7 @@ from typing import Any
 
 import pandas as pd
 
+from gym_assets.errors import UserError
 from gym_assets.io import atomic_write_text, json_line
 from gym_assets.outputs.claims import rebuilt_dir
 from gym_assets.outputs.failures import reported
@@ -53,6 +54,7 @@ class Analysis:
     previous: Path | None
     snapshot: Path
     report: Path
+    notes: list[str]  # what a person should know (a snapshot that could not be read)
 
     def worst_tasks(self, count: int = WORST_SHOWN) -> list[dict[str, Any]]:
         """The ``count`` tasks with the lowest mean reward (unmeasured first), as plain rows
@@ -117,7 +119,13 @@ def analyse(
     statistics = run_statistics(table)
     earlier = snapshots(files)
     previous = earlier[-1] if earlier else None
-    comparison = None if previous is None else compare_tables(read_snapshot(previous), table)
+    comparison, notes = None, []
+    if previous is not None:
+        try:  # a damaged snapshot must not cost the run its aggregate file
+            comparison = compare_tables(read_snapshot(previous), table)
+        except UserError as exc:
+            notes.append(f"{exc.render()}; this run is not compared with it")
+            previous = None
     snapshot = write_snapshot(files, table, roots, now)
     rows = {**failures, **records}  # a rollout with a record links to it, not its failures
     _write_rollout_files(files, rows, roots)
@@ -139,4 +147,5 @@ def analyse(
         previous=previous,
         snapshot=snapshot,
         report=files.report,
+        notes=notes,
     )

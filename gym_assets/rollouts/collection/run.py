@@ -403,6 +403,7 @@ def run_rollouts(
             now=datetime.now(UTC),
         )
         metrics = aggregate_entries(inputs, done, failed, analysis.table)
+        notes += analysis.notes
         atomic_write_text(
             files.aggregate_metrics, json.dumps(metrics, indent=2, ensure_ascii=False) + "\n"
         )

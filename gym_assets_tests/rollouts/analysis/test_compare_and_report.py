@@ -146,7 +146,7 @@ def test_the_report_escapes_strings_from_data(runs):
     a, _ = runs
     inputs, records, failures = read_run(a)
     table = task_table(inputs, records, failures, benchmark="units", harness="<b>h</b>")
-    hostile = '<script>alert("task")</script>'
+    hostile = '--><script>alert("task")</script>'
     table.loc[0, "task_id"] = hostile
     totals = summarize(inputs, records, failures)
     totals = type(totals)(**{**totals.__dict__, "failure_kinds": {hostile: 1}})
@@ -220,3 +220,31 @@ def test_pass_at_k_with_repeats_matches_the_aggregate_metrics(tmp_path):
     assert entry["statistics"]["reward"]["mean"] == pytest.approx(
         entry["key_metrics"]["mean/reward"]
     )
+
+
+def test_one_task_no_measured_task_and_a_damaged_snapshot(tmp_path, capsys):
+    data = tmp_path / "data"
+    _run(data, tmp_path / "one", "--limit", "1")
+    assert "reward mean 1.000 (n=1 task: no interval from one task)" in capsys.readouterr().out
+    # Every rollout outlives its deadline: nothing is measured (the command exits 1 for that).
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([{"text": "42"}]))
+    none = tmp_path / "none"
+    code = main(
+        ["rollouts", "--benchmark", "units", "--harness", "simple_agent", "--out", str(none),
+         "--limit", "2", "--upstream", "scripted", "--script", str(script),
+         "--upstream-latency", "30", "--timeout", "0.2",
+         "--configs", str(REPO / "configs"), "--data-root", str(data)]
+    )  # fmt: skip
+    assert code == 1 and "reward mean n/a (no task measured)" in capsys.readouterr().out
+    text = RunFiles(none).aggregate_metrics.read_text()
+    assert "NaN" not in text and json.loads(text)[0]["statistics"]["reward"]["mean"] is None
+    page = RunFiles(none).report.read_text()
+    assert page.count("<svg") == 2  # rewards (none) and the failure kinds
+    # A snapshot someone damaged: the next run says so and is not compared with it.
+    history = snapshots(RunFiles(tmp_path / "one"))
+    history[-1].write_text("not json\n")
+    _run(data, tmp_path / "one", "--limit", "1")
+    captured = capsys.readouterr()
+    assert f"note: {history[-1]}:1: not valid JSON" in captured.err
+    assert "no previous run to compare" in captured.out
