@@ -20,6 +20,7 @@ import numpy as np
 RESAMPLES = 2000
 SEED = 0
 CONFIDENCE = 0.95
+DRAWS_AT_ONCE = 1 << 22  # task indices held at once (32 MiB), however many tasks there are
 
 
 @dataclass(frozen=True)
@@ -60,8 +61,13 @@ def estimate(values: Any, *, seed: int = SEED, resamples: int = RESAMPLES) -> In
     if data.min() == data.max():  # every resample is this value (exactly, not up to rounding)
         return Interval(n, mean, 0.0, mean, mean)
     stderr = float(data.std(ddof=1)) / math.sqrt(n)
-    draws = np.random.default_rng(seed).integers(0, n, size=(resamples, n))
-    means = data[draws].mean(axis=1)
+    generator = np.random.default_rng(seed)
+    means = np.empty(resamples)
+    step = max(1, DRAWS_AT_ONCE // n)  # resamples drawn together: memory stays bounded
+    for start in range(0, resamples, step):
+        count = min(step, resamples - start)
+        draws = generator.integers(0, n, size=(count, n))
+        means[start : start + count] = data[draws].mean(axis=1)
     tail = (1.0 - CONFIDENCE) / 2 * 100
     low, high = np.percentile(means, [tail, 100 - tail])
     return Interval(n, mean, stderr, float(low), float(high))

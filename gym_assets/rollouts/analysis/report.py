@@ -21,6 +21,7 @@ from typing import Any
 import matplotlib
 import pandas as pd
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 from matplotlib.typing import RcKeyType
 
 from gym_assets.rollouts.analysis.bootstrap import CONFIDENCE, Interval
@@ -80,6 +81,7 @@ def reward_plot(bins: Sequence[HistogramBin]) -> str:
     axes.bar([_bin_label(b) for b in bins], [b.count for b in bins], color="#3a6ea5")
     axes.set_xlabel("reward (measured rollouts)")
     axes.set_ylabel("rollouts")
+    axes.yaxis.set_major_locator(MaxNLocator(integer=True))
     axes.tick_params(axis="x", labelrotation=45, labelsize=8)
     figure.tight_layout()
     return _svg(figure)
@@ -95,6 +97,7 @@ def failure_plot(failed: Mapping[str, int], masked: Mapping[str, int]) -> str | 
     axes.barh([b[0] for b in bars], [b[1] for b in bars], color=[b[2] for b in bars])
     axes.invert_yaxis()
     axes.set_xlabel("rollouts")
+    axes.xaxis.set_major_locator(MaxNLocator(integer=True))
     figure.tight_layout()
     return _svg(figure)
 
