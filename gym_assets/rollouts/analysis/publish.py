@@ -1,10 +1,10 @@
 """What every rollouts run writes beside its records: statistics, a snapshot, the report.
 
 ``analyse`` runs inside the run's lock once the files are final: it builds the per-task
-table, estimates the statistics (for the run and per environment server, for the aggregate
-file's entries), compares with the run dir's previous snapshot, adds this run's snapshot,
-and writes ``report.html`` with the per-rollout files it links to. ``aggregate_entries``
-adds the statistics to the aggregate file's entries (a run's, and a re-verified run's).
+table, estimates the run's statistics, compares with the run dir's previous snapshot, adds
+this run's snapshot, and writes ``report.html`` with the per-rollout files it links to.
+``aggregate_entries`` adds each environment server's statistics to the aggregate file's
+entries (a run's, and a re-verified run's).
 """
 
 from __future__ import annotations
@@ -30,12 +30,7 @@ from gym_assets.rollouts.analysis.estimates import (
 )
 from gym_assets.rollouts.analysis.history import read_snapshot, snapshots, write_snapshot
 from gym_assets.rollouts.analysis.report import ReportInput, render
-from gym_assets.rollouts.analysis.tables import (
-    rollout_frame,
-    short_digest,
-    table_rows,
-    task_table,
-)
+from gym_assets.rollouts.analysis.tables import short_digest, table_rows, task_table
 from gym_assets.rollouts.collection.files import RunFiles
 from gym_assets.rollouts.collection.inputs import ENVIRONMENT_SERVER, RolloutInput
 from gym_assets.rollouts.collection.ledger import Key
@@ -66,12 +61,14 @@ class Analysis:
         return [{**row, "input_digest": short_digest(row["input_digest"])} for row in rows]
 
 
-def _links(frame: pd.DataFrame, has_row: set[Key]) -> dict[int, list[tuple[int, str | None]]]:
+def _links(
+    inputs: list[RolloutInput], has_row: set[Key]
+) -> dict[int, list[tuple[int, str | None]]]:
+    """Each task's rollouts with the href of their file (None: pending, nothing to open)."""
     links: dict[int, list[tuple[int, str | None]]] = {}
-    for task, rollout in zip(frame["task_index"], frame["rollout_index"], strict=True):
-        key = (int(task), int(rollout))
-        href = f"report/{key[0]}-{key[1]}.json" if key in has_row else None
-        links.setdefault(key[0], []).append((key[1], href))
+    for task, rollout in sorted(item.key for item in inputs):
+        href = f"report/{task}-{rollout}.json" if (task, rollout) in has_row else None
+        links.setdefault(task, []).append((rollout, href))
     return links
 
 
@@ -135,7 +132,7 @@ def analyse(
         totals=totals,
         statistics=statistics,
         table=table,
-        links=_links(rollout_frame(inputs, records, failures), set(rows)),
+        links=_links(inputs, set(rows)),
         comparison=comparison,
         previous=None if previous is None else previous.name,
     )

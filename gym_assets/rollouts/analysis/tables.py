@@ -4,7 +4,7 @@ Outcomes follow ``collection.metrics`` exactly (``rollout_outcome``, ``passed``,
 ``pass_at_k_estimate``): masked, unscored, failed and pending rollouts are not measured, so
 a task's ``reward_mean`` is over its measured rollouts (NaN when it has none), and its
 ``pass@k`` is the unbiased estimate when it has at least k measured rollouts (else NaN).
-A task ``solved`` when at least half its measured rollouts pass; compare flips on that.
+A task is ``solved`` when at least half its measured rollouts pass; compare flips on that.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def _digest(item: RolloutInput) -> str:
         return "unhashable"
 
 
-def rollout_frame(
+def _rollout_frame(
     inputs: Iterable[RolloutInput],
     records: dict[Key, dict[str, Any]],
     failures: dict[Key, dict[str, Any]],
@@ -86,7 +86,7 @@ def task_table(
     harness: str,
 ) -> pd.DataFrame:
     """The per-task table (see the module docstring), sorted by task index."""
-    rollouts = rollout_frame(inputs, records, failures)
+    rollouts = _rollout_frame(inputs, records, failures)
     first = {}
     for item in sorted(inputs, key=lambda i: i.key):
         first.setdefault(item.key[0], item)
