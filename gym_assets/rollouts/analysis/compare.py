@@ -15,8 +15,8 @@ from typing import Any
 
 import pandas as pd
 
+from gym_assets.plans.canonical import short_digest
 from gym_assets.rollouts.analysis.bootstrap import Interval, estimate
-from gym_assets.rollouts.analysis.tables import short_digest
 
 LISTED = 20  # tasks listed per kind of change (the counts are always whole)
 

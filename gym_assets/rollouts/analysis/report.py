@@ -24,10 +24,10 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 from matplotlib.typing import RcKeyType
 
+from gym_assets.plans.canonical import short_digest
 from gym_assets.rollouts.analysis.bootstrap import CONFIDENCE, Interval
 from gym_assets.rollouts.analysis.compare import Comparison
 from gym_assets.rollouts.analysis.estimates import RunStatistics
-from gym_assets.rollouts.analysis.tables import short_digest
 from gym_assets.rollouts.collection.metrics import HistogramBin, RunTotals
 
 STYLE = """

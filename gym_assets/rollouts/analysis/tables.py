@@ -44,13 +44,6 @@ TASK_COLUMNS = [
     "solved",
 ]
 ROLLOUT_COLUMNS = ["task_index", "rollout_index", "outcome", "kind", "reward", "passed"]
-DIGEST_SHOWN = 19  # "sha256:" and the first 12 hex digits
-
-
-def short_digest(value: object) -> str:
-    """A digest as tables show it (the full value stays in files and JSON)."""
-    text = str(value)
-    return text if len(text) <= DIGEST_SHOWN else text[:DIGEST_SHOWN] + "…"
 
 
 def _digest(item: RolloutInput) -> str:
