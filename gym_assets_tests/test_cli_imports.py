@@ -56,6 +56,7 @@ HELPS = [
     ["conformance", "run"],
     ["rollouts"],
     ["rollouts", "reverify"],
+    ["rollouts", "compare"],
     ["doctor"],
 ]
 PROBE = """

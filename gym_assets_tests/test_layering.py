@@ -39,6 +39,30 @@ def test_only_the_dagster_wiring_imports_dagster():
     assert offenders == []
 
 
+def test_only_the_analysis_imports_pandas_numpy_and_matplotlib():
+    """They cost a second to import; the definitions and the commands that do not analyse
+    must not pay it (the run and reverify import the analysis inside the function)."""
+    analysis = PACKAGE / "rollouts" / "analysis"
+    offenders = [
+        str(path.relative_to(PACKAGE))
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if analysis not in path.parents and _imports(path) & {"pandas", "numpy", "matplotlib"}
+    ]
+    assert offenders == []
+
+
+@pytest.mark.slow  # a fresh interpreter loads the definitions
+def test_loading_the_definitions_or_the_run_imports_no_analysis_library():
+    code = (
+        "import sys, gym_assets.definitions, gym_assets.rollouts.collection.run; "
+        "print(sorted({'pandas', 'numpy', 'matplotlib'} & set(sys.modules)))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "[]"
+
+
 def test_the_dagster_wiring_never_imports_the_definitions_built_from_it():
     """``definitions.py`` imports ``defs/``; the demo is handed the Definitions object."""
     offenders = [

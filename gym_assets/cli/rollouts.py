@@ -1,11 +1,12 @@
 """``gym-assets rollouts``: collect one benchmark with one harness through the model gateway,
-or re-score a finished run with the current verifiers.
+re-score a finished run with the current verifiers, or compare two runs.
 
     gym-assets rollouts --benchmark B --harness H --out DIR
         [--upstream reference|scripted|openai] [--base-url URL --api-key-env VAR] [--model NAME]
         [--script FILE] [--repeats N] [--concurrency C] [--limit N] [--timeout S]
         [--resume [--quarantine-corrupt]] [--allow-plan-drift] [--corrupt-fraction F --seed S]
     gym-assets rollouts reverify --run DIR [--out DIR] [--concurrency C]
+    gym-assets rollouts compare RUN_A RUN_B [--json]
 
 Missing products (prepared rows, collated taskset, plan) are made first. Exit 0 when the run
 finished, 1 on a refusal (or when no dispatched rollout produced a result), 2 on usage errors.
@@ -99,6 +100,19 @@ def _summary(result: RunResult) -> None:
     if totals.masked_kinds:
         kinds = ", ".join(f"{kind} {count}" for kind, count in totals.masked_kinds.items())
         print(f"masked by kind  : {kinds}")
+    analysis = result.analysis
+    print()
+    for line in analysis.statistics.lines():
+        print(line)
+    if analysis.comparison is None:
+        print("compared with the previous run: no previous run to compare")
+    else:
+        delta = analysis.comparison
+        print(
+            f"compared with the previous run: reward {delta.reward_delta.describe()}; "
+            f"flipped pass → fail {delta.flipped_to_fail.count}, fail → pass "
+            f"{delta.flipped_to_pass.count}, inputs changed {delta.inputs_changed.count}"
+        )
     files = result.files
     print()
     harness = result.harness
@@ -111,6 +125,7 @@ def _summary(result: RunResult) -> None:
     print(f"materialized inputs: {files.materialized_inputs}")
     print(f"aggregate metrics  : {files.aggregate_metrics}")
     print(f"model-call captures: {files.capture_dir}/")
+    print(f"report             : {analysis.report}")
 
 
 def _rollouts(args: argparse.Namespace) -> int:
@@ -238,6 +253,24 @@ def _reverify_summary(result: ReverifyResult) -> None:
     print(f"summary: {result.summary_path}")
 
 
+def _compare(args: argparse.Namespace) -> int:
+    import json
+
+    from gym_assets.rollouts.analysis.compare import compare_tables
+    from gym_assets.rollouts.analysis.tables import run_table
+
+    comparison = compare_tables(run_table(args.run_a), run_table(args.run_b))
+    if args.json:
+        document = {"a": str(args.run_a), "b": str(args.run_b), **comparison.to_json()}
+        print(json.dumps(document, indent=2, ensure_ascii=False))
+        return 0
+    print(f"A: {args.run_a}")
+    print(f"B: {args.run_b}")
+    for line in comparison.lines():
+        print(line)
+    return 0
+
+
 def _add_unsandboxed_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--allow-unsandboxed",
@@ -247,8 +280,23 @@ def _add_unsandboxed_flag(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _register_reverify(parser: argparse.ArgumentParser) -> None:
-    commands = parser.add_subparsers(dest="rollouts_command", metavar="SUBCOMMAND")
+def _register_compare(commands: argparse._SubParsersAction) -> None:
+    compare = commands.add_parser(
+        "compare",
+        help="compare two runs task by task (paired difference, flips, changed inputs)",
+        description="Pair the tasks of two runs by task index and input digest; print the "
+        "paired difference of mean reward (B − A) with its seeded 95% bootstrap interval, "
+        "the tasks that flipped pass → fail and fail → pass, tasks whose input changed (not "
+        "comparable) and tasks only in one run. A task passes when at least half its measured "
+        "rollouts pass. Exit 0 whatever the difference; 1 when a directory is not a run.",
+    )
+    compare.add_argument("run_a", type=Path, metavar="RUN_A", help="a run's --out (before)")
+    compare.add_argument("run_b", type=Path, metavar="RUN_B", help="a run's --out (after)")
+    compare.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    compare.set_defaults(handler=_compare)
+
+
+def _register_reverify(commands: argparse._SubParsersAction) -> None:
     reverify = commands.add_parser(
         "reverify",
         help="re-score a finished run with the current verifiers (no model is called)",
@@ -332,4 +380,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_configs_flag(parser)
     add_data_root_flag(parser)
     parser.set_defaults(handler=_rollouts, rollouts_parser=parser)
-    _register_reverify(parser)
+    commands = parser.add_subparsers(dest="rollouts_command", metavar="SUBCOMMAND")
+    _register_reverify(commands)
+    _register_compare(commands)

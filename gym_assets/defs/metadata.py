@@ -25,13 +25,6 @@ def markdown(docstring: str) -> str:
     return inspect.cleandoc(docstring).replace("``", "`")
 
 
-def short_digest(digest: str) -> str:
-    """A digest (``hex`` or ``sha256:hex``) as a table shows it: its first 12 hex digits. The
-    full value goes in JSON metadata beside the table."""
-    label, colon, hex_digits = digest.rpartition(":")
-    return f"{label}{colon}{hex_digits[:12]}…"
-
-
 def as_failure(exc: UserError) -> dg.Failure:
     """A user error becomes a Dagster failure with the same one-line message."""
     return dg.Failure(description=exc.render(), allow_retries=False)

@@ -43,6 +43,8 @@ PLAN_FILE = Kind("plan-file", "a plan file")
 METRICS = Kind("metrics", "dataset metrics")
 ROLLOUTS_RUN = Kind("rollouts-run", "a rollouts run")
 CAPTURES = Kind("captures", "model-call captures")
+RUN_REPORT = Kind("run-report", "a rollouts run's report records")
+RUN_HISTORY = Kind("run-history", "a rollouts run's per-task snapshots")
 REVERIFIED_RUN = Kind("reverified-run", "a re-verified rollouts run")
 CONFORMANCE_REPORTS = Kind("conformance-reports", "conformance reports")
 CONFORMANCE_MATRIX = Kind("conformance-matrix", "a conformance matrix")
@@ -63,6 +65,8 @@ KINDS = {
         METRICS,
         ROLLOUTS_RUN,
         CAPTURES,
+        RUN_REPORT,
+        RUN_HISTORY,
         REVERIFIED_RUN,
         CONFORMANCE_REPORTS,
         CONFORMANCE_MATRIX,

@@ -40,3 +40,10 @@ def digest(task_input: Any) -> str:
             "which has no UTF-8 form and so cannot be hashed; fix the string in the data"
         ) from None
     return DIGEST_PREFIX + hashlib.sha256(data).hexdigest()
+
+
+def short_digest(digest: str) -> str:
+    """A digest (``hex`` or ``sha256:hex``) as a table shows it: its first 12 hex digits. The
+    full value stays in files and JSON beside the table."""
+    label, colon, hex_digits = digest.rpartition(":")
+    return f"{label}{colon}{hex_digits[:12]}…"

@@ -4,6 +4,7 @@ import json
 from pathlib import Path
 
 import dagster as dg
+import pytest
 import yaml
 
 from gym_assets.defs.partitions import benchmark_partitions, harness_partitions
@@ -118,3 +119,40 @@ def test_config_change_sensor_adds_the_harness_partitions(configs, workspace, in
     config_change_sensor(context)
     registry = yaml.safe_load((configs / "harnesses.yaml").read_text(encoding="utf-8"))
     assert instance.get_dynamic_partitions(harness_partitions.name) == list(registry["harnesses"])
+
+
+def test_statistics_task_table_report_and_compare_view(workspace, instance):
+    _plan(workspace, instance, "units")
+    assert _collect(workspace, instance, "units").success
+    first = _metadata(instance)
+    assert first["reward_mean"].value == 1.0 and first["reward_mean_tasks"].value == 30
+    assert first["reward_stderr"].value == 0.0
+    assert first["reward_ci_low"].value == first["reward_ci_high"].value == 1.0
+    assert first["pass@1_ci_low"].value == 1.0
+    assert first["compare"].value == "no previous run to compare"
+    assert "compare_reward_delta" not in first
+    report = Path(first["report"].value)
+    assert report == Path(workspace.data_root) / "rollouts/units/simple_agent/report.html"
+    assert "<svg" in report.read_text(encoding="utf-8")
+    table = first["worst_tasks"]
+    assert isinstance(table, dg.TableMetadataValue) and len(table.records) == 30
+    assert table.schema.columns[0].description.startswith("30 of 30 tasks, lowest mean reward")
+
+    # A second materialization where 40% of the answers are wrong (12 of 30 tasks).
+    corrupt = ModelEndpoint(corrupt_fraction=0.4, seed=3)
+    assert _collect(workspace, instance, "units", endpoint=corrupt).success
+    second = _metadata(instance)
+    assert second["reward_mean"].value == pytest.approx(0.6)
+    low, high = second["reward_ci_low"].value, second["reward_ci_high"].value
+    assert low < 0.6 < high and second["reward_stderr"].value > 0
+    assert second["compare_reward_delta"].value == pytest.approx(-0.4)
+    assert second["compare_reward_delta_ci_high"].value < 0  # a regression, not noise
+    assert (second["flipped_to_fail"].value, second["flipped_to_pass"].value) == (12, 0)
+    assert second["inputs_changed"].value == 0
+    assert "| flipped pass → fail | 12 |" in second["compare"].value
+    worst = second["worst_tasks"].records
+    assert [r.data["reward_mean"] for r in worst[:12]] == [0.0] * 12
+    assert all(r.data["input_digest"].endswith("…") for r in worst)
+    # Over materializations, the numbers are there to plot.
+    events = instance.fetch_materializations(dg.AssetKey("rollouts"), limit=10).records
+    assert len(events) == 2

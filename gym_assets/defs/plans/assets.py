@@ -2,11 +2,12 @@
 
 import dagster as dg
 
-from gym_assets.defs.metadata import as_failure, markdown_table, short_digest
+from gym_assets.defs.metadata import as_failure, markdown_table
 from gym_assets.defs.partitions import benchmark_partitions
 from gym_assets.defs.resources import GymWorkspace
 from gym_assets.defs.tasksets.assets import collated_taskset
 from gym_assets.errors import UserError
+from gym_assets.plans.canonical import short_digest
 from gym_assets.plans.model import SCHEMA_LABEL
 from gym_assets.plans.pipeline import plan_benchmark
 from gym_assets.plans.publish import publish_plan

@@ -9,6 +9,7 @@ from gym_assets.defs.metadata import as_failure, markdown_table
 from gym_assets.defs.partitions import rollout_partitions
 from gym_assets.defs.plans.assets import eval_plan
 from gym_assets.defs.resources import GymWorkspace
+from gym_assets.defs.rollouts.analysis_metadata import analysis_metadata
 from gym_assets.defs.rollouts.resources import HarnessRunner, ModelEndpoint
 from gym_assets.errors import UserError
 from gym_assets.rollouts.collection.files import run_dir
@@ -58,7 +59,7 @@ def _metadata(result: RunResult) -> dict[str, dg.MetadataValue]:
     for name, value in (("reward_mean", totals.reward_mean), ("pass@1", totals.pass_at_1)):
         if value is not None:
             metadata[name] = dg.MetadataValue.float(value)
-    return metadata
+    return metadata | analysis_metadata(result.analysis)
 
 
 @dg.asset(

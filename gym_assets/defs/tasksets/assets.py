@@ -4,11 +4,12 @@ import json
 
 import dagster as dg
 
-from gym_assets.defs.metadata import as_failure, markdown_table, short_digest
+from gym_assets.defs.metadata import as_failure, markdown_table
 from gym_assets.defs.partitions import benchmark_partitions
 from gym_assets.defs.resources import GymWorkspace
 from gym_assets.errors import UserError
 from gym_assets.modes import ValidationMode
+from gym_assets.plans.canonical import short_digest
 from gym_assets.tasks.fingerprint import benchmark_fingerprint
 from gym_assets.tasks.pipeline import collate_benchmark
 from gym_assets.tasks.prepare import prepare_benchmark

@@ -5,6 +5,8 @@
     <out>/rollouts_materialized_inputs.jsonl  one line per planned rollout (the inventory)
     <out>/rollouts_aggregate_metrics.json     one entry per environment server
     <out>/captures/                           the gateway's per-rollout capture files
+    <out>/report.html, <out>/report/          the run's HTML report and the records it links
+    <out>/history/                            per-task snapshots of the runs made here
 
 Records and failures are appended one complete line per ``write`` and flushed per rollout, so a
 process killed midway loses only rollouts still in flight; at worst the last line is cut short,
@@ -12,8 +14,9 @@ and ``repair_tail`` drops such a line before a resume appends after it. Any othe
 not a JSON object means the file was damaged: reading it is refused (``CorruptRunFile``), or
 the file is moved aside as ``<name>.corrupt-<n>`` when the caller asks.
 
-The run directory and ``captures/`` are products (``gym_assets.outputs``). A fresh run deletes
-only what a run writes here, and refuses when the directory holds anything else.
+The run directory, ``captures/``, ``report/`` and ``history/`` are products
+(``gym_assets.outputs``). A fresh run deletes only what a run writes here (``history/`` stays:
+it is what the next run compares with), and refuses when the directory holds anything else.
 """
 
 from __future__ import annotations
@@ -31,7 +34,13 @@ from gym_assets.io import PUBLISHED_FILE_MODE, atomic_writer, json_line, parse_j
 from gym_assets.limits import MAX_PRODUCT_NESTING
 from gym_assets.outputs.failures import reported
 from gym_assets.outputs.lock import lock_path
-from gym_assets.outputs.markers import CAPTURES, MARKER_NAME, dir_marker
+from gym_assets.outputs.markers import (
+    CAPTURES,
+    MARKER_NAME,
+    RUN_HISTORY,
+    RUN_REPORT,
+    dir_marker,
+)
 from gym_assets.rollouts.gateway.capture import CAPTURE_SUFFIX, INCOMPLETE_SUFFIX
 
 DEFAULT_STEM = "rollouts"
@@ -64,8 +73,31 @@ class RunFiles:
     def capture_dir(self) -> Path:
         return self.out_dir / "captures"
 
+    @property
+    def report(self) -> Path:
+        return self.out_dir / "report.html"
+
+    @property
+    def report_dir(self) -> Path:
+        """The files the report links to (one per rollout)."""
+        return self.out_dir / "report"
+
+    @property
+    def history_dir(self) -> Path:
+        return self.out_dir / "history"
+
     def outputs(self) -> tuple[Path, ...]:
-        return (self.records, self.failures, self.materialized_inputs, self.aggregate_metrics)
+        return (
+            self.records,
+            self.failures,
+            self.materialized_inputs,
+            self.aggregate_metrics,
+            self.report,
+        )
+
+    def _marked_dirs(self) -> dict[str, str]:
+        """Subdirectories a run writes beside ``captures/``, each with its product kind."""
+        return {self.report_dir.name: RUN_REPORT.id, self.history_dir.name: RUN_HISTORY.id}
 
     def logs(self) -> tuple[Path, ...]:
         """The files a resume reads back: the inventory and the two append-only logs."""
@@ -73,9 +105,13 @@ class RunFiles:
 
     def _is_ours(self, name: str) -> bool:
         """A name a run writes here: its files, their temp and quarantined copies, the
-        captures dir's lock, the marker (``captures/`` is checked on its own)."""
-        if name in (MARKER_NAME, lock_path(self.capture_dir).name):
+        marker, the locks of its subdirectories, a rebuild of ``report/`` (``captures/``,
+        ``report/`` and ``history/`` themselves are checked on their own)."""
+        locks = (lock_path(d).name for d in (self.capture_dir, self.report_dir, self.history_dir))
+        if name == MARKER_NAME or name in locks:
             return True
+        if re.fullmatch(rf"\.{self.report_dir.name}\.(staging|retired)-.+", name):
+            return True  # a rebuild of report/ a killed run left (the next rebuild sweeps it)
         return any(
             name == path.name
             or re.fullmatch(rf"\.{re.escape(path.name)}\..+\.tmp", name)
@@ -88,8 +124,13 @@ class RunFiles:
         everything there is the run's own."""
         with reported(self.out_dir):
             names = sorted(os.listdir(self.out_dir))
+            marked = self._marked_dirs()
             for name in names:
-                if name != self.capture_dir.name and not self._is_ours(name):
+                if name in marked:
+                    path = self.out_dir / name
+                    if not stat.S_ISDIR(os.lstat(path).st_mode) or dir_marker(path) != marked[name]:
+                        return path
+                elif name != self.capture_dir.name and not self._is_ours(name):
                     return self.out_dir / name
             if self.capture_dir.name not in names:
                 return None
@@ -108,10 +149,8 @@ class RunFiles:
         with reported(self.out_dir):
             for path in self.outputs():
                 path.unlink(missing_ok=True)
-            if self.capture_dir.is_dir():
-                for entry in os.scandir(self.capture_dir):
-                    if entry.name != MARKER_NAME:
-                        os.unlink(entry.path)
+            for directory in (self.capture_dir, self.report_dir):
+                _clear_dir(directory)
 
     def quarantine(self, path: Path) -> Path:
         """Move a damaged file aside as ``<name>.corrupt-<n>`` (the first free n)."""
@@ -121,6 +160,14 @@ class RunFiles:
         with reported(path):
             os.rename(path, moved)
         return moved
+
+
+def _clear_dir(directory: Path) -> None:
+    """Delete the files of a product directory of ours, keeping its marker."""
+    if directory.is_dir():
+        for entry in os.scandir(directory):
+            if entry.name != MARKER_NAME:
+                os.unlink(entry.path)
 
 
 def write_jsonl_atomic(path: Path, rows: list[dict[str, Any]]) -> None:

@@ -95,6 +95,29 @@ class RunTotals:
         return entry
 
 
+def rollout_outcome(
+    record: dict[str, Any] | None, failure: dict[str, Any] | None
+) -> tuple[str, str]:
+    """How one planned rollout ended (a field of ``Outcomes``) and, for a failed or masked one,
+    the kind behind it (else "")."""
+    if record is None:
+        return ("pending", "") if failure is None else ("failed", failure_kind_of(failure))
+    outcome = outcome_of(record)
+    if outcome == "masked":
+        return outcome, str(record.get("failure_kind") or "unspecified")
+    return outcome, ""
+
+
+def passed(record: dict[str, Any]) -> bool:
+    """A measured rollout passes when its reward is at least ``PASS_REWARD``."""
+    return record["reward"] >= PASS_REWARD
+
+
+def pass_at_k_estimate(measured: int, passes: int, k: int) -> float:
+    """The unbiased pass@k of one task with ``measured`` rollouts, ``passes`` of them passing."""
+    return 1.0 - math.comb(measured - passes, k) / math.comb(measured, k)
+
+
 def _key(row: dict[str, Any]) -> Key:
     return row["_ng_task_index"], row["_ng_rollout_index"]
 
@@ -129,7 +152,7 @@ def pass_at_k(passes_by_task: dict[int, list[bool]], max_k: int) -> dict[str, fl
     result: dict[str, float] = {}
     for k in range(1, max_k + 1):
         estimates = [
-            1.0 - math.comb(len(passes) - sum(passes), k) / math.comb(len(passes), k)
+            pass_at_k_estimate(len(passes), sum(passes), k)
             for passes in passes_by_task.values()
             if len(passes) >= k
         ]
@@ -175,20 +198,16 @@ def summarize(
     for item in sorted(inputs, key=lambda i: i.key):
         rollouts_per_task[item.key[0]] += 1
         record = records.get(item.key)
-        if record is None:
-            failure = failures.get(item.key)
-            outcomes["pending" if failure is None else "failed"] += 1
-            if failure is not None:
-                kinds[failure_kind_of(failure)] += 1
-            continue
-        outcome = outcome_of(record)
+        outcome, kind = rollout_outcome(record, failures.get(item.key))
         outcomes[outcome] += 1
-        if outcome == "masked":
-            masked_kinds[str(record.get("failure_kind") or "unspecified")] += 1
-        else:
+        if outcome == "failed":
+            kinds[kind] += 1
+        elif outcome == "masked":
+            masked_kinds[kind] += 1
+        if record is not None and outcome != "masked":
             unmasked.append({k: v for k, v in record.items() if k not in STRIPPED_FIELDS})
-        if outcome == "measured":
-            passes[item.key[0]].append(record["reward"] >= PASS_REWARD)
+        if record is not None and outcome == "measured":
+            passes[item.key[0]].append(passed(record))
     stats = field_stats(unmasked)
     pass_k = pass_at_k(passes, max(rollouts_per_task.values(), default=0))
     rewards = [r["reward"] for r in unmasked if isinstance(r.get("reward"), int | float)]

@@ -47,7 +47,7 @@ from gym_assets.outputs.targets import Target, is_within
 from gym_assets.rollouts.collection.files import RunFiles, read_jsonl
 from gym_assets.rollouts.collection.inputs import ROLLOUT_INDEX, TASK_INDEX, RolloutInput
 from gym_assets.rollouts.collection.ledger import Key
-from gym_assets.rollouts.collection.metrics import RunTotals, aggregate, latest_rows, summarize
+from gym_assets.rollouts.collection.metrics import RunTotals, latest_rows, summarize
 from gym_assets.rollouts.collection.records import (
     AGENT_REQUEST_FAILED,
     COPIED_ROW_KEYS,
@@ -298,7 +298,12 @@ def reverify_run(
         new_records = latest_rows(read_jsonl(new.records))
         before = summarize(inputs, old_records, failures)
         after = summarize(inputs, new_records, failures)
-        metrics = aggregate(inputs, new_records, failures)
+        # Imported here, as in ``run``: pandas is for the commands that analyse.
+        from gym_assets.rollouts.analysis.publish import aggregate_entries
+        from gym_assets.rollouts.analysis.tables import task_table
+
+        table = task_table(inputs, new_records, failures, benchmark="", harness="")
+        metrics = aggregate_entries(inputs, new_records, failures, table)
         atomic_write_text(new.aggregate_metrics, json.dumps(metrics, indent=2) + "\n")
         summary = {
             "records": len(old_records),

@@ -22,8 +22,9 @@ import json
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from pydantic import ValidationError
 
@@ -48,9 +49,12 @@ from gym_assets.rollouts.collection.files import (
     write_jsonl_atomic,
 )
 from gym_assets.rollouts.collection.gateway_process import GatewayProcess
-from gym_assets.rollouts.collection.inputs import RolloutInput, materialize_inputs
+from gym_assets.rollouts.collection.inputs import (
+    RolloutInput,
+    materialize_inputs,
+)
 from gym_assets.rollouts.collection.ledger import Ledger
-from gym_assets.rollouts.collection.metrics import RunTotals, aggregate, latest_rows, summarize
+from gym_assets.rollouts.collection.metrics import RunTotals, latest_rows, summarize
 from gym_assets.rollouts.collection.model_gateway import require_ready
 from gym_assets.rollouts.collection.plan_gate import PlanGate
 from gym_assets.rollouts.collection.progress import Progress
@@ -61,6 +65,9 @@ from gym_assets.sandbox import SandboxPolicy
 from gym_assets.tasks.catalog import Benchmark, Catalog
 from gym_assets.tasks.pipeline import collated_path
 from gym_assets.tasks.task_inputs import SingleAgentTurnTaskInput
+
+if TYPE_CHECKING:
+    from gym_assets.rollouts.analysis.publish import Analysis
 
 DEFAULT_MODEL = ("policy", "policy_model")  # (model id, model server) when the config names none
 
@@ -89,6 +96,7 @@ class RunResult:
     seconds: float
     totals: RunTotals  # the metrics over every rollout
     metrics: list[dict[str, Any]]  # one entry per environment server
+    analysis: Analysis  # statistics, comparison with the previous run, the report
     drifted: list[tuple[str, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     harness: dict[str, str] = field(default_factory=dict)  # name, kind, interface, version
@@ -378,7 +386,24 @@ def run_rollouts(
         seconds = time.monotonic() - started
         done = latest_rows(read_jsonl(files.records))
         failed = latest_rows(read_jsonl(files.failures))
-        metrics = aggregate(inputs, done, failed)
+        totals = summarize(inputs, done, failed)
+        # Imported here: pandas and matplotlib cost a second, which loading the Dagster
+        # definitions or a command that runs nothing should not pay.
+        from gym_assets.rollouts.analysis.publish import aggregate_entries, analyse
+
+        analysis = analyse(
+            files,
+            inputs,
+            done,
+            failed,
+            benchmark=benchmark.name,
+            harness=harness.name,
+            totals=totals,
+            roots=catalog.roots,
+            now=datetime.now(UTC),
+        )
+        metrics = aggregate_entries(inputs, done, failed, analysis.table)
+        notes += analysis.notes
         atomic_write_text(
             files.aggregate_metrics, json.dumps(metrics, indent=2, ensure_ascii=False) + "\n"
         )
@@ -387,8 +412,9 @@ def run_rollouts(
         rollouts=len(inputs),
         dispatched=len(todo),
         seconds=seconds,
-        totals=summarize(inputs, done, failed),
+        totals=totals,
         metrics=metrics,
+        analysis=analysis,
         drifted=gate.drifted(),
         notes=notes,
         harness=resolved.metadata(),

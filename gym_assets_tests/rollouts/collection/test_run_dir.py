@@ -85,6 +85,33 @@ def test_a_fresh_run_replaces_its_own_files_and_keeps_quarantined_ones(products,
     assert (out / "rollouts.jsonl.corrupt-1").read_text() == "kept for a post-mortem\n"
 
 
+def test_a_fresh_run_keeps_history_and_takes_what_a_killed_run_left(products, tmp_path):
+    out = tmp_path / "run"
+    _run(products, out, limit=2)
+    (out / ".report.staging-x1y2").mkdir()  # a rebuild of report/ killed before its swap
+    (out / ".history.lock").write_text("4242\n")  # a lock file a killed holder left
+    result = _run(products, out, limit=2)
+    assert result.analysis.previous is not None and result.analysis.comparison is not None
+    assert len(list((out / "history").glob("*.jsonl"))) == 2
+    assert sorted(p.name for p in (out / "report").iterdir()) == [
+        MARKER_NAME,
+        "0-0.json",
+        "1-0.json",
+    ]
+    assert not (out / ".report.staging-x1y2").exists()  # swept by the rebuild
+
+
+@pytest.mark.parametrize("name", ["report", "history"])
+def test_report_and_history_must_be_the_runs_own(products, tmp_path, name):
+    out = tmp_path / "run"
+    _run(products, out, limit=1)
+    (out / name / MARKER_NAME).unlink()
+    before = snapshot(out)
+    with pytest.raises(OutputError, match=f"holds {out / name}, which a rollouts run does not"):
+        _run(products, out, limit=1)
+    assert snapshot(out) == before
+
+
 def test_a_run_refuses_a_product_of_another_kind(products, tmp_path):
     out = tmp_path / "run"
     out.mkdir()

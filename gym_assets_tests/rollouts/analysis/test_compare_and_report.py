@@ -1,0 +1,250 @@
+"""Statistics, ``rollouts compare`` and the HTML report on real runs (reference upstream).
+
+Run A and run B collect the bundled ``units`` benchmark with different corruption seeds (so
+rewards change both ways); between them task 0's input is edited (B runs it with
+``--allow-plan-drift``), and B runs two more tasks. What compare reports is checked against
+the two runs' own records.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gym_assets.cli import main
+from gym_assets.rollouts.analysis.compare import compare_tables
+from gym_assets.rollouts.analysis.estimates import run_statistics
+from gym_assets.rollouts.analysis.history import KEEP, snapshots, write_snapshot
+from gym_assets.rollouts.analysis.report import ReportInput, render
+from gym_assets.rollouts.analysis.tables import read_run, run_table, task_table
+from gym_assets.rollouts.collection.files import RunFiles, read_jsonl
+from gym_assets.rollouts.collection.metrics import summarize
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parents[3]
+NETWORK_REFERENCE = re.compile(r"""(?:src|href)\s*=\s*["']?\s*(?:[a-z]+:)?//""", re.IGNORECASE)
+
+
+def _run(data: Path, out: Path, *argv: str) -> None:
+    code = main(
+        ["rollouts", "--benchmark", "units", "--harness", "simple_agent", "--out", str(out),
+         *argv, "--configs", str(REPO / "configs"), "--data-root", str(data)]
+    )  # fmt: skip
+    assert code == 0
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("compare")
+    data = root / "data"
+    _run(data, root / "a", "--limit", "8", "--corrupt-fraction", "0.5", "--seed", "1")
+    taskset = data / "tasksets" / "units" / "benchmark.jsonl"
+    rows = [json.loads(line) for line in taskset.read_text().splitlines()]
+    rows[0]["task_input"]["task_data"]["expected_answer"] = "changed"
+    taskset.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    _run(data, root / "b", "--limit", "10", "--corrupt-fraction", "0.5", "--seed", "2",
+         "--allow-plan-drift")  # fmt: skip
+    return root / "a", root / "b"
+
+
+def _passes(run: Path) -> dict[int, bool]:
+    return {r["_ng_task_index"]: r["reward"] >= 1 for r in read_jsonl(RunFiles(run).records)}
+
+
+def test_compare_pairs_by_index_and_digest_and_finds_flips_both_ways(runs):
+    a, b = runs
+    comparison = compare_tables(run_table(a), run_table(b))
+    before, after = _passes(a), _passes(b)
+    common = sorted(set(before) & set(after) - {0})  # task 0's input changed
+    to_fail = [t for t in common if before[t] and not after[t]]
+    to_pass = [t for t in common if after[t] and not before[t]]
+    assert to_fail and to_pass  # the seeds were chosen so that both happen
+    assert [t.task_index for t in comparison.flipped_to_fail.tasks] == to_fail
+    assert [t.task_index for t in comparison.flipped_to_pass.tasks] == to_pass
+    assert comparison.flipped_to_fail.count == len(to_fail)
+    assert [t.task_index for t in comparison.inputs_changed.tasks] == [0]
+    assert comparison.only_in_a.count == 0
+    assert [t.task_index for t in comparison.only_in_b.tasks] == [8, 9]
+    assert comparison.paired == len(common) == 7
+    deltas = [float(after[t]) - float(before[t]) for t in common]
+    delta = comparison.reward_delta
+    assert delta.n == 7 and delta.mean == pytest.approx(sum(deltas) / 7)
+    assert delta.ci_low <= delta.mean <= delta.ci_high
+
+
+def test_the_task_table_follows_the_records(runs):
+    a, _ = runs
+    table = run_table(a, benchmark="units", harness="simple_agent")
+    assert list(table["task_index"]) == list(range(8))
+    assert table["measured"].tolist() == [1] * 8
+    passes = _passes(a)
+    assert table["passes"].tolist() == [int(passes[t]) for t in range(8)]
+    inputs, records, failures = read_run(a)
+    totals = summarize(inputs, records, failures)
+    assert run_statistics(table).reward.mean == pytest.approx(totals.reward_mean)
+    assert run_statistics(table).pass_at_k["pass@1"].mean == pytest.approx(totals.pass_at_1)
+    aggregate = json.loads(RunFiles(a).aggregate_metrics.read_text())
+    block = aggregate[0]["statistics"]
+    assert block["reward"]["mean"] == pytest.approx(totals.reward_mean)
+    assert block["tasks"] == 8 and block["bootstrap"]["resamples"] == 2000
+
+
+def _compare_cli(capsys, *argv: str | Path) -> tuple[int, str, str]:
+    code = main(["rollouts", "compare", *(str(a) for a in argv)])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_the_compare_command_prints_text_and_json(runs, capsys):
+    a, b = runs
+    code, out, _ = _compare_cli(capsys, a, b)
+    assert code == 0
+    assert "tasks: 8 in A, 10 in B, 7 paired (same task index and input digest)" in out
+    assert re.search(r"reward difference \(B − A\) -?\d\.\d{3} ± \d\.\d{3} \(95% CI ", out)
+    assert "inputs changed (not comparable): 1\n  task 0 (units-001): sha256:" in out
+    assert "only in B: 2\n  task 8 (units-009)\n  task 9 (units-010)" in out
+    code, out, _ = _compare_cli(capsys, a, b, "--json")
+    document = json.loads(out)
+    assert code == 0 and document["b"] == str(b) and document["paired"] == 7
+    assert document["inputs_changed"]["tasks"][0]["task_index"] == 0
+    assert document["only_in_b"]["count"] == 2
+
+
+def test_the_compare_command_refuses_what_is_no_run(runs, tmp_path, capsys):
+    a, _ = runs
+    refusals = ((tmp_path / "missing", "no such directory"), (tmp_path, "not a rollouts run"))
+    for other, words in refusals:
+        code, out, err = _compare_cli(capsys, a, other)
+        assert code == 1 and out == ""
+        assert err.count("\n") == 1 and err.startswith(f"error: {other}: ") and words in err
+    with pytest.raises(SystemExit) as usage:
+        main(["rollouts", "compare", str(a)])
+    assert usage.value.code == 2
+
+
+def test_the_report_is_self_contained_and_its_links_open(runs):
+    _, b = runs
+    page = RunFiles(b).report.read_text(encoding="utf-8")
+    assert page.count("<svg") == 1  # the reward plot; no failures to plot
+    assert NETWORK_REFERENCE.search(page) is None and "<script" not in page
+    assert "No previous run to compare" in page
+    hrefs = re.findall(r'<a href="([^"]+)"', page)
+    assert len(hrefs) == 10
+    for href in hrefs:
+        record = json.loads((b / href).read_text(encoding="utf-8"))
+        task, rollout = re.fullmatch(r"report/(\d+)-(\d+)\.json", href).groups()
+        assert (record["_ng_task_index"], record["_ng_rollout_index"]) == (int(task), int(rollout))
+
+
+def test_the_report_escapes_strings_from_data(runs):
+    a, _ = runs
+    inputs, records, failures = read_run(a)
+    table = task_table(inputs, records, failures, benchmark="units", harness="<b>h</b>")
+    hostile = '--><script>alert("task")</script>'
+    table.loc[0, "task_id"] = hostile
+    totals = summarize(inputs, records, failures)
+    totals = type(totals)(**{**totals.__dict__, "failure_kinds": {hostile: 1}})
+    page = render(
+        ReportInput("units", "<b>h</b>", totals, run_statistics(table), table, {}, None, None)
+    )
+    assert hostile not in page and "<b>h</b>" not in page and "<script" not in page
+    assert "&lt;script&gt;alert(&quot;task&quot;)&lt;/script&gt;" in page
+    assert page.count("<svg") == 2  # the failure kinds are drawn (as paths, not text)
+
+
+def test_the_same_run_gives_the_same_report_bytes(tmp_path):
+    data = tmp_path / "data"
+    _run(data, tmp_path / "first", "--limit", "5", "--corrupt-fraction", "0.4")
+    # The second run in another interpreter: nothing may depend on the process.
+    subprocess.run(
+        [sys.executable, "-m", "gym_assets.cli", "rollouts", "--benchmark", "units",
+         "--harness", "simple_agent", "--out", str(tmp_path / "second"), "--limit", "5",
+         "--corrupt-fraction", "0.4", "--configs", str(REPO / "configs"),
+         "--data-root", str(data)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    first = RunFiles(tmp_path / "first").report.read_bytes()
+    assert first == RunFiles(tmp_path / "second").report.read_bytes()
+    assert b"<svg" in first
+
+
+def test_a_second_run_in_the_same_dir_is_compared_with_the_first(tmp_path, capsys):
+    data, out = tmp_path / "data", tmp_path / "run"
+    _run(data, out, "--limit", "6")
+    assert "compared with the previous run: no previous run to compare" in capsys.readouterr().out
+    _run(data, out, "--limit", "6", "--corrupt-fraction", "0.5")
+    printed = capsys.readouterr().out
+    assert "compared with the previous run: reward -0.500 ± " in printed
+    assert "flipped pass → fail 3, fail → pass 0, inputs changed 0" in printed
+    assert re.search(r"^reward mean 0\.500 ± 0\.2\d\d \(95% CI ", printed, re.MULTILINE)
+    assert f"report             : {RunFiles(out).report}" in printed
+    assert len(snapshots(RunFiles(out))) == 2
+    page = RunFiles(out).report.read_text(encoding="utf-8")
+    assert "flipped pass → fail: 3" in page and "Against the previous run" in page
+
+
+def test_history_keeps_the_newest_snapshots_and_only_deletes_its_own(tmp_path):
+    from datetime import UTC, datetime, timedelta
+
+    from gym_assets.outputs.targets import Roots
+
+    files = RunFiles(tmp_path / "run")
+    roots = Roots(configs=REPO / "configs", data=tmp_path)
+    table = task_table([], {}, {}, benchmark="b", harness="h")
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    written = [write_snapshot(files, table, roots, start + timedelta(minutes=i)) for i in range(3)]
+    (files.history_dir / "notes.txt").write_text("mine")
+    for _ in range(KEEP):
+        write_snapshot(files, table, roots, start)  # a clock set back still sorts last
+    kept = snapshots(files)
+    assert len(kept) == KEEP and kept[0] not in written
+    assert kept == sorted(kept) and (files.history_dir / "notes.txt").read_text() == "mine"
+
+
+def test_pass_at_k_with_repeats_matches_the_aggregate_metrics(tmp_path):
+    out = tmp_path / "run"
+    _run(tmp_path / "data", out, "--limit", "4", "--repeats", "3", "--corrupt-fraction", "0.5")
+    entry = json.loads(RunFiles(out).aggregate_metrics.read_text())[0]
+    block = entry["statistics"]["pass_at_k"]
+    assert sorted(block) == ["pass@1", "pass@2", "pass@3"] == sorted(entry["pass_at_k"])
+    for name, value in entry["pass_at_k"].items():
+        assert block[name]["mean"] == pytest.approx(value) and block[name]["n"] == 4
+    table = run_table(out)
+    assert table["measured"].tolist() == [3] * 4 and table["rollouts"].sum() == 12
+    assert entry["statistics"]["reward"]["mean"] == pytest.approx(
+        entry["key_metrics"]["mean/reward"]
+    )
+
+
+def test_one_task_no_measured_task_and_a_damaged_snapshot(tmp_path, capsys):
+    data = tmp_path / "data"
+    _run(data, tmp_path / "one", "--limit", "1")
+    assert "reward mean 1.000 (n=1 task: no interval from one task)" in capsys.readouterr().out
+    # Every rollout outlives its deadline: nothing is measured (the command exits 1 for that).
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([{"text": "42"}]))
+    none = tmp_path / "none"
+    code = main(
+        ["rollouts", "--benchmark", "units", "--harness", "simple_agent", "--out", str(none),
+         "--limit", "2", "--upstream", "scripted", "--script", str(script),
+         "--upstream-latency", "30", "--timeout", "0.2",
+         "--configs", str(REPO / "configs"), "--data-root", str(data)]
+    )  # fmt: skip
+    assert code == 1 and "reward mean n/a (no task measured)" in capsys.readouterr().out
+    text = RunFiles(none).aggregate_metrics.read_text()
+    assert "NaN" not in text and json.loads(text)[0]["statistics"]["reward"]["mean"] is None
+    page = RunFiles(none).report.read_text()
+    assert page.count("<svg") == 2  # rewards (none) and the failure kinds
+    # A snapshot someone damaged: the next run says so and is not compared with it.
+    history = snapshots(RunFiles(tmp_path / "one"))
+    history[-1].write_text("not json\n")
+    _run(data, tmp_path / "one", "--limit", "1")
+    captured = capsys.readouterr()
+    assert f"note: {history[-1]}:1: not valid JSON" in captured.err
+    assert "no previous run to compare" in captured.out
