@@ -22,7 +22,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gym_assets import settings
-from gym_assets.cli.flags import add_configs_flag, add_data_root_flag
+from gym_assets.cli.flags import (
+    BENCHMARK_HELP,
+    BENCHMARK_METAVAR,
+    add_configs_flag,
+    add_data_root_flag,
+    select,
+)
 from gym_assets.errors import UserError
 from gym_assets.limits import (
     DEFAULT_CONCURRENCY,
@@ -124,7 +130,6 @@ def _rollouts(args: argparse.Namespace) -> int:
         require_installed,
         upstream_of,
     )
-    from gym_assets.tasks.catalog import load_catalog
 
     parser: argparse.ArgumentParser = args.rollouts_parser
     missing = [flag for flag in RUN_FLAGS if getattr(args, flag[2:]) is None]
@@ -147,11 +152,12 @@ def _rollouts(args: argparse.Namespace) -> int:
     if (args.upstream == "scripted") != (args.script is not None):
         parser.error("--script FILE goes with --upstream scripted (and is required by it)")
     script = None if args.script is None else load_script(args.script)  # before products
-    catalog = load_catalog(settings.configs_root(args.configs), settings.data_root(args.data_root))
+    selection = select(args, args.benchmark)
+    catalog, benchmark = selection.catalog, selection.one()
     harness = get_harness(load_harnesses(catalog.loaded), args.harness)
     require_installed(harness)  # before any product is made for the run
     check_run_dir(catalog, Path(args.out), args.resume)
-    ensure_products(catalog, catalog.get(args.benchmark).name, _say)
+    ensure_products(catalog, benchmark.name, _say)
     options = RunOptions(
         repeats=args.repeats,
         concurrency=args.concurrency,
@@ -164,7 +170,7 @@ def _rollouts(args: argparse.Namespace) -> int:
         allow_unsandboxed=args.allow_unsandboxed,
         quarantine_corrupt=args.quarantine_corrupt,
     )
-    result = run_rollouts(catalog, args.benchmark, harness, Path(args.out), upstream, options)
+    result = run_rollouts(catalog, benchmark.name, harness, Path(args.out), upstream, options)
     for note in result.notes:
         _say(f"note: {note}")
     if result.drifted:
@@ -176,7 +182,7 @@ def _rollouts(args: argparse.Namespace) -> int:
             f"none of the {result.dispatched} dispatched rollouts produced a result; see "
             f"{result.files.failures}"
         )
-    masked = masked_share(result.files, catalog.get(args.benchmark).taskset, args.max_masked_share)
+    masked = masked_share(result.files, benchmark.taskset, args.max_masked_share)
     if not masked.passed:
         raise UserError(_over_masking_budget(masked.description, masked.metadata, result))
     return 0
@@ -280,7 +286,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "with the given harness; write records, a failure sidecar, the materialized inputs "
         "and aggregate metrics into --out. `rollouts reverify` re-scores a finished run.",
     )
-    parser.add_argument("--benchmark", metavar="NAME", help="required to run")
+    parser.add_argument(
+        "--benchmark", metavar=BENCHMARK_METAVAR, help=f"required to run: {BENCHMARK_HELP}"
+    )
     parser.add_argument("--harness", metavar="NAME", help="required to run; see configs harnesses:")
     parser.add_argument("--out", metavar="DIR", help="required to run: where the run's files go")
     parser.add_argument("--upstream", choices=UPSTREAM_MODES, default="reference")

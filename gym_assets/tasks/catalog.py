@@ -195,6 +195,8 @@ class Catalog:
             ) from None
 
 
-def load_catalog(configs_root: str | Path, data_root: str | Path) -> Catalog:
-    """Load and resolve the configs tree, then list its benchmarks."""
-    return Catalog(load_configs(Path(configs_root)), Layout(Path(data_root)))
+def load_catalog(
+    configs_root: str | Path, data_root: str | Path, flavor: Path | None = None
+) -> Catalog:
+    """Load and resolve the configs tree (with ``flavor`` selected), then list its benchmarks."""
+    return Catalog(load_configs(Path(configs_root), flavor), Layout(Path(data_root)))
