@@ -5,6 +5,7 @@ or re-score a finished run with the current verifiers.
         [--upstream reference|scripted|openai] [--base-url URL --api-key-env VAR] [--model NAME]
         [--script FILE] [--repeats N] [--concurrency C] [--limit N] [--timeout S]
         [--resume [--quarantine-corrupt]] [--allow-plan-drift] [--corrupt-fraction F --seed S]
+        [--override +responses_create_params.FIELD=V | num_repeats_add_seed=true | skills=V]
     gym-assets rollouts reverify --run DIR [--out DIR] [--concurrency C]
 
 Missing products (prepared rows, collated taskset, plan) are made first. Exit 0 when the run
@@ -122,6 +123,7 @@ def _summary(result: RunResult) -> None:
 def _rollouts(args: argparse.Namespace) -> int:
     from gym_assets.rollouts.collection.checks import masked_share
     from gym_assets.rollouts.collection.model_gateway import load_script
+    from gym_assets.rollouts.collection.overrides import parse_overrides
     from gym_assets.rollouts.collection.products import ensure_products
     from gym_assets.rollouts.collection.run import RunOptions, check_run_dir, run_rollouts
     from gym_assets.rollouts.harnesses import (
@@ -151,6 +153,7 @@ def _rollouts(args: argparse.Namespace) -> int:
         parser.error("--quarantine-corrupt goes with --resume (a fresh run reads no old files)")
     if (args.upstream == "scripted") != (args.script is not None):
         parser.error("--script FILE goes with --upstream scripted (and is required by it)")
+    overrides = parse_overrides(args.override or [])
     script = None if args.script is None else load_script(args.script)  # before products
     selection = select(args, args.benchmark)
     catalog, benchmark = selection.catalog, selection.one()
@@ -169,6 +172,7 @@ def _rollouts(args: argparse.Namespace) -> int:
         script=script,
         allow_unsandboxed=args.allow_unsandboxed,
         quarantine_corrupt=args.quarantine_corrupt,
+        overrides=overrides,
     )
     result = run_rollouts(catalog, benchmark.name, harness, Path(args.out), upstream, options)
     for note in result.notes:
@@ -308,6 +312,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--timeout", type=_positive_float, metavar="S", help="per rollout")
     parser.add_argument(
         "--max-attempts", type=_count(MAX_ATTEMPTS), default=DEFAULT_MAX_ATTEMPTS, metavar="N"
+    )
+    parser.add_argument(
+        "--override",
+        action="append",
+        metavar="KEY=VALUE",
+        help="run-level override, repeatable: +responses_create_params.<field>=VALUE, "
+        "num_repeats_add_seed=true or skills=VALUE. Flat rows only: refused for a benchmark "
+        "of converted (materialized) rows, whose task input is the task as planned; the first "
+        "two change a flat row's input, so they need --allow-plan-drift",
     )
     parser.add_argument("--resume", action="store_true", help="continue the run in --out")
     parser.add_argument(
