@@ -140,14 +140,33 @@ def test_tokens_that_leave_the_benchmarks_dir_are_refused(tree, capsys) -> None:
     assert "is not a benchmark token" in err
 
 
-def test_a_flavor_sharing_a_dataset_name_is_refused(tree, capsys) -> None:
+PREPARE = """\
+import json
+from pathlib import Path
+
+
+def prepare(output_fpath):
+    Path(output_fpath).write_text(json.dumps({"task_id": "p", "responses_create_params": {}}))
+    return Path(output_fpath)
+"""
+
+
+def test_a_flavor_may_share_the_dataset_name_and_keeps_its_own_products(tree, capsys):
+    """As the reference's flavors do; its products live under data/flavors/<token>/."""
     quiz = tree / "configs" / "benchmarks" / "quiz"
-    (quiz / "same.yaml").write_text(QUIZ.format(name="quiz", rows="short.jsonl"))
-    assert cli(tree, "plan", "--benchmark", "quiz/same", "--out", tree / "p.json") == 1
-    err = capsys.readouterr().err
-    assert "flavor 'quiz/same' declares benchmark dataset 'quiz', as" in err
-    assert "give the flavor's dataset a name of its own" in err
-    assert not (tree / "p.json").exists()
+    same = QUIZ.format(name="quiz", rows="same.jsonl")
+    (quiz / "same.yaml").write_text(same + "          prepare_script: prepare.py\n")
+    (quiz / "prepare.py").write_text(PREPARE)
+    out = tree / "p.json"
+    assert cli(tree, "plan", "--benchmark", "quiz/same", "--out", out) == 1
+    assert "run `gym-assets prepare --benchmark quiz/same` first" in capsys.readouterr().err
+    assert cli(tree, "plan", "--benchmark", "quiz/same", "--prepare", "--out", out) == 0
+    assert [t.task_id for t in load_plan(out).tasks] == ["p"]
+    assert load_plan(out).benchmark == "quiz"
+    prepared = tree / "data" / "flavors" / "quiz" / "same" / "prepared" / "quiz" / "same.jsonl"
+    assert prepared.is_file() and not (tree / "data" / "prepared").exists()
+    assert cli(tree, "plan", "--benchmark", "quiz", "--out", out) == 0  # the default's rows
+    assert [t.task_id for t in load_plan(out).tasks] == ["a", "b", "c"]
 
 
 def test_a_config_with_two_benchmarks_is_refused_by_plan(tree, capsys) -> None:
@@ -191,13 +210,14 @@ def test_rollouts_run_a_flavor(tmp_path, capsys) -> None:
     units = configs / "benchmarks" / "units"
     rows = (units / "units.jsonl").read_text().splitlines()[:2]
     (units / "smoke.jsonl").write_text("\n".join(rows) + "\n")
-    flavor = (units / "config.yaml").read_text()
-    flavor = flavor.replace("- name: units", "- name: units_smoke")
+    flavor = (units / "config.yaml").read_text()  # the same names, dataset `units` included
     (units / "smoke.yaml").write_text(flavor.replace("units.jsonl", "smoke.jsonl"))
     out = tmp_path / "run"
     argv = ["rollouts", "--benchmark", "units/smoke", "--harness", "simple_agent", "--out", out]
-    code = main([*map(str, argv), "--configs", str(configs), "--data-root", str(tmp_path / "d")])
+    data = tmp_path / "d"
+    code = main([*map(str, argv), "--configs", str(configs), "--data-root", str(data)])
     captured = capsys.readouterr()
     assert code == 0, captured.err
-    assert "planning units_smoke" in captured.err
     assert captured.out.splitlines()[1].split()[:3] == ["2", "2", "0"]
+    assert (data / "flavors" / "units" / "smoke" / "plans" / "units" / "plan.json").is_file()
+    assert not (data / "plans").exists()

@@ -5,6 +5,8 @@ selector token, ``NAME[/FLAVOR]`` (``gym_assets.config.flavors``). A token namin
 loads the configs tree with that flavor in place of its benchmark's ``config.yaml``; a dataset
 name that only a flavor declares selects that flavor too, so the hints that name a benchmark
 by its dataset name (``gym-assets prepare --benchmark NAME``) work for flavors as well.
+A flavor's products live in their own tree under the data root (``Layout.flavor_root``), so
+flavors of one benchmark may share its dataset name, as the reference's do.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from gym_assets.config.flavors import (
 )
 from gym_assets.errors import UserError
 from gym_assets.tasks.catalog import Benchmark, Catalog, load_catalog
+from gym_assets.tasks.layout import Layout
 
 
 @dataclass(frozen=True)
@@ -67,8 +70,10 @@ def select_benchmark(configs_root: Path, data_root: Path, value: str) -> Selecti
 def _select_file(configs_root: Path, data_root: Path, value: str, path: Path) -> Selection:
     if default_config_for(configs_root, path) is None:
         return _in_file(load_catalog(configs_root, data_root), value, path)
-    _refuse_shared_names(configs_root, path)
-    return _in_file(load_catalog(configs_root, data_root, flavor=path), value, path)
+    token = token_of(configs_root, path)
+    assert token is not None  # a flavor lies below benchmarks/
+    flavor_data = Layout(Path(data_root)).flavor_root(token)
+    return _in_file(load_catalog(configs_root, flavor_data, (path, token)), value, path)
 
 
 def _in_file(catalog: Catalog, value: str, path: Path) -> Selection:
@@ -83,19 +88,3 @@ def _in_file(catalog: Catalog, value: str, path: Path) -> Selection:
             path=path,
         )
     return Selection(value, catalog, found)
-
-
-def _refuse_shared_names(configs_root: Path, flavor: Path) -> None:
-    """A flavor's datasets need names of their own: products are kept by dataset name, so a
-    shared name would mix the flavor's prepared rows, tasksets and plans with another's."""
-    configs = list(benchmark_configs(configs_root))
-    mine = {name for c in configs if c.path == flavor for name in c.datasets}
-    for config in configs:
-        shared = sorted(mine & set(config.datasets)) if config.path != flavor else []
-        if shared:
-            raise UserError(
-                f"flavor '{token_of(configs_root, flavor)}' declares benchmark dataset "
-                f"'{shared[0]}', as {config.path} does; prepared rows, tasksets and plans are "
-                "kept by dataset name, so give the flavor's dataset a name of its own",
-                path=flavor,
-            )

@@ -156,7 +156,8 @@ def _planned_inputs(
     if not taskset.is_file():
         raise UserError(
             f"benchmark '{benchmark.name}' has no collated taskset at {taskset}; run "
-            f"`gym-assets collate --benchmark {benchmark.name}` (or materialize collated_taskset)"
+            f"`gym-assets collate --benchmark {benchmark.selector}` (or "
+            "materialize collated_taskset)"
         )
     inputs = materialize_inputs(
         taskset,
