@@ -72,6 +72,22 @@ def test_listing_names_benchmarks_and_flavors_by_token(tree, capsys) -> None:
     assert [line.split()[0] for line in table[2:]] == ["nest/v1/config", "quiz", "quiz/short"]
 
 
+def test_a_flavor_that_does_not_resolve_is_skipped_with_a_warning(tree, capsys) -> None:
+    broken = tree / "configs" / "benchmarks" / "quiz" / "broken.yaml"
+    broken.write_text(
+        QUIZ.format(name="quiz_broken", rows="short.jsonl")
+        + "quiz_agent:\n  responses_api_agents:\n    simple_agent:\n      entrypoint: app.py\n"
+        "      resources_server: {type: resources_servers, name: nowhere}\n"
+    )
+    assert cli(tree, "list", "benchmarks", "--json") == 0
+    captured = capsys.readouterr()
+    assert [r["name"] for r in json.loads(captured.out)] == ["nest/v1/config", "quiz", "quiz/short"]
+    assert captured.err.startswith(
+        f"warning: skipping benchmark config '{broken}': could not resolve it ("
+    )
+    assert "nowhere" in captured.err
+
+
 @pytest.mark.parametrize(
     ("token", "config", "task_ids"),
     [

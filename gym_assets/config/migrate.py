@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gym_assets.config.flavors import default_config_for, is_flavor
 from gym_assets.config.inheritance import Inheritance, apply_inheritance
 from gym_assets.config.locate import Locate
 from gym_assets.config.model import ENVIRONMENTS, agent_references, server_instances
@@ -126,21 +127,56 @@ def add_environment_servers(paths: list[Path], check: bool, configs_root: Path) 
 
 
 def _read_all(paths: list[Path], configs_root: Path) -> list[_Document] | None:
-    """The named files (editable) and the rest of the configs tree, or None if any failed."""
-    named = expand_yaml_paths(paths)
+    """The named files (editable) and the rest of the configs tree, as the loader sees it,
+    or None if any failed (each failure printed)."""
+    named: dict[Path, bool] = {}  # file -> only found by expanding a directory
+    for path in paths:
+        for file in expand_yaml_paths([path]):
+            named[file] = named.get(file, True) and path.is_dir()
     named_real = {path.resolve() for path in named}
-    tree = _tree_files(configs_root)
-    context = [path for path in tree if path.resolve() not in named_real]
+    context = [path for path in _tree_files(configs_root) if path.resolve() not in named_real]
     documents: list[_Document] = []
     failed = False
-    for path, editable in [*((p, True) for p in named), *((p, False) for p in context)]:
+    for path, editable, expanded in [
+        *((path, True, expanded) for path, expanded in named.items()),
+        *((path, False, True) for path in context),
+    ]:
         try:
-            documents.append(_read(path, configs_root, editable))
+            document = _read(path, configs_root, editable)
         except ConfigError as exc:
             verb = "update" if editable else "read"
             print(f"could not {verb} {path}: {exc.render()}", file=sys.stderr)
             failed = True
-    return None if failed else documents
+            continue
+        if not (expanded and _flavor_of(configs_root, document)):
+            documents.append(document)  # a flavor only when named itself
+    replaced = {
+        default
+        for document in documents
+        if (default := _flavor_of(configs_root, document)) is not None
+    }
+    for document in documents:
+        if document.editable and document.path.resolve() in replaced:
+            print(
+                f"could not update {document.path}: a flavor of its benchmark is named too, "
+                "and a flavor stands in for this file; migrate them in separate runs",
+                file=sys.stderr,
+            )
+            failed = True
+    if failed:
+        return None
+    return [d for d in documents if d.path.resolve() not in replaced]
+
+
+def _flavor_of(configs_root: Path, document: _Document) -> Path | None:
+    """The default config a flavor stands in for (resolved), or None for any other file."""
+    if not configs_root.is_dir():
+        return None
+    root, path = configs_root.resolve(), document.path.resolve()
+    if not is_flavor(root, path, document.data):
+        return None
+    default = default_config_for(root, path)
+    return None if default is None else default.resolve()
 
 
 def _tree_files(configs_root: Path) -> list[Path]:

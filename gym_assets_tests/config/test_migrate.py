@@ -415,3 +415,41 @@ def test_a_name_shared_through_an_anchor_is_left_to_the_user(tmp_path, capsys):
     assert "update by hand: point `my_server.environment_servers.single_agent_turn" in (
         capsys.readouterr().err
     )
+
+
+FLAVORED = """\
+quiz_resources:
+  resources_servers:
+    exact:
+      entrypoint: app.py
+      datasets: [{name: quiz, type: benchmark, jsonl_fpath: rows.jsonl}]
+quiz_agent:
+  responses_api_agents:
+    simple_agent:
+      entrypoint: app.py
+      resources_server: {type: resources_servers, name: quiz_resources}
+"""
+
+
+def test_flavors_are_migrated_only_when_named_in_place_of_their_default(tmp_path, capsys):
+    """A flavor reuses its default's instance names; the tree never holds both."""
+    quiz = tmp_path / "benchmarks" / "quiz"
+    served = (
+        "quiz_env:\n  environment_servers:\n    legacy_agent:\n"
+        "      agent_server: {name: quiz_agent}\n"
+    )
+    default = write(quiz, "config.yaml", FLAVORED + served)
+    flavor = write(quiz, "short.yaml", FLAVORED)  # the same agent, no server yet
+    before_default, before_flavor = default.read_bytes(), flavor.read_bytes()
+    # The directory: the default is served; the flavor is not part of the tree.
+    assert add_environment_servers([tmp_path], check=True, configs_root=tmp_path) == 0
+    # Named, the flavor stands in for its default and gets its relay.
+    assert add_environment_servers([flavor], check=False, configs_root=tmp_path) == 0
+    assert flavor.read_bytes().startswith(before_flavor)
+    assert b"\nquiz_environment_server:\n" in flavor.read_bytes()
+    assert default.read_bytes() == before_default
+    capsys.readouterr()
+    assert add_environment_servers([default, flavor], check=True, configs_root=tmp_path) == 2
+    assert "a flavor stands in for this file; migrate them in separate runs" in (
+        capsys.readouterr().err
+    )
