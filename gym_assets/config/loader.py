@@ -129,14 +129,17 @@ def load_configs(root: Path, flavor: Path | None = None) -> LoadedConfig:
     which then stands in for the default config of its benchmark folder.
     """
     root = Path(root)
-    replaced = None if flavor is None else default_config_for(root, flavor)
+    chosen = None if flavor is None else flavor.resolve()
+    default = None if flavor is None else default_config_for(root, flavor)
+    replaced = None if default is None else default.resolve()
     files: list[Path] = []
     raw: dict[str, Any] = {}
     nodes: dict[KeyPath, tuple[Path, int]] = {}
     for file in _config_files(root):
         parsed = parse_yaml_file(file)
-        left_out = file == replaced or (root.is_dir() and is_flavor(root, file, parsed.data))
-        if left_out and file != flavor:
+        real = file.resolve()
+        left_out = real == replaced or (root.is_dir() and is_flavor(root, file, parsed.data))
+        if left_out and real != chosen:
             continue
         files.append(file)
         if parsed.data is None:
