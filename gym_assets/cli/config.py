@@ -37,14 +37,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     migrate = commands.add_parser(
         "add-environment-servers",
         help="give every agent an environment server; point servers at renamed agents",
-        description="Append one legacy_agent environment server per agent that no environment "
-        "server fronts, to the file that defines the agent, and point an environment server "
-        "that references an agent renamed by `_inherit_from` at the new name, editing only that "
-        "value in place (server names and routes do not change). Only the named files are "
-        "written, and only if they lie inside the configs root (--configs); the rest of the "
-        "tree is read. Exit 0 when done, 1 with --check when changes would be made, 2 when a "
-        "file cannot be read or parsed (nothing is written then) or a reference must be "
-        "updated by hand (the file, field and value are printed).",
+        description="Append one legacy_agent environment server per agent of the named files "
+        "that no environment server fronts, to the file that defines the agent, and point an "
+        "environment server that references an agent the named files rename (`_inherit_from`) "
+        "at the new name, editing only that value in place, in the file that declares the "
+        "server (server names and routes do not change). The whole configs tree (--configs) is "
+        "read; named files must lie inside it. Exit 0 when done, 1 with --check when changes "
+        "would be made, 2 when a file cannot be read or parsed (nothing is written then) or a "
+        "reference must be updated by hand (the file, field and value are printed).",
     )
     migrate.add_argument(
         "paths", nargs="+", type=Path, metavar="PATH", help="config files or directories"

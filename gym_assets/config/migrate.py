@@ -3,19 +3,20 @@
 ``gym-assets config add-environment-servers`` brings the given config files up to the rule that
 every agent has an environment server:
 
-* an agent that no environment server fronts gets a ``legacy_agent`` relay appended to the file
-  that defines it (a retired agent gets none: the agents it moved into get their own);
-* an environment server that references an agent which ``_inherit_from`` moved (renamed) into
-  exactly one agent is updated in place: the characters of that reference's ``name`` are
-  replaced by the new name, and nothing else in the file changes. Server names never change,
-  so ``environment_server_routes`` stay valid;
-* where the tool cannot make that edit itself (the server's file is not among the given paths,
-  the name is inherited or shared through a YAML alias, or the agent moved into several agents)
-  it says which file, field and value to update by hand, and exits 2.
+* an agent of a given file that no environment server fronts gets a ``legacy_agent`` relay
+  appended to that file (a retired agent gets none: the agents it moved into get their own);
+* an environment server that references an agent which a given file renames (moves with
+  ``_inherit_from`` into exactly one agent) is updated in place, in whichever file of the tree
+  declares it: the characters of that reference's ``name`` are replaced by the new name, and
+  nothing else in the file changes. Server names never change, so
+  ``environment_server_routes`` stay valid;
+* where the tool cannot make that edit itself (the name is inherited or shared through a YAML
+  alias, the file links outside the configs root, or the agent moved into several agents) it
+  says which file, field and value to update by hand, and exits 2.
 
-Every config under the configs root is read, so an agent fronted (or a server declared) in a
-file that was not named still counts; only the named files are written, each atomically, and
-only when every file parses. A file can only be named if it lies inside the configs root.
+Every config under the configs root is read, as the loader reads it, so an agent fronted (or
+a server declared) in a file that was not named still counts. Files are written atomically,
+and only when every file parses; a named file must lie inside the configs root.
 """
 
 from __future__ import annotations
@@ -62,7 +63,8 @@ class _Document:
     content: bytes
     data: Mapping[str, Any]
     lines: Mapping[KeyPath, int]
-    editable: bool  # named on the command line (else only read, to know the whole tree)
+    named: bool  # named on the command line, so it may get relays (else read for the tree)
+    writable: bool  # inside the configs root (a link out of it is not)
 
     @property
     def text(self) -> str:
@@ -127,7 +129,7 @@ def add_environment_servers(paths: list[Path], check: bool, configs_root: Path) 
 
 
 def _read_all(paths: list[Path], configs_root: Path) -> list[_Document] | None:
-    """The named files (editable) and the rest of the configs tree, as the loader sees it,
+    """The named files and the rest of the configs tree, as the loader sees it,
     or None if any failed (each failure printed)."""
     named: dict[Path, bool] = {}  # file -> only found by expanding a directory
     for path in paths:
@@ -137,14 +139,14 @@ def _read_all(paths: list[Path], configs_root: Path) -> list[_Document] | None:
     context = [path for path in _tree_files(configs_root) if path.resolve() not in named_real]
     documents: list[_Document] = []
     failed = False
-    for path, editable, expanded in [
+    for path, is_named, expanded in [
         *((path, True, expanded) for path, expanded in named.items()),
         *((path, False, True) for path in context),
     ]:
         try:
-            document = _read(path, configs_root, editable)
+            document = _read(path, configs_root, is_named)
         except ConfigError as exc:
-            verb = "update" if editable else "read"
+            verb = "update" if is_named else "read"
             print(f"could not {verb} {path}: {exc.render()}", file=sys.stderr)
             failed = True
             continue
@@ -156,7 +158,7 @@ def _read_all(paths: list[Path], configs_root: Path) -> list[_Document] | None:
         if (default := _flavor_of(configs_root, document)) is not None
     }
     for document in documents:
-        if document.editable and document.path.resolve() in replaced:
+        if document.named and document.path.resolve() in replaced:
             print(
                 f"could not update {document.path}: a flavor of its benchmark is named too, "
                 "and a flavor stands in for this file; migrate them in separate runs",
@@ -185,8 +187,9 @@ def _tree_files(configs_root: Path) -> list[Path]:
     return [configs_root] if configs_root.is_file() else []
 
 
-def _read(path: Path, configs_root: Path, editable: bool) -> _Document:
-    if editable and not is_within(path.resolve(), configs_root.resolve()):
+def _read(path: Path, configs_root: Path, named: bool) -> _Document:
+    writable = is_within(path.resolve(), configs_root.resolve())
+    if named and not writable:
         raise ConfigError(
             f"not inside the configs root {configs_root}; only config files are changed (pass "
             "--configs DIR to name the tree it belongs to)",
@@ -206,7 +209,7 @@ def _read(path: Path, configs_root: Path, editable: bool) -> _Document:
             f"the top level must be a mapping of instance names; got {type(data).__name__}",
             path=path,
         )
-    return _Document(path, content, data, parsed.lines, editable)
+    return _Document(path, content, data, parsed.lines, named, writable)
 
 
 def _plan(
@@ -219,20 +222,21 @@ def _plan(
         everything.update(document.data)
         owner.update(dict.fromkeys(document.data, document))
     locate = _locator(documents)
-    changes = {document.path: _Change(document) for document in documents if document.editable}
+    changes = {document.path: _Change(document) for document in documents}
 
-    # References to a renamed agent: edit the ones written plainly in a named file.
+    # References to a renamed agent: edit, in whichever file of the tree, the plainly written.
     edited = copy.deepcopy(everything)
-    for reference in _moved_references(apply_inheritance(everything, locate)):
+    ours = {name for name, document in owner.items() if document.named}
+    for reference in _moved_references(apply_inheritance(everything, locate), ours):
         document = owner[reference.server]
         span = scalar_span(document.text, reference.key_path)
-        if len(reference.agents) == 1 and document.editable and span is not None:
+        if len(reference.agents) == 1 and document.writable and span is not None:
             changes[document.path].edits.append((reference, span))
             _set(edited, reference.key_path, reference.agents[0])
     inheritance = apply_inheritance(edited, locate)
     by_hand = [
         (reference, owner[reference.server].path, _why_by_hand(reference, owner))
-        for reference in _moved_references(inheritance)
+        for reference in _moved_references(inheritance, ours)
     ]
 
     # Agents fronted by no server (counting the ones a by-hand update will front) get a relay.
@@ -240,6 +244,8 @@ def _plan(
     fronted = fronted_agents(data) | {agent for ref, _, _ in by_hand for agent in ref.agents}
     taken = set(everything)
     for change in changes.values():
+        if not change.document.named:
+            continue
         agents = [
             agent
             for name, agent in server_instances(data).items()
@@ -259,8 +265,9 @@ def _plan(
     return pending, by_hand
 
 
-def _moved_references(inheritance: Inheritance) -> list[_Reference]:
-    """Agent fields of live environment servers that still name a moved (retired) agent."""
+def _moved_references(inheritance: Inheritance, ours: set[str]) -> list[_Reference]:
+    """Agent fields of live environment servers that still name an agent moved into one of
+    ``ours`` (instances of the given files); other renames are not this run's business."""
     instances = server_instances(inheritance.data)
     found: list[_Reference] = []
     for server in instances.values():
@@ -275,7 +282,7 @@ def _moved_references(inheritance: Inheritance) -> list[_Reference]:
                 for name in inheritance.final_destinations(old)
                 if name in instances and instances[name].is_agent
             )
-            if agents:  # none: a dangling reference, which loading reports
+            if set(agents) & ours:  # none at all: a dangling reference, which loading reports
                 found.append(
                     _Reference(server.name, server.implementation, field_name, old, agents)
                 )
@@ -288,8 +295,8 @@ def _why_by_hand(reference: _Reference, owner: Mapping[str, _Document]) -> str:
             f"'{reference.old}' was moved into several agents; give each of the others its own "
             f"environment server (`_inherit_from: {reference.server}` with `_copy: true`)"
         )
-    if not owner[reference.server].editable:
-        return "that file was not among the paths given; name it to let the tool edit it"
+    if not owner[reference.server].writable:
+        return "that file links outside the configs root, which the tool does not change"
     return (
         f"the name '{reference.old}' is not written as a plain value of '{reference.server}' "
         "there: it is inherited, merged in with `<<`, or shared through a YAML anchor"

@@ -118,19 +118,29 @@ def test_add_environment_servers_updates_a_renamed_reference_or_says_what_to_edi
     user.write_text("my_simple_agent:\n  _inherit_from: rs_simple_agent\n", encoding="utf-8")
     command = ["config", "add-environment-servers", "--configs", str(root)]
     dotted = "rs_env.environment_servers.single_agent_turn.agent_server.name"
-    # The server is in a file that was not named: the tool says what to edit, exit 2.
-    assert main([*command, str(user), "--check"]) == 2
-    err = capsys.readouterr().err
-    assert f"update by hand: point `{dotted}` at `my_simple_agent` in {shared} (" in err
-    # Named, it is edited in place; routes and the server's name stay as they were.
-    assert main([*command, str(root), "--check"]) == 1
+    # The rename is the user's; the server that references the old name is updated in place,
+    # in its own file; routes and the server's name stay as they were.
+    assert main([*command, str(user), "--check"]) == 1
     out = capsys.readouterr().out
-    assert f"would update {shared}: point `{dotted}` at `my_simple_agent`" in out
-    before = shared.read_text()
-    assert main([*command, str(root)]) == 0
-    assert before.count("name: rs_simple_agent}") == 1
-    assert shared.read_text().startswith(
-        before.replace("name: rs_simple_agent}", "name: my_simple_agent}")
+    assert (
+        out
+        == f"would update {shared}: point `{dotted}` at `my_simple_agent` (now `rs_simple_agent`)\n"
     )
+    before = shared.read_text()
+    assert main([*command, str(user)]) == 0
+    assert before.count("name: rs_simple_agent}") == 1
+    assert shared.read_text() == before.replace("name: rs_simple_agent}", "name: my_simple_agent}")
     assert main(["config", "show", "--configs", str(root)]) == 0
     assert "  my_simple_agent -> rs_env\n" in capsys.readouterr().out
+    # Moved into two agents, the server cannot choose: the tool says what to edit, exit 2.
+    user.write_text(
+        "my_simple_agent:\n  _inherit_from: rs_simple_agent\n"
+        "one_agent:\n  _inherit_from: my_simple_agent\n"
+        "two_agent:\n  _inherit_from: my_simple_agent\n",
+        encoding="utf-8",
+    )
+    assert main([*command, str(user)]) == 2
+    err = capsys.readouterr().err
+    assert (
+        f"update by hand: point `{dotted}` at one of `one_agent`, `two_agent` in {shared} ("
+    ) in err

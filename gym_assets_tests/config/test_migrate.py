@@ -355,7 +355,7 @@ environment_server_routes:
 def test_a_declared_server_follows_a_rename_in_place(tmp_path, capsys):
     write(tmp_path, "repo.yaml", USER)
     served = write(tmp_path, "served.yaml", SERVED)
-    write(tmp_path, "user.yaml", RENAME)
+    user = write(tmp_path, "user.yaml", RENAME)
     before = served.read_bytes()
     dotted = "my_server.environment_servers.single_agent_turn.agent_server.name"
     assert add_environment_servers([tmp_path], check=True, configs_root=tmp_path) == 1
@@ -363,8 +363,11 @@ def test_a_declared_server_follows_a_rename_in_place(tmp_path, capsys):
     assert capsys.readouterr().out == (
         f"would update {served}: point `{dotted}` at `renamed` (now `my_agent`)\n"
     )
-    assert add_environment_servers([served], check=False, configs_root=tmp_path) == 0
+    # Naming only the served file changes nothing: the rename is not one of its own.
+    assert add_environment_servers([served], check=True, configs_root=tmp_path) == 0
+    assert add_environment_servers([user], check=False, configs_root=tmp_path) == 0
     assert served.read_bytes() == before.replace(b"name: my_agent   #", b"name: renamed   #")
+    assert user.read_text() == RENAME
     loaded = load_quietly(tmp_path)
     assert servers_by_agent(loaded.data) == {"renamed": ["my_server"]}
     assert loaded.data["environment_server_routes"] == {"mine": "my_server"}
@@ -377,29 +380,45 @@ def test_a_declared_server_follows_a_rename_in_place(tmp_path, capsys):
 def test_the_edit_keeps_the_quoting(tmp_path, written, edited):
     write(tmp_path, "repo.yaml", USER)
     served = write(tmp_path, "served.yaml", SERVED.replace("my_agent", written))
-    write(tmp_path, "user.yaml", RENAME)
-    assert add_environment_servers([served], check=False, configs_root=tmp_path) == 0
+    user = write(tmp_path, "user.yaml", RENAME)
+    assert add_environment_servers([user], check=False, configs_root=tmp_path) == 0
     assert f"name: {edited}   # the agent" in served.read_text()
     assert servers_by_agent(load_quietly(tmp_path).data) == {"renamed": ["my_server"]}
 
 
-def test_a_server_in_a_file_not_named_is_left_to_the_user(tmp_path, capsys):
+def test_a_server_in_a_file_not_named_is_updated_too(tmp_path, capsys):
     write(tmp_path, "repo.yaml", USER)
     served = write(tmp_path, "served.yaml", SERVED)
     other = USER[USER.index("my_agent:") :].replace("my_agent:", "other_agent:")
     user = write(tmp_path, "user.yaml", RENAME + other)
     before = served.read_bytes()
-    assert add_environment_servers([user], check=False, configs_root=tmp_path) == 2
-    assert served.read_bytes() == before
-    captured = capsys.readouterr()
-    assert captured.err == (
-        "update by hand: point `my_server.environment_servers.single_agent_turn.agent_server"
-        f".name` at `renamed` in {served} (that file was not among the paths given; name it "
-        "to let the tool edit it)\n"
+    assert add_environment_servers([user], check=False, configs_root=tmp_path) == 0
+    assert served.read_bytes() == before.replace(b"name: my_agent   #", b"name: renamed   #")
+    dotted = "my_server.environment_servers.single_agent_turn.agent_server.name"
+    assert capsys.readouterr().out == (
+        f"added 1 to {user}\nupdated {served}: `{dotted}` now names `renamed` (was `my_agent`)\n"
     )
-    # What the tool can do itself it still does: the unrelated agent got its relay.
-    assert captured.out == f"added 1 to {user}\n"
     assert b"\nother_environment_server:\n" in user.read_bytes()
+    assert servers_by_agent(load_quietly(tmp_path).data) == {
+        "renamed": ["my_server"],
+        "other_agent": ["other_environment_server"],
+    }
+
+
+def test_a_server_file_linking_outside_the_root_is_left_to_the_user(tmp_path, capsys):
+    root = tmp_path / "configs"
+    write(root, "repo.yaml", USER)
+    outside = write(tmp_path, "elsewhere/served.yaml", SERVED)
+    (root / "served.yaml").symlink_to(outside)
+    user = write(root, "user.yaml", RENAME)
+    before = outside.read_bytes()
+    assert add_environment_servers([user], check=False, configs_root=root) == 2
+    assert outside.read_bytes() == before
+    assert capsys.readouterr().err == (
+        "update by hand: point `my_server.environment_servers.single_agent_turn.agent_server"
+        f".name` at `renamed` in {root / 'served.yaml'} (that file links outside the configs "
+        "root, which the tool does not change)\n"
+    )
 
 
 def test_a_name_shared_through_an_anchor_is_left_to_the_user(tmp_path, capsys):
