@@ -160,6 +160,8 @@ def _rollouts(args: argparse.Namespace) -> int:
     harness = get_harness(load_harnesses(catalog.loaded), args.harness)
     require_installed(harness)  # before any product is made for the run
     check_run_dir(catalog, Path(args.out), args.resume)
+    if benchmark.dataset.taskset is not None:  # its rows are converted: refuse before products
+        overrides.refuse_materialized(catalog.loaded.file_of(benchmark.instance))
     ensure_products(catalog, benchmark.name, _say)
     options = RunOptions(
         repeats=args.repeats,

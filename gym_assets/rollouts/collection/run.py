@@ -142,8 +142,6 @@ def _planned_inputs(
     if options.resume and files.materialized_inputs.is_file():
         rows = read_jsonl(files.materialized_inputs)
         inputs = [RolloutInput.of(row, benchmark.taskset) for row in rows]
-        if any(item.materialized for item in inputs):
-            options.overrides.refuse_materialized(files.materialized_inputs)
         if options.overrides != RunOverrides():
             notes.append(
                 "run-level overrides apply to a fresh run's inventory; this resume continues "

@@ -9,8 +9,12 @@ from pathlib import Path
 import pytest
 
 from gym_assets.cli import main
+from gym_assets.errors import UserError
 from gym_assets.rollouts.collection.files import RunFiles, read_jsonl
-from gym_assets.rollouts.collection.overrides import parse_overrides
+from gym_assets.rollouts.collection.inputs import materialize_inputs
+from gym_assets.rollouts.collection.overrides import RunOverrides, parse_overrides
+from gym_assets.tasks.catalog import load_catalog
+from gym_assets.tasks.pipeline import collated_path
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -48,9 +52,27 @@ def test_overrides_are_refused_for_converted_rows(tmp_path, capsys, override, me
     err = capsys.readouterr().err
     assert code == 1
     (line,) = [line for line in err.splitlines() if line.startswith("error: ")]
-    assert message in line and "benchmark.jsonl:1: " in line
+    assert message in line
+    assert line.startswith(f"error: {REPO / 'configs' / 'benchmarks' / 'units' / 'config.yaml'}: ")
     assert "Traceback" not in err
     assert not RunFiles(tmp_path / "run").records.exists()
+    assert not (tmp_path / "d" / "tasksets").exists()  # refused before any product is made
+
+
+def test_preprocessing_refuses_overrides_for_converted_rows_at_their_line(tmp_path) -> None:
+    """The library check behind the CLI's: any materialized row of a taskset is refused."""
+    assert rollouts(tmp_path, "units") == 0  # makes the collated taskset
+    catalog = load_catalog(REPO / "configs", tmp_path / "d")
+    benchmark = catalog.get("units")
+    taskset = collated_path(catalog.layout.taskset_dir("units"), benchmark)
+    with pytest.raises(UserError, match="run-level skills are not supported for materialized"):
+        materialize_inputs(
+            taskset, benchmark, catalog.loaded.data, overrides=RunOverrides(skills=["x"])
+        )
+    seed = RunOverrides(num_repeats_add_seed=True)
+    with pytest.raises(UserError, match="num_repeats_add_seed is not supported") as caught:
+        materialize_inputs(taskset, benchmark, catalog.loaded.data, overrides=seed)
+    assert (caught.value.path, caught.value.line) == (str(taskset), 1)
 
 
 def test_overrides_are_applied_to_flat_rows(tmp_path, capsys) -> None:
