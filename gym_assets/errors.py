@@ -26,5 +26,10 @@ class UserError(Exception):
         return f"{where}: {self.message}"
 
 
+class UsageError(UserError):
+    """A flag names something that does not exist (e.g. an unknown ``--benchmark`` token);
+    the CLI prints it like any refusal but exits 2, as for other usage errors."""
+
+
 class ConfigError(UserError):
     """The configs tree is invalid (bad shape, dangling reference, bad route, ...)."""

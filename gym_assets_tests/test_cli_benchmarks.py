@@ -17,6 +17,7 @@ REPO = Path(__file__).resolve().parents[1]
 CONFIGS = REPO / "configs"
 LISTING_KEYS = {
     "name",
+    "dataset",
     "agent_name",
     "domain",
     "num_repeats",
@@ -91,6 +92,7 @@ def test_list_json_is_one_array_of_listings(data: Path, capsys) -> None:
     by_name = {row["name"]: row for row in listing}
     assert by_name["arith"] == {
         "name": "arith",
+        "dataset": "arith",
         "agent_name": "arith_simple_agent",
         "domain": "math",
         "num_repeats": 1,

@@ -18,7 +18,7 @@ import sys
 from collections.abc import Sequence
 
 from gym_assets.cli import benchmarks, config, conformance, doctor, harnesses, plans, rollouts
-from gym_assets.errors import UserError
+from gym_assets.errors import UsageError, UserError
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -43,7 +43,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = args.handler(args)
     except UserError as exc:
         print(f"error: {exc.render()}", file=sys.stderr)
-        return 1
+        return 2 if isinstance(exc, UsageError) else 1
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

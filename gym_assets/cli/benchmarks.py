@@ -8,8 +8,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gym_assets import settings
-from gym_assets.cli.flags import add_configs_flag, add_data_root_flag
+from gym_assets.cli.flags import (
+    BENCHMARK_HELP,
+    BENCHMARK_METAVAR,
+    add_configs_flag,
+    add_data_root_flag,
+    select,
+)
 from gym_assets.cli.listing import print_listing
+from gym_assets.errors import UserError
 from gym_assets.modes import VALIDATION_MODES
 
 if TYPE_CHECKING:
@@ -22,10 +29,11 @@ def _catalog(args: argparse.Namespace) -> Catalog:
     return load_catalog(settings.configs_root(args.configs), settings.data_root(args.data_root))
 
 
-def _listing(benchmark: Benchmark) -> dict[str, Any]:
+def _listing(benchmark: Benchmark, token: str) -> dict[str, Any]:
     agent = benchmark.agents[0] if len(benchmark.agents) == 1 else None
     return {
-        "name": benchmark.name,
+        "name": token,
+        "dataset": benchmark.name,
         "agent_name": agent,
         "domain": benchmark.domain,
         "num_repeats": benchmark.dataset.num_repeats,
@@ -49,10 +57,44 @@ def _cells(row: dict[str, Any]) -> list[str]:
     ]
 
 
+def _listings(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Every benchmark of the tree, then every flavor's, each named by its selector token.
+
+    A benchmark declared outside ``benchmarks/`` (or beside others in one file) is named by its
+    dataset name, which selects it as well. A flavor that does not resolve is skipped with a
+    warning, so one broken flavor does not hide the others.
+    """
+    from gym_assets.config.flavors import benchmark_configs, token_of
+
+    catalog = _catalog(args)
+    root = catalog.loaded.root
+    rows: list[dict[str, Any]] = []
+    for benchmark in catalog:
+        file = catalog.loaded.file_of(benchmark.instance)
+        alone = sum(catalog.loaded.file_of(b.instance) == file for b in catalog) == 1
+        rows.append(_listing(benchmark, (alone and token_of(root, file)) or benchmark.name))
+    for config in benchmark_configs(root):
+        if not config.flavor:
+            continue
+        try:
+            selection = select(args, config.token)
+        except UserError as exc:
+            print(
+                f"warning: skipping benchmark config '{config.path}': could not resolve it "
+                f"({exc.message.splitlines()[0]})",
+                file=sys.stderr,
+            )
+            continue
+        for benchmark in selection.benchmarks:
+            token = config.token if len(selection.benchmarks) == 1 else benchmark.name
+            rows.append(_listing(benchmark, token))
+    return rows
+
+
 def _list(args: argparse.Namespace) -> int:
     print_listing(
         "Benchmarks",
-        [_listing(b) for b in _catalog(args)],
+        _listings(args),
         as_json=args.json,
         headers=[
             "name",
@@ -71,7 +113,7 @@ def _list(args: argparse.Namespace) -> int:
 def _prepare(args: argparse.Namespace) -> int:
     from gym_assets.tasks.prepare import prepare_benchmark
 
-    benchmark = _catalog(args).get(args.benchmark)
+    benchmark = select(args, args.benchmark).one()
     result = prepare_benchmark(benchmark, use_cached=args.use_cached)
     verb = "prepared" if result.ran_prepare else "checked"
     print(f"{verb} {result.rows} rows of '{result.benchmark}' at {result.path}", file=sys.stderr)
@@ -87,8 +129,8 @@ def _collate(args: argparse.Namespace) -> int:
     from gym_assets.tasks.pipeline import collate_benchmark
     from gym_assets.tasks.prepare import prepare_benchmark
 
-    catalog = _catalog(args)
-    benchmark = catalog.get(args.benchmark)
+    selection = select(args, args.benchmark)
+    catalog, benchmark = selection.catalog, selection.one()
     if benchmark.prepare_script is not None and not benchmark.rows_path.is_file():
         _progress(f"preparing {benchmark.name} first ...")
         prepare_benchmark(benchmark)
@@ -120,7 +162,9 @@ def register_listing(what: argparse._SubParsersAction) -> None:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     prepare = subparsers.add_parser("prepare", help="prepare (or check) a benchmark's rows")
-    prepare.add_argument("--benchmark", required=True, metavar="NAME")
+    prepare.add_argument(
+        "--benchmark", required=True, metavar=BENCHMARK_METAVAR, help=BENCHMARK_HELP
+    )
     prepare.add_argument(
         "--use-cached", action="store_true", help="keep already prepared rows instead of redoing"
     )
@@ -131,7 +175,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     collate = subparsers.add_parser(
         "collate", help="collate one benchmark into a taskset directory"
     )
-    collate.add_argument("--benchmark", required=True, metavar="NAME")
+    collate.add_argument(
+        "--benchmark", required=True, metavar=BENCHMARK_METAVAR, help=BENCHMARK_HELP
+    )
     collate.add_argument("--out", required=True, metavar="DIR", help="taskset directory to write")
     collate.add_argument(
         "--validation",

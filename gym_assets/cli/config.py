@@ -36,18 +36,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     migrate = commands.add_parser(
         "add-environment-servers",
-        help="append a legacy_agent relay for every agent without an environment server",
-        description="Append one legacy_agent environment server per agent that no environment "
-        "server fronts, to the file that defines the agent. Existing text is never changed, and "
-        "only files inside the configs root (--configs) are. "
-        "Exit 0 when done, 1 with --check when servers would be added, 2 when a file cannot be "
-        "read or parsed (nothing is written then).",
+        help="give every agent an environment server; point servers at renamed agents",
+        description="Append one legacy_agent environment server per agent of the named files "
+        "that no environment server fronts, to the file that defines the agent, and point an "
+        "environment server that references an agent the named files rename (`_inherit_from`) "
+        "at the new name, editing only that value in place, in the file that declares the "
+        "server (server names and routes do not change). The whole configs tree (--configs) is "
+        "read; named files must lie inside it. Exit 0 when done, 1 with --check when changes "
+        "would be made, 2 when a file cannot be read or parsed (nothing is written then) or a "
+        "reference must be updated by hand (the file, field and value are printed).",
     )
     migrate.add_argument(
         "paths", nargs="+", type=Path, metavar="PATH", help="config files or directories"
     )
     migrate.add_argument(
-        "--check", action="store_true", help="report what would be added; change nothing"
+        "--check",
+        action="store_true",
+        help="print the files and blocks that would change; change nothing",
     )
     add_configs_flag(migrate)
     migrate.set_defaults(handler=_migrate)

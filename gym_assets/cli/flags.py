@@ -1,8 +1,21 @@
-"""Flags several subcommands share: where the configs are and where products go."""
+"""Flags several subcommands share: where the configs are, where products go, and which
+benchmark a command is about."""
 
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
+
+from gym_assets import settings
+
+if TYPE_CHECKING:
+    from gym_assets.tasks.selection import Selection
+
+BENCHMARK_METAVAR = "NAME[/FLAVOR]"
+BENCHMARK_HELP = (
+    "a benchmark's dataset name, or the token `gym-assets list benchmarks` prints for it or "
+    "for one of its flavors (NAME/FLAVOR: the file benchmarks/NAME/FLAVOR.yaml)"
+)
 
 
 def add_configs_flag(parser: argparse.ArgumentParser) -> None:
@@ -21,3 +34,11 @@ def add_data_root_flag(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="where products are written (default: $GYM_ASSETS_DATA_ROOT or ./.gym_assets)",
     )
+
+
+def select(args: argparse.Namespace, value: str) -> Selection:
+    """The benchmark(s) ``--benchmark value`` selects, loaded with the command's roots."""
+    from gym_assets.tasks.selection import select_benchmark
+
+    configs, data = settings.configs_root(args.configs), settings.data_root(args.data_root)
+    return select_benchmark(configs, data, value)

@@ -1,6 +1,6 @@
 """``gym-assets plan``: write a benchmark's eval plan, print its schema, or verify it.
 
-    gym-assets plan --benchmark NAME --out FILE [--task-ids A,B]
+    gym-assets plan --benchmark NAME[/FLAVOR] --out FILE [--task-ids A,B] [--prepare]
     gym-assets plan --schema
     gym-assets plan verify --plan FILE (--benchmark NAME | --taskset FILE)
 
@@ -14,7 +14,13 @@ import sys
 from typing import TYPE_CHECKING
 
 from gym_assets import settings
-from gym_assets.cli.flags import add_configs_flag, add_data_root_flag
+from gym_assets.cli.flags import (
+    BENCHMARK_HELP,
+    BENCHMARK_METAVAR,
+    add_configs_flag,
+    add_data_root_flag,
+    select,
+)
 from gym_assets.errors import UserError
 
 if TYPE_CHECKING:
@@ -33,12 +39,12 @@ def task_ids_flag(value: str) -> list[str]:
     return ids
 
 
-def _benchmark(args: argparse.Namespace, name: str) -> Benchmark:
-    from gym_assets.plans.build import refuse_prompt_template
-    from gym_assets.tasks.catalog import load_catalog
+def _benchmark(args: argparse.Namespace, value: str) -> Benchmark:
+    from gym_assets.plans.build import refuse_prompt_template, require_one_benchmark
 
-    catalog = load_catalog(settings.configs_root(args.configs), settings.data_root(args.data_root))
-    benchmark = catalog.get(name)
+    selection = select(args, value)
+    require_one_benchmark([benchmark.name for benchmark in selection.benchmarks])
+    benchmark = selection.benchmarks[0]
     refuse_prompt_template(benchmark.name, benchmark.dataset.prompt_config)
     return benchmark
 
@@ -54,18 +60,25 @@ def _plan(args: argparse.Namespace) -> int:
     from gym_assets.plans.model import plan_json_schema
     from gym_assets.plans.pipeline import plan_benchmark
     from gym_assets.plans.render import render_json, write_plan_file
+    from gym_assets.tasks.prepare import prepare_benchmark
 
     parser: argparse.ArgumentParser = args.plan_parser
     if args.schema:
-        if args.benchmark or args.out or args.task_ids is not None:
-            parser.error("--schema only prints the schema; drop --benchmark, --out, --task-ids")
+        if args.benchmark or args.out or args.task_ids is not None or args.prepare:
+            parser.error(
+                "--schema only prints the schema; drop --benchmark, --out, --task-ids, --prepare"
+            )
         sys.stdout.write(render_json(plan_json_schema()))
         return 0
     if not args.out:
         parser.error("--out FILE is required (where to write the plan), or pass --schema")
     if not args.benchmark:
-        parser.error("--benchmark NAME is required")
+        parser.error(f"--benchmark {BENCHMARK_METAVAR} is required")
     benchmark = _benchmark(args, require_one_benchmark(args.benchmark))
+    if args.prepare:
+        result = prepare_benchmark(benchmark)
+        verb = "prepared" if result.ran_prepare else "checked"
+        print(f"{verb} {result.rows} rows of '{benchmark.name}' at {result.path}", file=sys.stderr)
     plan = plan_benchmark(benchmark, args.task_ids, _warn)
     if not plan.tasks and plan.selected_task_ids is None:
         _warn(
@@ -139,7 +152,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "sorted by id, with the sha256 of its canonical task input.",
     )
     plan.add_argument(
-        "--benchmark", action="append", metavar="NAME", help="the benchmark to plan (one)"
+        "--benchmark",
+        action="append",
+        metavar=BENCHMARK_METAVAR,
+        help=f"the benchmark to plan (one): {BENCHMARK_HELP}",
+    )
+    plan.add_argument(
+        "--prepare",
+        action="store_true",
+        help="run the benchmark's prepare step first (without it, a benchmark whose rows are "
+        "not prepared is refused with the command that prepares them)",
     )
     plan.add_argument("--out", metavar="FILE", help="where to write the plan (atomically)")
     plan.add_argument(
@@ -163,7 +185,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     verify.add_argument("--plan", required=True, metavar="FILE", help="the plan file")
     source = verify.add_mutually_exclusive_group(required=True)
     source.add_argument(
-        "--benchmark", dest="verify_benchmark", metavar="NAME", help="the benchmark's rows"
+        "--benchmark",
+        dest="verify_benchmark",
+        metavar=BENCHMARK_METAVAR,
+        help="the benchmark's rows",
     )
     source.add_argument("--taskset", metavar="FILE", help="a collated taskset JSONL file")
     add_configs_flag(verify)

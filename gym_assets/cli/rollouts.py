@@ -5,6 +5,7 @@ re-score a finished run with the current verifiers, or compare two runs.
         [--upstream reference|scripted|openai] [--base-url URL --api-key-env VAR] [--model NAME]
         [--script FILE] [--repeats N] [--concurrency C] [--limit N] [--timeout S]
         [--resume [--quarantine-corrupt]] [--allow-plan-drift] [--corrupt-fraction F --seed S]
+        [--override +responses_create_params.FIELD=V | num_repeats_add_seed=true | skills=V]
     gym-assets rollouts reverify --run DIR [--out DIR] [--concurrency C]
     gym-assets rollouts compare RUN_A RUN_B [--json]
 
@@ -23,7 +24,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gym_assets import settings
-from gym_assets.cli.flags import add_configs_flag, add_data_root_flag
+from gym_assets.cli.flags import (
+    BENCHMARK_HELP,
+    BENCHMARK_METAVAR,
+    add_configs_flag,
+    add_data_root_flag,
+    select,
+)
 from gym_assets.errors import UserError
 from gym_assets.limits import (
     DEFAULT_CONCURRENCY,
@@ -131,6 +138,7 @@ def _summary(result: RunResult) -> None:
 def _rollouts(args: argparse.Namespace) -> int:
     from gym_assets.rollouts.collection.checks import masked_share
     from gym_assets.rollouts.collection.model_gateway import load_script
+    from gym_assets.rollouts.collection.overrides import parse_overrides
     from gym_assets.rollouts.collection.products import ensure_products
     from gym_assets.rollouts.collection.run import RunOptions, check_run_dir, run_rollouts
     from gym_assets.rollouts.harnesses import (
@@ -139,7 +147,6 @@ def _rollouts(args: argparse.Namespace) -> int:
         require_installed,
         upstream_of,
     )
-    from gym_assets.tasks.catalog import load_catalog
 
     parser: argparse.ArgumentParser = args.rollouts_parser
     missing = [flag for flag in RUN_FLAGS if getattr(args, flag[2:]) is None]
@@ -161,12 +168,16 @@ def _rollouts(args: argparse.Namespace) -> int:
         parser.error("--quarantine-corrupt goes with --resume (a fresh run reads no old files)")
     if (args.upstream == "scripted") != (args.script is not None):
         parser.error("--script FILE goes with --upstream scripted (and is required by it)")
+    overrides = parse_overrides(args.override or [])
     script = None if args.script is None else load_script(args.script)  # before products
-    catalog = load_catalog(settings.configs_root(args.configs), settings.data_root(args.data_root))
+    selection = select(args, args.benchmark)
+    catalog, benchmark = selection.catalog, selection.one()
     harness = get_harness(load_harnesses(catalog.loaded), args.harness)
     require_installed(harness)  # before any product is made for the run
     check_run_dir(catalog, Path(args.out), args.resume)
-    ensure_products(catalog, catalog.get(args.benchmark).name, _say)
+    if benchmark.dataset.taskset is not None:  # its rows are converted: refuse before products
+        overrides.refuse_materialized(catalog.loaded.file_of(benchmark.instance))
+    ensure_products(catalog, benchmark.name, _say)
     options = RunOptions(
         repeats=args.repeats,
         concurrency=args.concurrency,
@@ -178,8 +189,9 @@ def _rollouts(args: argparse.Namespace) -> int:
         script=script,
         allow_unsandboxed=args.allow_unsandboxed,
         quarantine_corrupt=args.quarantine_corrupt,
+        overrides=overrides,
     )
-    result = run_rollouts(catalog, args.benchmark, harness, Path(args.out), upstream, options)
+    result = run_rollouts(catalog, benchmark.name, harness, Path(args.out), upstream, options)
     for note in result.notes:
         _say(f"note: {note}")
     if result.drifted:
@@ -191,7 +203,7 @@ def _rollouts(args: argparse.Namespace) -> int:
             f"none of the {result.dispatched} dispatched rollouts produced a result; see "
             f"{result.files.failures}"
         )
-    masked = masked_share(result.files, catalog.get(args.benchmark).taskset, args.max_masked_share)
+    masked = masked_share(result.files, benchmark.taskset, args.max_masked_share)
     if not masked.passed:
         raise UserError(_over_masking_budget(masked.description, masked.metadata, result))
     return 0
@@ -328,7 +340,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "with the given harness; write records, a failure sidecar, the materialized inputs "
         "and aggregate metrics into --out. `rollouts reverify` re-scores a finished run.",
     )
-    parser.add_argument("--benchmark", metavar="NAME", help="required to run")
+    parser.add_argument(
+        "--benchmark", metavar=BENCHMARK_METAVAR, help=f"required to run: {BENCHMARK_HELP}"
+    )
     parser.add_argument("--harness", metavar="NAME", help="required to run; see configs harnesses:")
     parser.add_argument("--out", metavar="DIR", help="required to run: where the run's files go")
     parser.add_argument("--upstream", choices=UPSTREAM_MODES, default="reference")
@@ -348,6 +362,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--timeout", type=_positive_float, metavar="S", help="per rollout")
     parser.add_argument(
         "--max-attempts", type=_count(MAX_ATTEMPTS), default=DEFAULT_MAX_ATTEMPTS, metavar="N"
+    )
+    parser.add_argument(
+        "--override",
+        action="append",
+        metavar="KEY=VALUE",
+        help="run-level override, repeatable: +responses_create_params.<field>=VALUE, "
+        "num_repeats_add_seed=true or skills=VALUE. Flat rows only: refused for a benchmark "
+        "of converted (materialized) rows, whose task input is the task as planned; the first "
+        "two change a flat row's input, so they need --allow-plan-drift",
     )
     parser.add_argument("--resume", action="store_true", help="continue the run in --out")
     parser.add_argument(

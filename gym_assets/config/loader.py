@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gym_assets.config.flavors import default_config_for, is_flavor
 from gym_assets.config.inheritance import INHERIT_KEY
 from gym_assets.config.locate import locator_of
 from gym_assets.config.resolve import resolve_config
@@ -121,14 +122,26 @@ def _config_files(root: Path) -> list[Path]:
     return list(yaml_files_under(root))
 
 
-def load_configs(root: Path) -> LoadedConfig:
-    """Parse, merge and resolve every YAML file below ``root`` (or the one file ``root``)."""
+def load_configs(root: Path, flavor: Path | None = None) -> LoadedConfig:
+    """Parse, merge and resolve every YAML file below ``root`` (or the one file ``root``).
+
+    Benchmark flavors are left out (``gym_assets.config.flavors``); ``flavor`` selects one,
+    which then stands in for the default config of its benchmark folder.
+    """
     root = Path(root)
-    files = _config_files(root)
+    chosen = None if flavor is None else flavor.resolve()
+    default = None if flavor is None else default_config_for(root, flavor)
+    replaced = None if default is None else default.resolve()
+    files: list[Path] = []
     raw: dict[str, Any] = {}
     nodes: dict[KeyPath, tuple[Path, int]] = {}
-    for file in files:
+    for file in _config_files(root):
         parsed = parse_yaml_file(file)
+        real = file.resolve()
+        left_out = real == replaced or (root.is_dir() and is_flavor(root, file, parsed.data))
+        if left_out and real != chosen:
+            continue
+        files.append(file)
         if parsed.data is None:
             continue
         if not is_mapping(parsed.data):

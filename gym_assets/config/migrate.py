@@ -1,36 +1,54 @@
-"""Declare the environment servers that resolution would otherwise generate.
+"""Declare the environment servers that resolution would otherwise generate or retarget.
 
-``gym-assets config add-environment-servers`` appends one ``legacy_agent`` relay per agent that
-no environment server fronts, to the file that defines the agent, so the config resolves with
-no deprecation warning. It only appends: the original bytes, comments included, stay a prefix
-of the result. Agents fronted anywhere in the run (by any agent field, multi-agent servers
-included) get nothing, since a second server would make routing by agent ambiguous; renames
-(``_inherit_from``) of an agent that is or will be fronted are left to resolution, which
-points the reference at the new name. Only files inside the configs root are changed (a link is
-followed to its file, which must be there too); any other path is refused before anything is
-written.
+``gym-assets config add-environment-servers`` brings the given config files up to the rule that
+every agent has an environment server:
+
+* an agent of a given file that no environment server fronts gets a ``legacy_agent`` relay
+  appended to that file (a retired agent gets none: the agents it moved into get their own);
+* an environment server that references an agent which a given file renames (moves with
+  ``_inherit_from`` into exactly one agent) is updated in place, in whichever file of the tree
+  declares it: the characters of that reference's ``name`` are replaced by the new name, and
+  nothing else in the file changes. Server names never change, so
+  ``environment_server_routes`` stay valid;
+* where the tool cannot make that edit itself (the name is inherited or shared through a YAML
+  alias, the file links outside the configs root, or the agent moved into several agents) it
+  says which file, field and value to update by hand, and exits 2.
+
+Every config under the configs root is read, as the loader reads it, so an agent fronted (or
+a server declared) in a file that was not named still counts. Files are written atomically,
+and only when every file parses; a named file must lie inside the configs root.
 """
 
 from __future__ import annotations
 
+import copy
 import os
 import sys
 from collections import Counter
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gym_assets.config.inheritance import COPY_KEY, INHERIT_KEY
-from gym_assets.config.model import ServerInstance, server_instances
+from gym_assets.config.flavors import default_config_for, is_flavor
+from gym_assets.config.inheritance import Inheritance, apply_inheritance
+from gym_assets.config.locate import Locate
+from gym_assets.config.model import ENVIRONMENTS, agent_references, server_instances
 from gym_assets.config.relays import (
     fallback_name,
     fronted_agents,
-    is_template,
+    needs_environment_server,
+    relay_block,
     relay_name,
     relay_yaml,
 )
-from gym_assets.config.yaml_source import expand_yaml_paths, parse_yaml_text
+from gym_assets.config.yaml_edit import replace_scalar, scalar_span
+from gym_assets.config.yaml_source import (
+    KeyPath,
+    expand_yaml_paths,
+    parse_yaml_text,
+    yaml_files_under,
+)
 from gym_assets.errors import ConfigError
 from gym_assets.io import atomic_write_bytes
 from gym_assets.json_shapes import is_mapping
@@ -44,37 +62,134 @@ class _Document:
     path: Path
     content: bytes
     data: Mapping[str, Any]
+    lines: Mapping[KeyPath, int]
+    named: bool  # named on the command line, so it may get relays (else read for the tree)
+    writable: bool  # inside the configs root (a link out of it is not)
+
+    @property
+    def text(self) -> str:
+        return self.content.decode("utf-8")
+
+
+@dataclass(frozen=True)
+class _Reference:
+    """One agent field of an environment server that names an agent ``_inherit_from`` moved."""
+
+    server: str
+    implementation: str
+    field: str
+    old: str
+    agents: tuple[str, ...]  # where the agent ended up
+
+    @property
+    def key_path(self) -> tuple[str, ...]:
+        return (self.server, ENVIRONMENTS, self.implementation, self.field, "name")
+
+    @property
+    def dotted(self) -> str:
+        return ".".join(self.key_path)
+
+
+@dataclass
+class _Change:
+    """What one named file gets: in-place reference edits, then appended relays."""
+
+    document: _Document
+    edits: list[tuple[_Reference, tuple[int, int]]] = field(
+        default_factory=list[tuple[_Reference, tuple[int, int]]]
+    )
+    relays: dict[str, str] = field(default_factory=dict[str, str])  # relay -> the agent it fronts
 
 
 def add_environment_servers(paths: list[Path], check: bool, configs_root: Path) -> int:
-    """Append relays for unfronted agents; exit code 0 done, 1 changes pending (check), 2 failed.
+    """Migrate ``paths``; exit code 0 done, 1 changes pending (check), 2 failed or by hand."""
+    documents = _read_all(paths, configs_root)
+    if documents is None:
+        return 2
+    try:
+        changes, by_hand = _plan(documents)
+        texts = [_new_text(change) for change in changes]
+    except ConfigError as exc:
+        print(f"could not update {exc.render()}", file=sys.stderr)
+        return 2
+    for change, text in zip(changes, texts, strict=True):
+        _report(change, check)
+        if not check:
+            _write(change.document.path, text)
+    for reference, file, why in by_hand:
+        targets = ", ".join(f"`{agent}`" for agent in reference.agents)
+        at = targets if len(reference.agents) == 1 else f"one of {targets}"
+        print(
+            f"update by hand: point `{reference.dotted}` at {at} in {file} ({why})",
+            file=sys.stderr,
+        )
+    if by_hand:
+        return 2
+    return 1 if check and changes else 0
 
-    Nothing is written unless every file parses and lies in ``configs_root``, because a file
-    that cannot be read may be the one that fronts an agent.
-    """
+
+def _read_all(paths: list[Path], configs_root: Path) -> list[_Document] | None:
+    """The named files and the rest of the configs tree, as the loader sees it,
+    or None if any failed (each failure printed)."""
+    named: dict[Path, bool] = {}  # file -> only found by expanding a directory
+    for path in paths:
+        for file in expand_yaml_paths([path]):
+            named[file] = named.get(file, True) and path.is_dir()
+    named_real = {path.resolve() for path in named}
+    context = [path for path in _tree_files(configs_root) if path.resolve() not in named_real]
     documents: list[_Document] = []
     failed = False
-    for path in expand_yaml_paths(paths):
+    for path, is_named, expanded in [
+        *((path, True, expanded) for path, expanded in named.items()),
+        *((path, False, True) for path in context),
+    ]:
         try:
-            documents.append(_read(path, configs_root))
+            document = _read(path, configs_root, is_named)
         except ConfigError as exc:
-            print(f"could not update {path}: {exc.render()}", file=sys.stderr)
+            verb = "update" if is_named else "read"
+            print(f"could not {verb} {path}: {exc.render()}", file=sys.stderr)
+            failed = True
+            continue
+        if not (expanded and _flavor_of(configs_root, document)):
+            documents.append(document)  # a flavor only when named itself
+    replaced = {
+        default
+        for document in documents
+        if (default := _flavor_of(configs_root, document)) is not None
+    }
+    for document in documents:
+        if document.named and document.path.resolve() in replaced:
+            print(
+                f"could not update {document.path}: a flavor of its benchmark is named too, "
+                "and a flavor stands in for this file; migrate them in separate runs",
+                file=sys.stderr,
+            )
             failed = True
     if failed:
-        return 2
-    pending = 0
-    for document, relays in _plan(documents):
-        pending += 1
-        if check:
-            print(f"would add {len(relays)} to {document.path}")
-            continue
-        _append(document, relays)
-        print(f"added {len(relays)} to {document.path}")
-    return 1 if check and pending else 0
+        return None
+    return [d for d in documents if d.path.resolve() not in replaced]
 
 
-def _read(path: Path, configs_root: Path) -> _Document:
-    if not is_within(path.resolve(), configs_root.resolve()):
+def _flavor_of(configs_root: Path, document: _Document) -> Path | None:
+    """The default config a flavor stands in for (resolved), or None for any other file."""
+    if not configs_root.is_dir():
+        return None
+    root, path = configs_root.resolve(), document.path.resolve()
+    if not is_flavor(root, path, document.data):
+        return None
+    default = default_config_for(root, path)
+    return None if default is None else default.resolve()
+
+
+def _tree_files(configs_root: Path) -> list[Path]:
+    if configs_root.is_dir():
+        return list(yaml_files_under(configs_root))
+    return [configs_root] if configs_root.is_file() else []
+
+
+def _read(path: Path, configs_root: Path, named: bool) -> _Document:
+    writable = is_within(path.resolve(), configs_root.resolve())
+    if named and not writable:
         raise ConfigError(
             f"not inside the configs root {configs_root}; only config files are changed (pass "
             "--configs DIR to name the tree it belongs to)",
@@ -85,7 +200,8 @@ def _read(path: Path, configs_root: Path) -> _Document:
         text = content.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read the file: {exc}", path=path) from None
-    data = parse_yaml_text(text, path).data
+    parsed = parse_yaml_text(text, path)
+    data = parsed.data
     if data is None:
         data = dict[str, Any]()
     if not is_mapping(data):
@@ -93,83 +209,169 @@ def _read(path: Path, configs_root: Path) -> _Document:
             f"the top level must be a mapping of instance names; got {type(data).__name__}",
             path=path,
         )
-    return _Document(path=path, content=content, data=data)
+    return _Document(path, content, data, parsed.lines, named, writable)
 
 
-def _is_moved(block: Any) -> bool:
-    return (
-        is_mapping(block)
-        and isinstance(block.get(INHERIT_KEY), str)
-        and (block.get(COPY_KEY) is not True)
-    )
-
-
-def _plan(documents: list[_Document]) -> list[tuple[_Document, dict[str, str]]]:
-    """``(document, {relay name: agent})`` for each document that needs relays, in order."""
+def _plan(
+    documents: list[_Document],
+) -> tuple[list[_Change], list[tuple[_Reference, Path, str]]]:
+    """The changes per named file, and the references that must be updated by hand."""
     everything: dict[str, Any] = {}
-    owner: dict[str, Path] = {}
+    owner: dict[str, _Document] = {}
     for document in documents:
         everything.update(document.data)
-        owner.update(dict.fromkeys(document.data, document.path))
-    fronted = fronted_agents(everything)
-    movers = Counter(block[INHERIT_KEY] for block in everything.values() if _is_moved(block))
-    candidates = {
-        agent.name: agent
-        for agent in server_instances(everything).values()
-        if agent.is_agent and agent.name not in fronted and _may_need_server(agent, everything)
-    }
+        owner.update(dict.fromkeys(document.data, document))
+    locate = _locator(documents)
+    changes = {document.path: _Change(document) for document in documents}
 
-    def follows_a_rename(agent: ServerInstance) -> bool:
-        """A mover of a fronted agent, or the sole mover of a migrated one.
+    # References to a renamed agent: edit, in whichever file of the tree, the plainly written.
+    edited = copy.deepcopy(everything)
+    ours = {name for name, document in owner.items() if document.named}
+    for reference in _moved_references(apply_inheritance(everything, locate), ours):
+        document = owner[reference.server]
+        span = scalar_span(document.text, reference.key_path)
+        if len(reference.agents) == 1 and document.writable and span is not None:
+            changes[document.path].edits.append((reference, span))
+            _set(edited, reference.key_path, reference.agents[0])
+    inheritance = apply_inheritance(edited, locate)
+    by_hand = [
+        (reference, owner[reference.server].path, _why_by_hand(reference, owner))
+        for reference in _moved_references(inheritance, ours)
+    ]
 
-        Resolution points the agent's server at the mover; with several movers of a fronted
-        agent it refuses the config with a message that says how to fix it by hand.
-        """
-        block = everything[agent.name]
-        base = block.get(INHERIT_KEY) if _is_moved(block) else None
-        return base in fronted or (movers[base] == 1 and base in candidates)
-
-    def retired_with_several_movers(agent: ServerInstance) -> bool:
-        """A relay for it would be ambiguous; each mover gets its own instead."""
-        return movers[agent.name] > 1
-
+    # Agents fronted by no server (counting the ones a by-hand update will front) get a relay.
+    data = inheritance.data
+    fronted = fronted_agents(data) | {agent for ref, _, _ in by_hand for agent in ref.agents}
     taken = set(everything)
-    plans: list[tuple[_Document, dict[str, str]]] = []
-    for document in documents:
+    for change in changes.values():
+        if not change.document.named:
+            continue
         agents = [
-            candidates[name]
-            for name in document.data
-            if name in candidates
-            and owner[name] == document.path
-            and not follows_a_rename(candidates[name])
-            and not retired_with_several_movers(candidates[name])
+            agent
+            for name, agent in server_instances(data).items()
+            if agent.is_agent
+            and owner[name] is change.document
+            and name not in fronted
+            and needs_environment_server(agent)
         ]
         preferred = Counter(relay_name(agent.name, agent.implementation) for agent in agents)
-        relays: dict[str, str] = {}
         for agent in agents:
             name = relay_name(agent.name, agent.implementation)
             if preferred[name] > 1 or name in taken:
                 name = fallback_name(agent.name, taken)
             taken.add(name)
-            relays[name] = agent.name
-        if relays:
-            plans.append((document, relays))
-    return plans
+            change.relays[name] = agent.name
+    pending = [change for change in changes.values() if change.edits or change.relays]
+    return pending, by_hand
 
 
-def _may_need_server(agent: ServerInstance, everything: Mapping[str, Any]) -> bool:
-    """Started agents and derived agents (whose entrypoint may be inherited), not templates."""
-    derived = INHERIT_KEY in everything[agent.name]
-    return (bool(agent.config.get("entrypoint")) or derived) and not is_template(agent)
+def _moved_references(inheritance: Inheritance, ours: set[str]) -> list[_Reference]:
+    """Agent fields of live environment servers that still name an agent moved into one of
+    ``ours`` (instances of the given files); other renames are not this run's business."""
+    instances = server_instances(inheritance.data)
+    found: list[_Reference] = []
+    for server in instances.values():
+        if server.kind != ENVIRONMENTS:
+            continue
+        for field_name, ref in agent_references(server.config):
+            old = ref.get("name")
+            if not isinstance(old, str) or old not in inheritance.moves:
+                continue
+            agents = tuple(
+                name
+                for name in inheritance.final_destinations(old)
+                if name in instances and instances[name].is_agent
+            )
+            if set(agents) & ours:  # none at all: a dangling reference, which loading reports
+                found.append(
+                    _Reference(server.name, server.implementation, field_name, old, agents)
+                )
+    return found
 
 
-def _append(document: _Document, relays: Mapping[str, str]) -> None:
-    newline = "\r\n" if b"\r\n" in document.content else "\n"
-    text = document.content.decode("utf-8")
-    lead = "" if not text or text.endswith(("\n", "\r")) else "\n"
-    blocks = "\n".join(relay_yaml(server, agent) for server, agent in relays.items())
-    addition = f"{lead}\n{HEADER}\n{blocks}".replace("\n", newline)
-    path = document.path.resolve()  # a link in the tree stays a link
+def _why_by_hand(reference: _Reference, owner: Mapping[str, _Document]) -> str:
+    if len(reference.agents) > 1:
+        return (
+            f"'{reference.old}' was moved into several agents; give each of the others its own "
+            f"environment server (`_inherit_from: {reference.server}` with `_copy: true`)"
+        )
+    if not owner[reference.server].writable:
+        return "that file links outside the configs root, which the tool does not change"
+    return (
+        f"the name '{reference.old}' is not written as a plain value of '{reference.server}' "
+        "there: it is inherited, merged in with `<<`, or shared through a YAML anchor"
+    )
+
+
+def _set(data: dict[str, Any], key_path: tuple[str, ...], value: str) -> None:
+    node: Any = data
+    for key in key_path[:-1]:
+        node = node[key]
+    node[key_path[-1]] = value
+
+
+def _locator(documents: Iterable[_Document]) -> Locate:
+    nodes = {
+        (document.path, line, path)
+        for document in documents
+        for path, line in document.lines.items()
+    }
+    index = {path: (file, line) for file, line, path in nodes}
+
+    def locate(*path: Any) -> dict[str, Any]:
+        for depth in range(len(path), 0, -1):
+            found = index.get(tuple(path[:depth]))
+            if found is not None:
+                return {"path": found[0], "line": found[1]}
+        return {}
+
+    return locate
+
+
+def _report(change: _Change, check: bool) -> None:
+    path = change.document.path
+    for reference, _ in change.edits:
+        field_, new, old = reference.dotted, reference.agents[0], reference.old
+        if check:
+            print(f"would update {path}: point `{field_}` at `{new}` (now `{old}`)")
+        else:
+            print(f"updated {path}: `{field_}` now names `{new}` (was `{old}`)")
+    if not change.relays:
+        return
+    if not check:
+        print(f"added {len(change.relays)} to {path}")
+        return
+    print(f"would add {len(change.relays)} to {path}:")
+    for server, agent in change.relays.items():
+        print("".join(f"    {line}\n" for line in relay_yaml(server, agent).splitlines()), end="")
+
+
+def _new_text(change: _Change) -> str:
+    """The file's new text, checked to parse to the old data plus exactly the changes."""
+    document = change.document
+    text = document.text
+    for reference, span in sorted(change.edits, key=lambda edit: edit[1], reverse=True):
+        text = replace_scalar(text, span, reference.agents[0])
+    if change.relays:
+        newline = "\r\n" if "\r\n" in text else "\n"
+        lead = "" if not text or text.endswith(("\n", "\r")) else "\n"
+        blocks = "\n".join(relay_yaml(server, agent) for server, agent in change.relays.items())
+        text += f"{lead}\n{HEADER}\n{blocks}".replace("\n", newline)
+    expected = copy.deepcopy(dict(document.data))
+    for reference, _ in change.edits:
+        _set(expected, reference.key_path, reference.agents[0])
+    expected.update({server: relay_block(agent) for server, agent in change.relays.items()})
+    if parse_yaml_text(text, document.path).data != expected:
+        raise ConfigError(
+            "editing this file would change more than the planned values, so nothing was "
+            "written; make the changes by hand",
+            path=document.path,
+        )
+    return text
+
+
+def _write(path: Path, text: str) -> None:
+    path = path.resolve()  # a link in the tree stays a link
     mode = os.stat(path).st_mode & 0o7777
-    atomic_write_bytes(path, document.content + addition.encode("utf-8"))
+    atomic_write_bytes(path, text.encode("utf-8"))
     os.chmod(path, mode)

@@ -48,6 +48,7 @@ class Benchmark:
     config_paths: tuple[Path, ...]
     sidecar_dir: Path
     roots: Roots
+    selector: str  # what `--benchmark` takes to select it: its name, or its flavor's token
 
     @property
     def name(self) -> str:
@@ -91,7 +92,8 @@ class Benchmark:
         if self.prepare_script is not None:
             raise UserError(
                 f"benchmark '{self.name}' has not been prepared yet ({self.rows_path} is "
-                f"missing); run `gym-assets prepare --benchmark {self.name}` first"
+                f"missing); run `gym-assets prepare --benchmark {self.selector}` "
+                "first"
             )
         raise UserError(
             f"benchmark '{self.name}': data file {self.rows_path} does not exist; fix "
@@ -118,9 +120,12 @@ def _fronting_server(config: Mapping[str, Any], decl: DeclaredDataset) -> str | 
 class Catalog:
     """Benchmarks of one configs tree, keyed by name, in config order."""
 
-    def __init__(self, loaded: LoadedConfig, layout: Layout):
+    def __init__(
+        self, loaded: LoadedConfig, layout: Layout, flavor: tuple[Path, str] | None = None
+    ):
         self.loaded = loaded
         self.layout = layout
+        self.flavor = flavor  # (file, token) of the selected flavor, if one is
         self._benchmarks: dict[str, Benchmark] = {}
         for decl in iter_declared_datasets(loaded.data):
             if decl.dataset.type != "benchmark":
@@ -167,7 +172,13 @@ class Catalog:
             config_paths=tuple(files),
             sidecar_dir=rows.parent if beside else self.layout.metrics_dir(dataset.name),
             roots=self.roots,
+            selector=self._selector(decl),
         )
+
+    def _selector(self, decl: DeclaredDataset) -> str:
+        if self.flavor is not None and self.loaded.file_of(decl.instance.name) == self.flavor[0]:
+            return self.flavor[1]
+        return decl.dataset.name
 
     @property
     def roots(self) -> Roots:
@@ -195,6 +206,10 @@ class Catalog:
             ) from None
 
 
-def load_catalog(configs_root: str | Path, data_root: str | Path) -> Catalog:
-    """Load and resolve the configs tree, then list its benchmarks."""
-    return Catalog(load_configs(Path(configs_root)), Layout(Path(data_root)))
+def load_catalog(
+    configs_root: str | Path, data_root: str | Path, flavor: tuple[Path, str] | None = None
+) -> Catalog:
+    """Load and resolve the configs tree, then list its benchmarks; ``flavor`` is the
+    ``(file, token)`` of a benchmark flavor to load in place of its default config."""
+    loaded = load_configs(Path(configs_root), None if flavor is None else flavor[0])
+    return Catalog(loaded, Layout(Path(data_root)), flavor)

@@ -10,6 +10,7 @@ One function per product so the CLI, the Dagster assets and the docs agree on pa
     <data_root>/alerts/                      the failed-check alert log
     <data_root>/conformance/harnesses/<harness>/  a harness's conformance suite runs
     <data_root>/conformance/matrix/          the matrix over every harness's latest run
+    <data_root>/flavors/<token>/             a benchmark flavor's own products, laid out as above
 
 Each of these directories is a product marked as gym-assets' own (``gym_assets.outputs``).
 """
@@ -23,6 +24,11 @@ from pathlib import Path
 @dataclass(frozen=True)
 class Layout:
     root: Path
+
+    def flavor_root(self, token: str) -> Path:
+        """The data root of a flavor's products: flavors of one benchmark may share its
+        dataset name, which keys every product, so each flavor gets its own tree."""
+        return self.root / "flavors" / token
 
     def prepared_dir(self, benchmark: str) -> Path:
         return self.root / "prepared" / benchmark

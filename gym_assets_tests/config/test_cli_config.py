@@ -84,7 +84,9 @@ def test_add_environment_servers_command_exit_codes(tmp_path, capsys):
     path = root / "a.yaml"
     command = ["config", "add-environment-servers", "--configs", str(root)]
     assert main([*command, str(root), "--check"]) == 1
-    assert capsys.readouterr().out == f"would add 1 to {path}\n"
+    out = capsys.readouterr().out
+    assert out.startswith(f"would add 1 to {path}:\n    lonely_environment_server:\n")
+    assert "          name: lonely_simple_agent\n" in out
     assert main([*command, str(path)]) == 0
     assert main([*command, str(root), "--check"]) == 0
     (root / "bad.yaml").write_text("a: [\n", encoding="utf-8")
@@ -107,3 +109,38 @@ def test_add_environment_servers_changes_only_files_in_the_configs_root(tmp_path
     assert f"could not update {root / 'linked.yaml'}" in err
     assert outside.read_bytes() == before
     assert (root / "linked.yaml").is_symlink()
+
+
+def test_add_environment_servers_updates_a_renamed_reference_or_says_what_to_edit(tmp_path, capsys):
+    root = write_root(tmp_path)
+    shared = root / "a.yaml"
+    user = root / "user.yaml"
+    user.write_text("my_simple_agent:\n  _inherit_from: rs_simple_agent\n", encoding="utf-8")
+    command = ["config", "add-environment-servers", "--configs", str(root)]
+    dotted = "rs_env.environment_servers.single_agent_turn.agent_server.name"
+    # The rename is the user's; the server that references the old name is updated in place,
+    # in its own file; routes and the server's name stay as they were.
+    assert main([*command, str(user), "--check"]) == 1
+    out = capsys.readouterr().out
+    assert (
+        out
+        == f"would update {shared}: point `{dotted}` at `my_simple_agent` (now `rs_simple_agent`)\n"
+    )
+    before = shared.read_text()
+    assert main([*command, str(user)]) == 0
+    assert before.count("name: rs_simple_agent}") == 1
+    assert shared.read_text() == before.replace("name: rs_simple_agent}", "name: my_simple_agent}")
+    assert main(["config", "show", "--configs", str(root)]) == 0
+    assert "  my_simple_agent -> rs_env\n" in capsys.readouterr().out
+    # Moved into two agents, the server cannot choose: the tool says what to edit, exit 2.
+    user.write_text(
+        "my_simple_agent:\n  _inherit_from: rs_simple_agent\n"
+        "one_agent:\n  _inherit_from: my_simple_agent\n"
+        "two_agent:\n  _inherit_from: my_simple_agent\n",
+        encoding="utf-8",
+    )
+    assert main([*command, str(user)]) == 2
+    err = capsys.readouterr().err
+    assert (
+        f"update by hand: point `{dotted}` at one of `one_agent`, `two_agent` in {shared} ("
+    ) in err

@@ -1,4 +1,5 @@
-"""``add_environment_servers``: append relays, never rewrite; exit codes 0 / 1 / 2 (case 54)."""
+"""``add_environment_servers``: append relays, update renamed references in place; exit codes
+0 / 1 / 2 (taskset.md case 54 and the #4053 rules of §10)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,8 @@ my_agent:
       entrypoint: app.py
       resources_server: {type: resources_servers, name: my_resources}
 """
+
+RENAME = "renamed:\n  _inherit_from: my_agent\n"
 
 DIALOGUE = """\
 dialogue_resources:
@@ -92,7 +95,16 @@ def test_check_reports_and_changes_nothing(tmp_path, capsys):
     before = path.read_bytes()
     assert add_environment_servers([path], check=True, configs_root=tmp_path) == 1
     assert path.read_bytes() == before
-    assert capsys.readouterr().out == f"would add 1 to {path}\n"
+    assert capsys.readouterr().out == (
+        f"would add 1 to {path}:\n"
+        "    my_environment_server:\n"
+        "      environment_servers:\n"
+        "        legacy_agent:\n"
+        "          entrypoint: app.py\n"
+        "          agent_server:\n"
+        "            type: responses_api_agents\n"
+        "            name: my_agent\n"
+    )
 
 
 def test_second_run_has_nothing_to_do(tmp_path, capsys):
@@ -112,8 +124,8 @@ def test_agents_fronted_by_a_multi_agent_server_in_another_file_get_nothing(tmp_
     assert agents.read_bytes() == before
 
 
-def test_renames_of_both_participants_map_to_the_same_server(tmp_path):
-    write(tmp_path, "repo/dialogue.yaml", DIALOGUE + MULTI_SERVER)
+def test_renames_of_both_participants_update_the_server_in_place(tmp_path, capsys):
+    repo = write(tmp_path, "repo/dialogue.yaml", DIALOGUE + MULTI_SERVER)
     user = write(
         tmp_path,
         "user.yaml",
@@ -126,23 +138,35 @@ def test_renames_of_both_participants_map_to_the_same_server(tmp_path):
           _inherit_from: participant_b
         """,
     )
-    before = user.read_bytes()
+    before_user, before_repo = user.read_bytes(), repo.read_bytes()
     assert add_environment_servers([tmp_path], check=False, configs_root=tmp_path) == 0
-    assert user.read_bytes() == before
+    assert user.read_bytes() == before_user
+    # Only the two names changed; the server's name and everything else stayed.
+    assert repo.read_bytes() == before_repo.replace(
+        b"name: participant_a}", b"name: new_a}"
+    ).replace(b"name: participant_b}", b"name: new_b}")
+    dotted = "multi_agent_environment.environment_servers.conversation"
+    assert capsys.readouterr().out == (
+        f"updated {repo}: `{dotted}.user_agent.name` now names `new_a` (was `participant_a`)\n"
+        f"updated {repo}: `{dotted}.assistant_agent.name` now names `new_b` (was `participant_b`)\n"
+    )
     assert servers_by_agent(load_quietly(tmp_path).data) == {
         "new_a": ["multi_agent_environment"],
         "new_b": ["multi_agent_environment"],
     }
+    assert add_environment_servers([tmp_path], check=True, configs_root=tmp_path) == 0
 
 
-def test_rename_of_an_unfronted_agent_is_served_through_its_source(tmp_path):
+def test_rename_of_an_unfronted_agent_gets_its_own_relay(tmp_path):
     repo = write(tmp_path, "repo.yaml", USER)
-    user = write(tmp_path, "user.yaml", "renamed:\n  _inherit_from: my_agent\n")
-    before = user.read_bytes()
+    user = write(tmp_path, "user.yaml", RENAME)
+    before = repo.read_bytes()
     assert add_environment_servers([tmp_path], check=False, configs_root=tmp_path) == 0
-    assert user.read_bytes() == before
-    assert b"my_environment_server:" in repo.read_bytes()
-    assert servers_by_agent(load_quietly(tmp_path).data) == {"renamed": ["my_environment_server"]}
+    assert repo.read_bytes() == before
+    assert b"\nrenamed_environment_server:\n" in user.read_bytes()
+    loaded = load_quietly(tmp_path)
+    assert servers_by_agent(loaded.data) == {"renamed": ["renamed_environment_server"]}
+    assert add_environment_servers([tmp_path], check=True, configs_root=tmp_path) == 0
 
 
 def test_source_with_two_movers_gets_no_relay_and_each_mover_gets_one(tmp_path):
@@ -265,7 +289,9 @@ def test_directories_expand_to_yaml_files_and_skip_hidden_ones(tmp_path, capsys)
     write(tmp_path, ".cache/user.yaml", USER.replace("my_", "cached_"))
     write(tmp_path, "notes.txt", USER.replace("my_", "text_"))
     assert add_environment_servers([tmp_path], check=True, configs_root=tmp_path) == 1
-    assert capsys.readouterr().out == f"would add 1 to {nested}\n"
+    out = capsys.readouterr().out
+    assert out.startswith(f"would add 1 to {nested}:\n    my_environment_server:\n")
+    assert out.count("would add") == 1
 
 
 @pytest.mark.parametrize(
@@ -286,18 +312,163 @@ def test_missing_path_exits_2(tmp_path, capsys):
     assert "could not update" in capsys.readouterr().err
 
 
-def test_movers_of_a_fronted_agent_are_left_to_the_ambiguity_error(tmp_path):
+def test_movers_of_a_fronted_agent_are_left_to_the_user(tmp_path, capsys):
     served = USER + (
         "my_server:\n  environment_servers:\n    legacy_agent:\n"
         "      agent_server: {type: responses_api_agents, name: my_agent}\n"
     )
-    write(tmp_path, "repo.yaml", served)
+    repo = write(tmp_path, "repo.yaml", served)
     write(
         tmp_path,
         "user.yaml",
         "one:\n  _inherit_from: my_agent\n  responses_api_agents: {simple_agent: {}}\n"
         "two:\n  _inherit_from: my_agent\n  responses_api_agents: {simple_agent: {}}\n",
     )
-    assert add_environment_servers([tmp_path], check=True, configs_root=tmp_path) == 0
+    before = repo.read_bytes()
+    assert add_environment_servers([tmp_path], check=True, configs_root=tmp_path) == 2
+    assert add_environment_servers([tmp_path], check=False, configs_root=tmp_path) == 2
+    assert repo.read_bytes() == before
+    err = capsys.readouterr().err
+    assert (
+        "update by hand: point `my_server.environment_servers.legacy_agent.agent_server.name` "
+        f"at one of `one`, `two` in {repo} ("
+    ) in err
     with pytest.raises(AmbiguousAgentRenameError, match="'one', 'two'"):
         load_configs(tmp_path)
+
+
+SERVED = """\
+# the shared benchmark
+my_server:   # keep this comment
+  environment_servers:
+    single_agent_turn:
+      entrypoint: app.py
+      agent_server:
+        type: responses_api_agents
+        name: my_agent   # the agent
+      resources_server: {type: resources_servers, name: my_resources}
+environment_server_routes:
+  mine: my_server
+"""
+
+
+def test_a_declared_server_follows_a_rename_in_place(tmp_path, capsys):
+    write(tmp_path, "repo.yaml", USER)
+    served = write(tmp_path, "served.yaml", SERVED)
+    user = write(tmp_path, "user.yaml", RENAME)
+    before = served.read_bytes()
+    dotted = "my_server.environment_servers.single_agent_turn.agent_server.name"
+    assert add_environment_servers([tmp_path], check=True, configs_root=tmp_path) == 1
+    assert served.read_bytes() == before
+    assert capsys.readouterr().out == (
+        f"would update {served}: point `{dotted}` at `renamed` (now `my_agent`)\n"
+    )
+    # Naming only the served file changes nothing: the rename is not one of its own.
+    assert add_environment_servers([served], check=True, configs_root=tmp_path) == 0
+    assert add_environment_servers([user], check=False, configs_root=tmp_path) == 0
+    assert served.read_bytes() == before.replace(b"name: my_agent   #", b"name: renamed   #")
+    assert user.read_text() == RENAME
+    loaded = load_quietly(tmp_path)
+    assert servers_by_agent(loaded.data) == {"renamed": ["my_server"]}
+    assert loaded.data["environment_server_routes"] == {"mine": "my_server"}
+
+
+@pytest.mark.parametrize(
+    ("written", "edited"),
+    [("'my_agent'", "'renamed'"), ('"my_agent"', '"renamed"')],
+)
+def test_the_edit_keeps_the_quoting(tmp_path, written, edited):
+    write(tmp_path, "repo.yaml", USER)
+    served = write(tmp_path, "served.yaml", SERVED.replace("my_agent", written))
+    user = write(tmp_path, "user.yaml", RENAME)
+    assert add_environment_servers([user], check=False, configs_root=tmp_path) == 0
+    assert f"name: {edited}   # the agent" in served.read_text()
+    assert servers_by_agent(load_quietly(tmp_path).data) == {"renamed": ["my_server"]}
+
+
+def test_a_server_in_a_file_not_named_is_updated_too(tmp_path, capsys):
+    write(tmp_path, "repo.yaml", USER)
+    served = write(tmp_path, "served.yaml", SERVED)
+    other = USER[USER.index("my_agent:") :].replace("my_agent:", "other_agent:")
+    user = write(tmp_path, "user.yaml", RENAME + other)
+    before = served.read_bytes()
+    assert add_environment_servers([user], check=False, configs_root=tmp_path) == 0
+    assert served.read_bytes() == before.replace(b"name: my_agent   #", b"name: renamed   #")
+    dotted = "my_server.environment_servers.single_agent_turn.agent_server.name"
+    assert capsys.readouterr().out == (
+        f"added 1 to {user}\nupdated {served}: `{dotted}` now names `renamed` (was `my_agent`)\n"
+    )
+    assert b"\nother_environment_server:\n" in user.read_bytes()
+    assert servers_by_agent(load_quietly(tmp_path).data) == {
+        "renamed": ["my_server"],
+        "other_agent": ["other_environment_server"],
+    }
+
+
+def test_a_server_file_linking_outside_the_root_is_left_to_the_user(tmp_path, capsys):
+    root = tmp_path / "configs"
+    write(root, "repo.yaml", USER)
+    outside = write(tmp_path, "elsewhere/served.yaml", SERVED)
+    (root / "served.yaml").symlink_to(outside)
+    user = write(root, "user.yaml", RENAME)
+    before = outside.read_bytes()
+    assert add_environment_servers([user], check=False, configs_root=root) == 2
+    assert outside.read_bytes() == before
+    assert capsys.readouterr().err == (
+        "update by hand: point `my_server.environment_servers.single_agent_turn.agent_server"
+        f".name` at `renamed` in {root / 'served.yaml'} (that file links outside the configs "
+        "root, which the tool does not change)\n"
+    )
+
+
+def test_a_name_shared_through_an_anchor_is_left_to_the_user(tmp_path, capsys):
+    write(tmp_path, "repo.yaml", USER)
+    text = SERVED.replace("name: my_agent   # the agent", "name: &who my_agent") + (
+        "note: {agent: *who}\n"
+    )
+    served = write(tmp_path, "served.yaml", text)
+    write(tmp_path, "user.yaml", RENAME)
+    before = served.read_bytes()
+    assert add_environment_servers([tmp_path], check=False, configs_root=tmp_path) == 2
+    assert served.read_bytes() == before
+    assert "update by hand: point `my_server.environment_servers.single_agent_turn" in (
+        capsys.readouterr().err
+    )
+
+
+FLAVORED = """\
+quiz_resources:
+  resources_servers:
+    exact:
+      entrypoint: app.py
+      datasets: [{name: quiz, type: benchmark, jsonl_fpath: rows.jsonl}]
+quiz_agent:
+  responses_api_agents:
+    simple_agent:
+      entrypoint: app.py
+      resources_server: {type: resources_servers, name: quiz_resources}
+"""
+
+
+def test_flavors_are_migrated_only_when_named_in_place_of_their_default(tmp_path, capsys):
+    """A flavor reuses its default's instance names; the tree never holds both."""
+    quiz = tmp_path / "benchmarks" / "quiz"
+    served = (
+        "quiz_env:\n  environment_servers:\n    legacy_agent:\n"
+        "      agent_server: {name: quiz_agent}\n"
+    )
+    default = write(quiz, "config.yaml", FLAVORED + served)
+    flavor = write(quiz, "short.yaml", FLAVORED)  # the same agent, no server yet
+    before_default, before_flavor = default.read_bytes(), flavor.read_bytes()
+    # The directory: the default is served; the flavor is not part of the tree.
+    assert add_environment_servers([tmp_path], check=True, configs_root=tmp_path) == 0
+    # Named, the flavor stands in for its default and gets its relay.
+    assert add_environment_servers([flavor], check=False, configs_root=tmp_path) == 0
+    assert flavor.read_bytes().startswith(before_flavor)
+    assert b"\nquiz_environment_server:\n" in flavor.read_bytes()
+    assert default.read_bytes() == before_default
+    capsys.readouterr()
+    assert add_environment_servers([default, flavor], check=True, configs_root=tmp_path) == 2
+    assert "a flavor stands in for this file; migrate them in separate runs" in (
+        capsys.readouterr().err
+    )

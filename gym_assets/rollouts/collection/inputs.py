@@ -7,6 +7,7 @@ first-seen order), ``_ng_rollout_index`` (a running counter per task), and
 also get ``agent_ref`` when they lack one. Repeats: collation already wrote ``num_repeats``
 copies of each task, so by default every copy is one rollout; ``repeats`` overrides that with
 an exact number of rollouts per task. Order is ``aabbcc``; ``limit`` keeps the first N tasks.
+Run-level overrides (``overrides.py``) change flat rows and are refused for materialized ones.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from gym_assets.errors import UserError
 from gym_assets.io import iter_jsonl
 from gym_assets.limits import MAX_PRODUCT_NESTING, MAX_REPEATS
 from gym_assets.plans.canonical import canonical_json
+from gym_assets.rollouts.collection.overrides import RunOverrides
 from gym_assets.tasks.catalog import Benchmark
 from gym_assets.tasks.materialize import is_materialized, source_task_id, task_input_of
 from gym_assets.tasks.row_routing import environment_server_for_row
@@ -96,9 +98,16 @@ def _stamped(
     return stamped
 
 
-def _rollouts_of(rows: list[dict[str, Any]], repeats: int | None) -> Iterable[dict[str, Any]]:
+def _rollouts_of(
+    rows: list[tuple[int, dict[str, Any]]],
+    repeats: int | None,
+    overrides: RunOverrides,
+    path: Path,
+) -> Iterable[dict[str, Any]]:
     copies = [rows[0]] * repeats if repeats is not None else rows
-    for rollout_index, row in enumerate(copies):
+    for rollout_index, (line, row) in enumerate(copies):
+        if not is_materialized(row):
+            row = overrides.apply_flat(row, rollout_index, path, line)
         yield {**row, ROLLOUT_INDEX: rollout_index}
 
 
@@ -109,13 +118,16 @@ def materialize_inputs(
     *,
     repeats: int | None = None,
     limit: int | None = None,
+    overrides: RunOverrides | None = None,
 ) -> list[RolloutInput]:
-    """One stamped input per rollout of the collated taskset at ``taskset_path``."""
+    """One stamped input per rollout of the collated taskset at ``taskset_path``, with the
+    run-level ``overrides`` applied to flat rows (and refused for materialized ones)."""
+    overrides = overrides or RunOverrides()
     if repeats is not None and not 1 <= repeats <= MAX_REPEATS:
         raise UserError(f"repeats must be from 1 to {MAX_REPEATS:,}, got {repeats}")
     if limit is not None and limit < 0:
         raise UserError(f"limit must not be negative, got {limit}")
-    tasks: dict[int, list[dict[str, Any]]] = {}
+    tasks: dict[int, list[tuple[int, dict[str, Any]]]] = {}
     index_of_line: dict[str, int] = {}
     next_index = 0
     for line, row in iter_jsonl(taskset_path, max_depth=MAX_PRODUCT_NESTING):
@@ -139,11 +151,13 @@ def materialize_inputs(
             if limit is not None and len(tasks) >= limit:
                 continue
             tasks[index] = []
+        if is_materialized(row):
+            overrides.refuse_materialized(taskset_path, line)
         stamped = _stamped(row, config, benchmark, line, taskset_path)
-        tasks[index].append({**stamped, TASK_INDEX: index})
+        tasks[index].append((line, {**stamped, TASK_INDEX: index}))
     flat_taskset = benchmark.taskset
     return [
         RolloutInput.of(row, flat_taskset)
         for copies in tasks.values()
-        for row in _rollouts_of(copies, repeats)
+        for row in _rollouts_of(copies, repeats, overrides, taskset_path)
     ]

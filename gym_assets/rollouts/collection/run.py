@@ -56,6 +56,7 @@ from gym_assets.rollouts.collection.inputs import (
 from gym_assets.rollouts.collection.ledger import Ledger
 from gym_assets.rollouts.collection.metrics import RunTotals, latest_rows, summarize
 from gym_assets.rollouts.collection.model_gateway import require_ready
+from gym_assets.rollouts.collection.overrides import RunOverrides
 from gym_assets.rollouts.collection.plan_gate import PlanGate
 from gym_assets.rollouts.collection.progress import Progress
 from gym_assets.rollouts.contracts import EnvironmentServer, ResourcesServer, Step
@@ -84,6 +85,7 @@ class RunOptions:
     script: Sequence[Step] | None = None  # what the scripted upstream plays
     allow_unsandboxed: bool = False  # verify model code without isolation if none can be made
     quarantine_corrupt: bool = False  # resume: move a damaged run file aside instead of refusing
+    overrides: RunOverrides = field(default_factory=RunOverrides)  # flat rows only
 
 
 @dataclass
@@ -147,18 +149,36 @@ def _planned_inputs(
     """The run's inventory and whether it is new (to publish); reads only."""
     if options.resume and files.materialized_inputs.is_file():
         rows = read_jsonl(files.materialized_inputs)
-        return [RolloutInput.of(row, benchmark.taskset) for row in rows], False
+        inputs = [RolloutInput.of(row, benchmark.taskset) for row in rows]
+        if options.overrides != RunOverrides():
+            notes.append(
+                "run-level overrides apply to a fresh run's inventory; this resume continues "
+                "the recorded one"
+            )
+        return inputs, False
     if options.resume:
         notes.append(f"nothing to resume in {files.out_dir} (no inventory); starting fresh")
     taskset = collated_path(catalog.layout.taskset_dir(benchmark.name), benchmark)
     if not taskset.is_file():
         raise UserError(
             f"benchmark '{benchmark.name}' has no collated taskset at {taskset}; run "
-            f"`gym-assets collate --benchmark {benchmark.name}` (or materialize collated_taskset)"
+            f"`gym-assets collate --benchmark {benchmark.selector}` (or "
+            "materialize collated_taskset)"
         )
     inputs = materialize_inputs(
-        taskset, benchmark, catalog.loaded.data, repeats=options.repeats, limit=options.limit
+        taskset,
+        benchmark,
+        catalog.loaded.data,
+        repeats=options.repeats,
+        limit=options.limit,
+        overrides=options.overrides,
     )
+    if options.overrides.changes_input and not options.allow_plan_drift:
+        raise UserError(
+            "run-level responses_create_params overrides and num_repeats_add_seed change each "
+            f"task's input, which the plan of '{benchmark.name}' pins by digest; pass "
+            "--allow-plan-drift to run them anyway"
+        )
     return inputs, True
 
 

@@ -1,0 +1,90 @@
+"""What a ``--benchmark`` value selects, and the catalog that runs it.
+
+A value is a benchmark's dataset name (what Dagster partitions and products are keyed by) or a
+selector token, ``NAME[/FLAVOR]`` (``gym_assets.config.flavors``). A token naming a flavor
+loads the configs tree with that flavor in place of its benchmark's ``config.yaml``; a dataset
+name that only a flavor declares selects that flavor too, so the hints that name a benchmark
+by its dataset name (``gym-assets prepare --benchmark NAME``) work for flavors as well.
+A flavor's products live in their own tree under the data root (``Layout.flavor_root``), so
+flavors of one benchmark may share its dataset name, as the reference's do.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from gym_assets.config.flavors import (
+    benchmark_configs,
+    benchmarks_dir,
+    default_config_for,
+    resolve_token,
+    token_of,
+)
+from gym_assets.errors import UserError
+from gym_assets.tasks.catalog import Benchmark, Catalog, load_catalog
+from gym_assets.tasks.layout import Layout
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The benchmarks one ``--benchmark`` value selects, in the catalog they resolve in."""
+
+    value: str
+    catalog: Catalog
+    benchmarks: tuple[Benchmark, ...]
+
+    def one(self) -> Benchmark:
+        """The single benchmark a command runs; a config declaring several is refused."""
+        if len(self.benchmarks) != 1:
+            names = ", ".join(b.name for b in self.benchmarks)
+            raise UserError(
+                f"--benchmark {self.value} selects a config that declares "
+                f"{len(self.benchmarks)} benchmark datasets ({names}); select one by its name"
+            )
+        return self.benchmarks[0]
+
+
+def select_benchmark(configs_root: Path, data_root: Path, value: str) -> Selection:
+    """Resolve ``value`` (see the module docstring); unknown names and tokens are refused."""
+    configs_root = Path(configs_root)
+    if "/" in value:
+        return _select_file(configs_root, data_root, value, resolve_token(configs_root, value))
+    catalog = load_catalog(configs_root, data_root)
+    if value in catalog.names():
+        return Selection(value, catalog, (catalog.get(value),))
+    if (benchmarks_dir(configs_root) / value).is_dir():  # its config.yaml, or the hint
+        return _in_file(catalog, value, resolve_token(configs_root, value))
+    flavors = [c for c in benchmark_configs(configs_root) if c.flavor and value in c.datasets]
+    if len(flavors) > 1:
+        tokens = ", ".join(f"'{config.token}'" for config in flavors)
+        raise UserError(
+            f"benchmark '{value}' is declared by several flavors ({tokens}); select one by "
+            "its token"
+        )
+    if flavors:
+        return _select_file(configs_root, data_root, value, flavors[0].path)
+    return Selection(value, catalog, (catalog.get(value),))  # refuses, with close names
+
+
+def _select_file(configs_root: Path, data_root: Path, value: str, path: Path) -> Selection:
+    if default_config_for(configs_root, path) is None:
+        return _in_file(load_catalog(configs_root, data_root), value, path)
+    token = token_of(configs_root, path)
+    assert token is not None  # a flavor lies below benchmarks/
+    flavor_data = Layout(Path(data_root)).flavor_root(token)
+    return _in_file(load_catalog(configs_root, flavor_data, (path, token)), value, path)
+
+
+def _in_file(catalog: Catalog, value: str, path: Path) -> Selection:
+    """The benchmarks whose declaring instance is written in ``path``."""
+    target = path.resolve()
+    found = tuple(b for b in catalog if catalog.loaded.file_of(b.instance).resolve() == target)
+    if not found:
+        raise UserError(
+            f"--benchmark {value} selects {path}, but no benchmark dataset of the resolved "
+            "config is declared there (is its instance moved by `_inherit_from` into another "
+            "file?); select the benchmark by its name",
+            path=path,
+        )
+    return Selection(value, catalog, found)
