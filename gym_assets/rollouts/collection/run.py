@@ -56,7 +56,7 @@ from gym_assets.rollouts.collection.plan_gate import PlanGate
 from gym_assets.rollouts.collection.progress import Progress
 from gym_assets.rollouts.contracts import EnvironmentServer, ResourcesServer, Step
 from gym_assets.rollouts.episodes.registry import build_environment, build_resources
-from gym_assets.rollouts.harnesses import Harness, Interface, Upstream, resolve, with_harness
+from gym_assets.rollouts.harnesses import Harness, Upstream, resolve, with_harness
 from gym_assets.sandbox import SandboxPolicy
 from gym_assets.tasks.catalog import Benchmark, Catalog
 from gym_assets.tasks.pipeline import collated_path
@@ -248,7 +248,6 @@ class _Servers:
 def _build_servers(
     catalog: Catalog,
     harness: Harness,
-    interface: Interface,
     upstream: Upstream,
     options: RunOptions,
     files: RunFiles,
@@ -259,11 +258,6 @@ def _build_servers(
     """The gateway (not started) and the environment servers running ``harness``: a bad
     server setting, or no sandbox for model-written code, is refused here."""
     servers = list(dict.fromkeys(item.server for item in inputs))
-    if interface == "legacy_run" and any(item.materialized for item in inputs):
-        raise UserError(
-            f"harness '{harness.name}' runs through the legacy /run relay, which takes flat rows, "
-            "but this benchmark's tasks are materialized; use a harness with session handlers"
-        )
     config, unchanged = with_harness(catalog.loaded.data, harness, servers)
     notes += [
         f"environment server '{server}' credits no single agent, so harness '{harness.name}' "
@@ -363,9 +357,7 @@ def run_rollouts(
         if options.resume:
             _check_logs(files, options.quarantine_corrupt, notes)
         inputs, fresh = _planned_inputs(files, benchmark, catalog, options, notes)
-        servers = _build_servers(
-            catalog, harness, resolved.interface, upstream, options, files, inputs, notes, sandbox
-        )
+        servers = _build_servers(catalog, harness, upstream, options, files, inputs, notes, sandbox)
         if fresh:
             _publish_inventory(files, target, inputs)
         claim_dir(Target.of(files.capture_dir, CAPTURES, catalog.roots))
