@@ -27,7 +27,12 @@ from typing import Any, TextIO
 
 from pydantic import ValidationError
 
-from gym_assets.config.model import MODELS, attributed_agent, bound_resources_server
+from gym_assets.config.model import (
+    MODELS,
+    ServerInstance,
+    attributed_agent,
+    bound_resources_server,
+)
 from gym_assets.config.model import server_instances as instances_of
 from gym_assets.errors import UserError
 from gym_assets.harness_adapters import adapter_named
@@ -55,6 +60,7 @@ from gym_assets.rollouts.collection.model_gateway import require_ready
 from gym_assets.rollouts.collection.plan_gate import PlanGate
 from gym_assets.rollouts.collection.progress import Progress
 from gym_assets.rollouts.contracts import EnvironmentServer, ResourcesServer, Step
+from gym_assets.rollouts.episodes.legacy import LEGACY_RELAY
 from gym_assets.rollouts.episodes.registry import build_environment, build_resources
 from gym_assets.rollouts.harnesses import Harness, Upstream, resolve, with_harness
 from gym_assets.sandbox import SandboxPolicy
@@ -186,15 +192,26 @@ def reference_task_data(task_input: Mapping[str, Any]) -> dict[str, Any]:
 def resources_by_server(
     config: Mapping[str, Any], servers: Sequence[str], sandbox: SandboxPolicy
 ) -> dict[str, ResourcesServer]:
-    """The resources server each environment server binds (servers binding none are left out),
-    built on their own: for reference scripts and for verification outside an episode."""
+    """The resources server each environment server's episodes use (servers using none are
+    left out), built on their own: for reference scripts and for verification outside an
+    episode. That is the one the server binds; a ``legacy_agent`` relay binding none runs
+    episodes on its agent's own resources server."""
     instances = instances_of(config)
     return {
         server: build_resources(config, name, sandbox)
         for server in servers
         if server in instances
-        if (name := bound_resources_server(instances[server].config)) is not None
+        if (name := _episode_resources(instances, server)) is not None
     }
+
+
+def _episode_resources(instances: Mapping[str, ServerInstance], server: str) -> str | None:
+    settings = instances[server].config
+    bound = bound_resources_server(settings)
+    agent = attributed_agent(settings)
+    if bound is not None or instances[server].implementation != LEGACY_RELAY or agent is None:
+        return bound
+    return bound_resources_server(instances[agent].config) if agent in instances else None
 
 
 def _reference_scripts(

@@ -43,25 +43,30 @@ IDENTITY_KEYS = {"task_source", "_ng_environment_server", "_ng_task_id"}
 VOLATILE_KEYS = {"response", "ng_trajectory", "ng_model_call_capture", "ng_agent_observations"}
 
 
+def _configs_with(root: Path, benchmark: str, config: str, rows: str, route: str) -> Path:
+    """The bundled configs plus ``benchmarks/<benchmark>/config.yaml`` (``config``), whose rows
+    are a copy of arith's (as ``rows``), and the routes entry ``route``."""
+    configs = root / "configs"
+    shutil.copytree(REPO / "configs", configs, ignore=shutil.ignore_patterns("*_metrics.json"))
+    folder = configs / "benchmarks" / benchmark
+    folder.mkdir(exist_ok=True)
+    shutil.copyfile(configs / "benchmarks" / "arith" / "arith.jsonl", folder / rows)
+    (folder / "config.yaml").write_text(config)
+    routes = configs / "routes.yaml"
+    key = "environment_server_routes:\n"
+    routes.write_text(routes.read_text().replace(key, f"{key}  {route}\n"))
+    return configs
+
+
 @pytest.fixture(scope="module")
 def twin_products(tmp_path_factory: pytest.TempPathFactory) -> Products:
     """The bundled configs with arith's rows also declared as taskset ``arith:tasks``."""
     root = tmp_path_factory.mktemp("twin")
-    configs = root / "configs"
-    shutil.copytree(REPO / "configs", configs, ignore=shutil.ignore_patterns("*_metrics.json"))
-    arith = configs / "benchmarks" / "arith"
-    shutil.copyfile(arith / "arith.jsonl", arith / "arith_tasks.jsonl")
-    config = (arith / "config.yaml").read_text()
+    config = (REPO / "configs" / "benchmarks" / "arith" / "config.yaml").read_text()
     anchor = "          license: Apache-2.0\n"
-    (arith / "config.yaml").write_text(config.replace(anchor, anchor + TASKSET_DATASET[1:], 1))
-    routes = configs / "routes.yaml"
-    routes.write_text(
-        routes.read_text().replace(
-            "environment_server_routes:\n",
-            "environment_server_routes:\n  arith:tasks: arith_environment\n",
-        )
-    )
-    return Products(root / "data", configs)
+    config = config.replace(anchor, anchor + TASKSET_DATASET[1:], 1)
+    route = "arith:tasks: arith_environment"
+    return Products(root / "data", _configs_with(root, "arith", config, "arith_tasks.jsonl", route))
 
 
 def _relayed_run(
@@ -126,19 +131,59 @@ def test_a_flat_row_and_its_task_project_the_same_result(twin_products, tmp_path
         assert flat["_ng_task_id"]["task_id"] == flat["task_id"]
 
 
-def test_nested_task_data_reaches_the_verifier_through_the_relay(products, tmp_path):
-    """units nests its answer under ``task_data``: the relayed agent splices it for the
-    verifier, as ``single_agent_turn`` does, so the materialized tasks score."""
-    products.plan("units")
-    result = run_rollouts(
-        products.catalog, "units", RELAYED, tmp_path / "run", upstream_of(mode="reference"),
-        RunOptions(limit=2),
-    )  # fmt: skip
+def _two_relayed_records(
+    products: Products, name: str, harness: Harness, out: Path
+) -> list[dict[str, Any]]:
+    """The records of the first two tasks on the reference upstream, each scored 1.0 by a
+    ``legacy_agent`` relay."""
+    products.plan(name)
+    upstream = upstream_of(mode="reference")
+    result = run_rollouts(products.catalog, name, harness, out, upstream, RunOptions(limit=2))
     records = list(read_jsonl(result.files.records))
     assert [r["reward"] for r in records] == [1.0, 1.0]
     assert {r["_ng_result_type"] for r in records} == {"legacy_agent"}
+    return records
+
+
+def test_nested_task_data_reaches_the_verifier_through_the_relay(products, tmp_path):
+    """units nests its answer under ``task_data``: the relayed agent splices it for the
+    verifier, as ``single_agent_turn`` does, so the materialized tasks score."""
+    records = _two_relayed_records(products, "units", RELAYED, tmp_path / "run")
     assert all(r["_ng_task_id"]["taskset"] == "units" for r in records)
     assert all("expected_answer" in r and "task_data" not in r for r in records)
+
+
+RELAYED_CONFIG = """\
+relayed_resources:
+  resources_servers:
+    arith: {entrypoint: app.py}
+relayed_agent:
+  responses_api_agents:
+    simple_agent:
+      entrypoint: app.py
+      resources_server: {type: resources_servers, name: relayed_resources}
+      model_server: {type: responses_api_models, name: policy_model}
+      max_steps: 6
+      datasets:
+        - {name: relayed, type: benchmark, jsonl_fpath: relayed.jsonl, taskset: "relayed:test"}
+relayed_environment_server:
+  environment_servers:
+    legacy_agent:
+      entrypoint: app.py
+      agent_server: {type: responses_api_agents, name: relayed_agent}
+"""
+
+
+def test_a_taskset_routed_to_a_declared_relay_runs_on_its_agents_resources(tmp_path):
+    """The relay binds no resources server (as a generated one): its agent runs the episode
+    on its own, and the reference upstream scripts it from the agent's resources server."""
+    route = "relayed:test: relayed_environment_server"
+    configs = _configs_with(tmp_path, "relayed", RELAYED_CONFIG, "relayed.jsonl", route)
+    builtin = Harness(name="simple_agent", kind="builtin", agent_implementation="simple_agent")
+    products = Products(tmp_path / "data", configs)
+    records = _two_relayed_records(products, "relayed", builtin, tmp_path / "run")
+    assert {r["_ng_task_id"]["taskset"] for r in records} == {"relayed:test"}
+    assert all(r["agent_ref"] == {"name": "relayed_agent"} for r in records)
 
 
 TASK_ROW = {
