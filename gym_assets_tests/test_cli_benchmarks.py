@@ -26,6 +26,10 @@ LISTING_KEYS = {
     "environment_server",
     "agents",
     "prepared",
+    "status",
+    "manifest",
+    "version",
+    "lifecycle",
 }
 
 
@@ -68,15 +72,26 @@ def test_list_prints_a_table_of_the_bundled_benchmarks(data: Path, capsys) -> No
         "repeats",
         "domain",
         "prepared",
+        "status",
     ]
     rows = [line.split() for line in out[2:]]
     humaneval = "humaneval humaneval humaneval_environment humaneval_simple_agent 1 coding no"
     support = "support_dialogue support:dialogue support_dialogue customer_sim,support_bot 1"
+    units = "units units units_environment units_simple_agent 1 knowledge yes maintained"
     assert rows == [
-        ["arith", "-", "arith_environment", "arith_simple_agent", "1", "math", "yes"],
-        humaneval.split(),
-        [*support.split(), "dialogue", "yes"],
-        ["units", "units", "units_environment", "units_simple_agent", "1", "knowledge", "yes"],
+        [
+            "arith",
+            "-",
+            "arith_environment",
+            "arith_simple_agent",
+            "1",
+            "math",
+            "yes",
+            "no-manifest",
+        ],
+        [*humaneval.split(), "no-manifest"],
+        [*support.split(), "dialogue", "yes", "no-manifest"],
+        units.split(),
     ]
     # Columns line up: every row starts each column where the header does.
     starts = [out[1].index(h) for h in ("taskset", "environment_server", "agents")]
@@ -101,7 +116,14 @@ def test_list_json_is_one_array_of_listings(data: Path, capsys) -> None:
         "environment_server": "arith_environment",
         "agents": ["arith_simple_agent"],
         "prepared": True,
+        "status": "no-manifest",
+        "manifest": None,
+        "version": None,
+        "lifecycle": None,
     }
+    assert by_name["units"]["status"] == "maintained"  # configs/benchmarks/units/manifest.yaml
+    assert by_name["units"]["manifest"] == str(CONFIGS / "benchmarks" / "units" / "manifest.yaml")
+    assert by_name["units"]["version"] == "0.1.0"
     assert by_name["support_dialogue"]["agent_name"] is None  # two agents: none attributed
     assert by_name["support_dialogue"]["agents"] == ["customer_sim", "support_bot"]
     assert by_name["support_dialogue"]["taskset"] == "support:dialogue"

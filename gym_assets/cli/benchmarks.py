@@ -30,6 +30,8 @@ def _catalog(args: argparse.Namespace) -> Catalog:
 
 
 def _listing(benchmark: Benchmark, token: str) -> dict[str, Any]:
+    from gym_assets.config.manifests import manifest_fields
+
     agent = benchmark.agents[0] if len(benchmark.agents) == 1 else None
     return {
         "name": token,
@@ -42,6 +44,7 @@ def _listing(benchmark: Benchmark, token: str) -> dict[str, Any]:
         "environment_server": benchmark.environment_server,
         "agents": list(benchmark.agents),
         "prepared": benchmark.rows_path.is_file(),
+        **manifest_fields(benchmark.manifest),
     }
 
 
@@ -54,6 +57,7 @@ def _cells(row: dict[str, Any]) -> list[str]:
         str(row["num_repeats"]),
         row["domain"] or "-",
         "yes" if row["prepared"] else "no",
+        row["status"],
     ]
 
 
@@ -104,6 +108,7 @@ def _list(args: argparse.Namespace) -> int:
             "repeats",
             "domain",
             "prepared",
+            "status",
         ],
         cells=_cells,
     )

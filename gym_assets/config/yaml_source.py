@@ -18,7 +18,7 @@ infinities.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +33,7 @@ from gym_assets.limits import MAX_NESTING, MAX_YAML_ALIAS_NODES
 
 KeyPath = tuple[Any, ...]
 YAML_SUFFIXES = (".yaml", ".yml")
+MANIFEST_NAME = "manifest.yaml"
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 
 
@@ -236,8 +237,8 @@ def _is_skipped_dir(directory: Path) -> bool:
     )
 
 
-def yaml_files_under(root: Path) -> Iterator[Path]:
-    """Every ``*.yaml``/``*.yml`` file below ``root``, sorted by relative path."""
+def _files_under(root: Path, wanted: Callable[[Path], bool]) -> Iterator[Path]:
+    """Every file below ``root`` that ``wanted`` accepts, sorted by relative path."""
     found: list[tuple[str, Path]] = []
     stack = [root]
     while stack:
@@ -246,9 +247,22 @@ def yaml_files_under(root: Path) -> Iterator[Path]:
             if entry.is_dir():
                 if not _is_skipped_dir(entry):
                     stack.append(entry)
-            elif entry.suffix in YAML_SUFFIXES and entry.is_file():
+            elif wanted(entry) and entry.is_file():
                 found.append((entry.relative_to(root).as_posix(), entry))
     yield from (path for _, path in sorted(found))
+
+
+def yaml_files_under(root: Path) -> Iterator[Path]:
+    """Every config file below ``root``: ``*.yaml``/``*.yml`` except environment manifests,
+    which describe a config beside them and are not configs themselves."""
+    return _files_under(
+        root, lambda path: path.suffix in YAML_SUFFIXES and path.name != MANIFEST_NAME
+    )
+
+
+def manifest_files_under(root: Path) -> Iterator[Path]:
+    """Every environment manifest (``manifest.yaml``) below ``root``, sorted."""
+    return _files_under(root, lambda path: path.name == MANIFEST_NAME)
 
 
 def expand_yaml_paths(paths: Iterable[Path]) -> list[Path]:

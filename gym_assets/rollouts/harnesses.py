@@ -42,11 +42,11 @@ from gym_assets.harness_install import unavailable_reason
 from gym_assets.modes import UpstreamMode
 from gym_assets.plans.provenance import gym_version
 from gym_assets.rollouts.episodes.launch import version_of
+from gym_assets.rollouts.episodes.legacy import LEGACY_RELAY
 from gym_assets.rollouts.episodes.registry import agent_class
 
 HARNESSES_KEY = "harnesses"
 COMMAND_AGENT = "command_agent"
-LEGACY_RELAY = "legacy_agent"
 SESSION_HANDLERS = ("seed_session", "activate", "close_session")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Placeholders a command template may use, filled when the registry is loaded: the

@@ -6,6 +6,10 @@ in a config resolve against the directory of the YAML file that declares them, e
 ``jsonl_fpath`` of a dataset with a ``prepare_script``, which is a product and so lives under
 the data root (``prepared/<benchmark>/``).
 
+A benchmark folder may also hold an environment manifest (``manifest.yaml`` beside its config,
+``gym_assets.config.manifests``): the catalogue validates every manifest when it loads and
+attaches each to the benchmarks it describes; a benchmark without one is ``no-manifest``.
+
 A dataset's metrics sidecar goes beside it when the dataset lies in the configs tree or is
 prepared rows; a dataset anywhere else gets its sidecar under the data root
 (``metrics/<benchmark>/``), so nothing is written outside the configs and data roots.
@@ -20,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from gym_assets.config.loader import LoadedConfig, load_configs
+from gym_assets.config.manifests import Manifest, load_manifests
 from gym_assets.config.model import (
     AGENTS,
     DatasetConfig,
@@ -49,6 +54,7 @@ class Benchmark:
     sidecar_dir: Path
     roots: Roots
     selector: str  # what `--benchmark` takes to select it: its name, or its flavor's token
+    manifest: Manifest | None = None  # the environment manifest describing it, if any
 
     @property
     def name(self) -> str:
@@ -127,6 +133,7 @@ class Catalog:
         self.layout = layout
         self.flavor = flavor  # (file, token) of the selected flavor, if one is
         self._benchmarks: dict[str, Benchmark] = {}
+        manifests = load_manifests(loaded)
         for decl in iter_declared_datasets(loaded.data):
             if decl.dataset.type != "benchmark":
                 continue
@@ -137,9 +144,9 @@ class Catalog:
                     f"'{decl.instance.name}'; dataset names must be unique",
                     path=loaded.file_of(decl.instance.name),
                 )
-            self._benchmarks[decl.name] = self._resolve(decl)
+            self._benchmarks[decl.name] = self._resolve(decl, manifests.get(decl.name))
 
-    def _resolve(self, decl: DeclaredDataset) -> Benchmark:
+    def _resolve(self, decl: DeclaredDataset, manifest: Manifest | None) -> Benchmark:
         instance = decl.instance.name
         dataset = decl.dataset
         resolve = self.loaded.resolve_path
@@ -173,6 +180,7 @@ class Catalog:
             sidecar_dir=rows.parent if beside else self.layout.metrics_dir(dataset.name),
             roots=self.roots,
             selector=self._selector(decl),
+            manifest=manifest,
         )
 
     def _selector(self, decl: DeclaredDataset) -> str:

@@ -36,6 +36,7 @@ from gym_assets.rollouts.collection.records import (
 )
 from gym_assets.rollouts.collection.trajectory import project
 from gym_assets.rollouts.contracts import EnvironmentServer, RunGateway, Step
+from gym_assets.rollouts.episodes.legacy import LEGACY_RELAY
 from gym_assets.rollouts.episodes.model_calls import shared_connections
 from gym_assets.rollouts.gateway.capture import capture_path, incomplete_marker, read_capture
 from gym_assets.rollouts.protocol import (
@@ -133,7 +134,11 @@ class Dispatcher:
         return [row, *self._failed_call_records(item, episode_id, stamped, row, reply)]
 
     def _request(self, item: RolloutInput, episode_id: EpisodeId) -> EpisodeRequest | dict:
-        if item.materialized:
+        """An episode request for a task; the row itself for a flat row, and for a task sent
+        to a ``legacy_agent`` relay, which rebuilds the flat row from it with the row's
+        collector keys (taskset.md §8.6)."""
+        relayed = self.servers[item.server].implementation == LEGACY_RELAY
+        if item.materialized and not relayed:
             task = MaterializedTask(
                 task_id=TaskId(taskset=item.taskset, task_id=item.task_id),
                 task_input=item.row["task_input"],

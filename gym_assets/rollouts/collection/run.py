@@ -28,7 +28,12 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from pydantic import ValidationError
 
-from gym_assets.config.model import MODELS, attributed_agent, bound_resources_server
+from gym_assets.config.model import (
+    MODELS,
+    ServerInstance,
+    attributed_agent,
+    bound_resources_server,
+)
 from gym_assets.config.model import server_instances as instances_of
 from gym_assets.errors import UserError
 from gym_assets.harness_adapters import adapter_named
@@ -60,8 +65,9 @@ from gym_assets.rollouts.collection.overrides import RunOverrides
 from gym_assets.rollouts.collection.plan_gate import PlanGate
 from gym_assets.rollouts.collection.progress import Progress
 from gym_assets.rollouts.contracts import EnvironmentServer, ResourcesServer, Step
+from gym_assets.rollouts.episodes.legacy import LEGACY_RELAY
 from gym_assets.rollouts.episodes.registry import build_environment, build_resources
-from gym_assets.rollouts.harnesses import Harness, Interface, Upstream, resolve, with_harness
+from gym_assets.rollouts.harnesses import Harness, Upstream, resolve, with_harness
 from gym_assets.sandbox import SandboxPolicy
 from gym_assets.tasks.catalog import Benchmark, Catalog
 from gym_assets.tasks.pipeline import collated_path
@@ -214,15 +220,26 @@ def reference_task_data(task_input: Mapping[str, Any]) -> dict[str, Any]:
 def resources_by_server(
     config: Mapping[str, Any], servers: Sequence[str], sandbox: SandboxPolicy
 ) -> dict[str, ResourcesServer]:
-    """The resources server each environment server binds (servers binding none are left out),
-    built on their own: for reference scripts and for verification outside an episode."""
+    """The resources server each environment server's episodes use (servers using none are
+    left out), built on their own: for reference scripts and for verification outside an
+    episode. That is the one the server binds; a ``legacy_agent`` relay binding none runs
+    episodes on its agent's own resources server."""
     instances = instances_of(config)
     return {
         server: build_resources(config, name, sandbox)
         for server in servers
         if server in instances
-        if (name := bound_resources_server(instances[server].config)) is not None
+        if (name := _episode_resources(instances, server)) is not None
     }
+
+
+def _episode_resources(instances: Mapping[str, ServerInstance], server: str) -> str | None:
+    settings = instances[server].config
+    bound = bound_resources_server(settings)
+    agent = attributed_agent(settings)
+    if bound is not None or instances[server].implementation != LEGACY_RELAY or agent is None:
+        return bound
+    return bound_resources_server(instances[agent].config) if agent in instances else None
 
 
 def _reference_scripts(
@@ -276,7 +293,6 @@ class _Servers:
 def _build_servers(
     catalog: Catalog,
     harness: Harness,
-    interface: Interface,
     upstream: Upstream,
     options: RunOptions,
     files: RunFiles,
@@ -287,11 +303,6 @@ def _build_servers(
     """The gateway (not started) and the environment servers running ``harness``: a bad
     server setting, or no sandbox for model-written code, is refused here."""
     servers = list(dict.fromkeys(item.server for item in inputs))
-    if interface == "legacy_run" and any(item.materialized for item in inputs):
-        raise UserError(
-            f"harness '{harness.name}' runs through the legacy /run relay, which takes flat rows, "
-            "but this benchmark's tasks are materialized; use a harness with session handlers"
-        )
     config, unchanged = with_harness(catalog.loaded.data, harness, servers)
     notes += [
         f"environment server '{server}' credits no single agent, so harness '{harness.name}' "
@@ -391,9 +402,7 @@ def run_rollouts(
         if options.resume:
             _check_logs(files, options.quarantine_corrupt, notes)
         inputs, fresh = _planned_inputs(files, benchmark, catalog, options, notes)
-        servers = _build_servers(
-            catalog, harness, resolved.interface, upstream, options, files, inputs, notes, sandbox
-        )
+        servers = _build_servers(catalog, harness, upstream, options, files, inputs, notes, sandbox)
         if fresh:
             _publish_inventory(files, target, inputs)
         claim_dir(Target.of(files.capture_dir, CAPTURES, catalog.roots))

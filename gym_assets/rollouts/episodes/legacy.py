@@ -1,12 +1,17 @@
-"""Flat (legacy) rows: their episode identity, their episode request, and flat failure answers."""
+"""Flat (legacy) rows: their episode identity, their episode request, the flat row a task is
+rebuilt as for an agent that only runs flat rows, and flat failure answers."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
+from gym_assets.json_shapes import is_mapping
 from gym_assets.rollouts.protocol import EpisodeFailure, EpisodeId, EpisodeRequest
-from gym_assets.tasks.materialize import source_task_id, task_input_of
+from gym_assets.tasks.materialize import COLLECTOR_PREFIX, source_task_id, task_input_of
+
+ENVIRONMENT_SERVER_STAMP = "_ng_environment_server"
+LEGACY_RELAY = "legacy_agent"  # the implementation of the relay in front of such an agent
 
 
 def episode_id_of(row: Mapping[str, Any]) -> EpisodeId:
@@ -32,6 +37,36 @@ def episode_request_of(row: Mapping[str, Any], taskset: str) -> EpisodeRequest:
             },
         }
     )
+
+
+def flat_row_of_task(task: Mapping[str, Any], agent: str) -> dict[str, Any]:
+    """The flat run row a ``legacy_agent`` relay hands its agent for a materialized task row
+    (the reference's V-legacy-taskset): the ``task_input`` fields at top level, the row's
+    collector keys (so the agent's episode identity and capture key are the ones collection
+    expects) except the environment-server stamp, and ``agent_ref`` naming the relay's agent.
+
+    The task's identity (``task_id.taskset``) stays with collection, which stamps the record.
+    """
+    task_input = task["task_input"]
+    if not is_mapping(task_input):
+        raise ValueError(f"task_input must be an object, got {type(task_input).__name__}")
+    collector = {
+        key: value
+        for key, value in task.items()
+        if key.startswith(COLLECTOR_PREFIX) and key != ENVIRONMENT_SERVER_STAMP
+    }
+    return {**task_input, **collector, "agent_ref": {"name": agent}}
+
+
+def flat_row_of_request(request: EpisodeRequest, agent: str) -> dict[str, Any]:
+    """``flat_row_of_task`` for an episode request: its episode identity becomes the row's
+    ``_ng_rollout_id`` (and ``_ng_attempt_index`` after the first attempt)."""
+    episode = request.episode_id
+    identity: dict[str, Any] = {"_ng_rollout_id": episode.rollout_id}
+    if episode.attempt:
+        identity["_ng_attempt_index"] = episode.attempt
+    task = {"task_id": request.task.task_id.model_dump(), "task_input": request.task.task_input}
+    return flat_row_of_task({**task, **identity}, agent)
 
 
 def failure_row(failure: EpisodeFailure) -> dict[str, Any]:

@@ -19,9 +19,9 @@ REPO = Path(__file__).resolve().parents[3]
 class Products:
     """A data root whose benchmarks are prepared, collated and planned on first use."""
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, configs: Path = REPO / "configs"):
         self.root = root
-        self.catalog: Catalog = load_catalog(REPO / "configs", root)
+        self.catalog: Catalog = load_catalog(configs, root)
         self._plans: dict[str, Plan] = {}
 
     def taskset(self, name: str) -> Path:

@@ -225,16 +225,6 @@ def test_the_broken_harness_fails_exactly_the_ownership_checks(products, tmp_pat
     assert [g["code"] for g in gaps] == ["model_call_ownership_unavailable"] * 3
 
 
-def test_legacy_run_is_refused_for_materialized_tasks(products, tmp_path):
-    harness = Harness(
-        name="h", kind="builtin", agent_implementation="simple_agent", interface="legacy_run"
-    )
-    products.plan("units")
-    with pytest.raises(UserError, match="legacy /run relay, which takes flat rows"):
-        run_rollouts(products.catalog, "units", harness, tmp_path / "run", upstream_of())
-    assert not (tmp_path / "run").exists()
-
-
 def test_a_failing_activation_stays_visible_and_switches_nothing(products, tmp_path):
     """The program cannot run (its script is missing): the episode fails at the agent stage,
     with the reason, and the run stays on the session interface (no fallback to the relay)."""

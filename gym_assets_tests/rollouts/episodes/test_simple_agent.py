@@ -201,8 +201,12 @@ def test_legacy_run_and_the_legacy_agent_relay(start_gateway, bundled_config: Lo
     result = run(relay.run({**row, "_ng_rollout_id": "explicit"}))
     assert result["reward"] == 1.0 and result["_ng_rollout_id"] == "explicit"
     assert result["ng_agent_observations"]["source"] == "simple_agent"
-    with pytest.raises(TypeError, match="relays flat rows to a legacy agent, not episode requests"):
-        run(relay.run(episode_request_of(row, "arith")))
+    gateway.set_reference_script("task-1", script)
+    request = episode_request_of({**row, "_ng_rollout_id": "task-1"}, "arith")
+    relayed = run(relay.run(request))  # a task reaches the agent as the flat row it stands for
+    assert relayed["reward"] == 1.0 and relayed["_ng_rollout_id"] == "task-1"
+    assert relayed["agent_ref"] == {"name": "arith_simple_agent"}
+    assert relayed["expected_answer"] == row["expected_answer"]
 
 
 def test_legacy_environment_refuses_misrouted_rows_and_flattens_failures(

@@ -35,8 +35,10 @@ from gym_assets.rollouts.episodes.legacy import episode_id_of, episode_request_o
 from gym_assets.rollouts.episodes.model_calls import add_usage
 from gym_assets.rollouts.episodes.observations import Invocation
 from gym_assets.rollouts.episodes.resources import ToolFailed
+from gym_assets.tasks.task_inputs import SingleAgentTurnTaskInput
 
 LEGACY_TASKSET = "legacy"
+TASK_DATA = "task_data"
 
 
 class Settings(ActivationSettings):
@@ -140,17 +142,19 @@ class SimpleAgent(SessionAgent):
     async def run(self, row: Mapping[str, Any]) -> dict[str, Any]:
         """Legacy self-orchestrated episode: seed, activate, verify, close (the reference §2.6).
 
-        Returns the verify response plus ``ng_agent_observations``; errors propagate.
+        The row's task fields are read as the single-agent-turn task input reads them, flat or
+        nested under ``task_data`` (a task rebuilt by the relay keeps its nesting), and the
+        verifier sees them at top level as it does behind ``single_agent_turn``. Returns the
+        verify response plus ``ng_agent_observations``; errors propagate.
         """
         if self.resources is None:
             raise ToolAccessError(f"agent {self.name!r} has no resources_server for a legacy run")
         resources = self.resources
         request = episode_request_of(row, LEGACY_TASKSET)
         episode = episode_id_of(row)
-        params = row["responses_create_params"]
-        task_data = {
-            k: v for k, v in request.task.task_input.items() if k != "responses_create_params"
-        }
+        task = SingleAgentTurnTaskInput.model_validate(request.task.task_input)
+        params = task.responses_create_params.model_dump(exclude_unset=True)
+        task_data = task.task_data
         resources_session = f"resources-session-{uuid.uuid4().hex}"
         agent_session = f"agent-session-{uuid.uuid4().hex}"
         try:
@@ -161,7 +165,8 @@ class SimpleAgent(SessionAgent):
                 response = await self.activate(agent_session, params)
             finally:
                 receipt = await self.close_session(agent_session, episode)
-            verified = await resources.verify(resources_session, {**row, "response": response})
+            body = {k: v for k, v in row.items() if k != TASK_DATA} | task_data
+            verified = await resources.verify(resources_session, {**body, "response": response})
         finally:
             await resources.close_session(resources_session, episode.capture_key)
         return {**verified, "ng_agent_observations": receipt.get("agent_observations")}
