@@ -28,7 +28,7 @@ from gym_assets.config.model import (
     iter_declared_datasets,
     server_instances,
 )
-from gym_assets.config.routing import environment_server_for_agent, resolve_dataset_agent
+from gym_assets.config.routing import flat_route
 from gym_assets.errors import ConfigError, UserError
 from gym_assets.json_shapes import is_mapping
 from gym_assets.outputs.targets import Roots, is_within
@@ -102,15 +102,14 @@ class Benchmark:
 
 def _fronting_server(config: Mapping[str, Any], decl: DeclaredDataset) -> str | None:
     """The environment server that runs this dataset's rows: its route for a taskset, else the
-    server fronting the dataset's agent; None while the config cannot say (the
+    routing mode's server for the dataset's agent; None while the config cannot say (the
     ``route_resolves`` check reports why)."""
     taskset = decl.dataset.taskset
     if taskset is not None:
         routes = config.get("environment_server_routes")
         return routes.get(taskset) if is_mapping(routes) else None
     try:
-        agent = resolve_dataset_agent(config, decl.instance.name, decl.dataset.agent)
-        return environment_server_for_agent(config, agent) if agent else None
+        return flat_route(config, decl.instance.name, decl.dataset.agent)[0]
     except ConfigError:
         return None
 
