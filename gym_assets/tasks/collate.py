@@ -597,6 +597,8 @@ def declaration_document(dataset_type: str, declared: DeclaredDataset) -> dict[s
     exclude = {"agent", "taskset"}
     if dataset_type != "benchmark":
         exclude |= {"prepare_script", "prepare_dependencies", "prompt_config"}
+    elif declared.dataset.prepare_dependencies is None:
+        exclude.add("prepare_dependencies")  # sidecars written before the field stay valid
     return declared.dataset.model_dump(mode="json", exclude=exclude)
 
 
