@@ -121,10 +121,12 @@ def _config_files(root: Path) -> list[Path]:
     return list(yaml_files_under(root))
 
 
-def load_configs(root: Path) -> LoadedConfig:
-    """Parse, merge and resolve every YAML file below ``root`` (or the one file ``root``)."""
+def load_configs(root: Path, *more: Path) -> LoadedConfig:
+    """Parse, merge and resolve every YAML file below ``root`` (or the one file ``root``), then
+    below each of ``more`` in order: several ``--config`` paths make one config, as one tree
+    does. ``root`` is the configs root products must stay out of."""
     root = Path(root)
-    files = _config_files(root)
+    files = list(dict.fromkeys(f for r in (root, *map(Path, more)) for f in _config_files(r)))
     raw: dict[str, Any] = {}
     nodes: dict[KeyPath, tuple[Path, int]] = {}
     for file in files:
