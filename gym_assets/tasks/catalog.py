@@ -6,9 +6,10 @@ in a config resolve against the directory of the YAML file that declares them, e
 ``jsonl_fpath`` of a dataset with a ``prepare_script``, which is a product and so lives under
 the data root (``prepared/<benchmark>/``).
 
-A dataset's metrics sidecar goes beside it when the dataset lies in the configs tree or is
-prepared rows; a dataset anywhere else gets its sidecar under the data root
-(``metrics/<benchmark>/``), so nothing is written outside the configs and data roots.
+A dataset's metrics sidecar goes beside it when the dataset lies in the configs tree (or below
+the directory of the file that declares it) or is prepared rows; a dataset anywhere else gets
+its sidecar under the data root (``metrics/<benchmark>/``), so nothing is written outside the
+configs and data roots.
 """
 
 from __future__ import annotations
@@ -153,7 +154,7 @@ class Catalog:
             agents = (instance,)
         involved = [instance, *([server] if server else []), *agents]
         files = sorted({self.loaded.file_of(name) for name in involved if name in servers})
-        beside = is_within(rows.resolve(), self.loaded.root.resolve()) or (
+        beside = self.in_config_tree(instance, rows) or (
             script is not None and is_within(rows, self.layout.prepared_dir(dataset.name))
         )
         return Benchmark(
@@ -167,6 +168,13 @@ class Catalog:
             sidecar_dir=rows.parent if beside else self.layout.metrics_dir(dataset.name),
             roots=self.roots,
         )
+
+    def in_config_tree(self, instance: str, path: Path) -> bool:
+        """``path`` lies below the configs root or the directory of the file that declares
+        ``instance`` (a config file given alone is a root of its own): a dataset's metrics
+        sidecar may go beside it there."""
+        trees = (self.loaded.root, self.loaded.file_of(instance).parent)
+        return any(is_within(path.resolve(), tree.resolve()) for tree in trees)
 
     @property
     def roots(self) -> Roots:

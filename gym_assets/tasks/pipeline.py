@@ -105,7 +105,8 @@ def dataset_inputs(
     the product its metrics sidecar goes into (None: beside its rows in the configs tree).
 
     A benchmark's rows are found as the catalogue finds them (prepared rows under the data
-    root); any other dataset's ``jsonl_fpath`` is relative to the file that declares it.
+    root); any other dataset's ``jsonl_fpath`` is relative to the file that declares it, and its
+    sidecar goes beside it when it lies in the config's tree (``Catalog.in_config_tree``).
     """
     types = in_scope_types(mode)
     loaded, layout = catalog.loaded, catalog.layout
@@ -118,12 +119,13 @@ def dataset_inputs(
             benchmark = catalog.get(dataset.name)
             found.append((collation_input(benchmark), sidecar_product(catalog, benchmark)))
             continue
-        rows = loaded.resolve_path(declared.instance.name, dataset.jsonl_fpath)
+        instance = declared.instance.name
+        rows = loaded.resolve_path(instance, dataset.jsonl_fpath)
         item = CollationInput(declared=declared, source_path=rows)
-        if is_within(rows.resolve(), loaded.root.resolve()):
+        if catalog.in_config_tree(instance, rows):
             found.append((item, None))
             continue
-        sidecars = layout.metrics_dir_of(declared.instance.name, dataset.name)
+        sidecars = layout.metrics_dir_of(instance, dataset.name)
         item = replace(item, sidecar_dir=sidecars)
         found.append((item, Target.of(sidecars, METRICS, catalog.roots)))
     return found

@@ -37,8 +37,8 @@ def test_each_mode_is_a_partition_with_its_own_directory(tmp_path, instance):
     train = by_mode["train_preparation"]
     directory = Path(train["path"].value)
     assert directory == workspace.layout.collation_dir("train_preparation")
-    assert (train["datasets"].value, train["rows"].value, train["tasks"].value) == (4, 11, 8)
-    assert train["tasksets"].value == "support:dialogue, support:train"
+    assert (train["datasets"].value, train["rows"].value, train["tasks"].value) == (5, 12, 9)
+    assert train["tasksets"].value == "support:dialogue, support:train, support:validation"
     assert (
         "| `benchmark` | 4 |" in train["types"].value and "| `train` | 7 |" in train["types"].value
     )

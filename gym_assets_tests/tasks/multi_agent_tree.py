@@ -1,9 +1,9 @@
 """A configs tree with an environment server that fronts two agents, written to a temp dir.
 
 ``support_dialogue`` (the bundled ``conversation`` server) fronts ``customer_sim`` and
-``support_bot``; its resources server declares a benchmark, an example and a train dataset,
-each with a taskset routed to it. ``arith_environment`` fronts one agent and runs flat rows,
-so tests can send rows of one server's agent to the other.
+``support_bot``; its resources server declares a benchmark, an example, a train and a
+validation dataset, each with a taskset routed to it. ``arith_environment`` fronts one agent
+and runs flat rows, so tests can send rows of one server's agent to the other.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ environment_server_routes:
   support:dialogue: support_dialogue
   support:examples: support_dialogue
   support:train: support_dialogue
+  support:validation: support_dialogue
 error_on_agent_without_environment_server: true
 
 policy_model:
@@ -36,6 +37,8 @@ support_resources:
            taskset: "support:examples"}
         - {name: support_train, type: train, jsonl_fpath: train.jsonl,
            taskset: "support:train", num_repeats: 2}
+        - {name: support_validation, type: validation, jsonl_fpath: validation.jsonl,
+           taskset: "support:validation"}
 
 customer_sim:
   responses_api_agents:
@@ -113,6 +116,7 @@ ROWS: dict[str, list[dict[str, Any]]] = {
         dialogue("t-2", "refund"),
         dialogue("t-3", "apology"),
     ],
+    "support/validation.jsonl": [dialogue("v-1", "apology")],
     "arith/arith.jsonl": [arith_row("a-1", 2, 2), arith_row("a-2", 3, 4)],
     "arith/arith_train.jsonl": [arith_row("at-1", 1, 1)],
 }

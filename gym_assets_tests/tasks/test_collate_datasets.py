@@ -63,15 +63,21 @@ def test_train_preparation_collates_train_and_benchmark_datasets_one_file_per_ty
         "train.jsonl",
         "train_metrics.json",
         "train_prepare.jsonl",
+        "validation.jsonl",
+        "validation_metrics.json",
+        "validation_prepare.jsonl",
     ]
     assert report.mode == "train_preparation" and report.validation_mode == "warn"
     assert [d.label for d in report.datasets] == [
         "arith_resources/arith_train",
         "support_resources/support_train",
+        "support_resources/support_validation",
         "arith_resources/arith",
         "support_resources/support_bench",
     ]
-    assert report.tasksets == ["support:dialogue", "support:train"]
+    assert report.tasksets == ["support:dialogue", "support:train", "support:validation"]
+    (validation,) = read_rows(out / "validation.jsonl")
+    assert validation["task_id"] == {"taskset": "support:validation", "task_id": "v-1"}
 
     # train: the flat row first (config order: the arith file sorts first), then 3 tasks x 2
     train = read_rows(out / "train.jsonl")
@@ -93,7 +99,7 @@ def test_rows_route_to_the_two_agent_server_or_by_agent(tree, tmp_path):
     out = tmp_path / "out"
     collate(tree, "train_preparation", out)
     config = catalog_of(tree, data=tmp_path / "data").loaded
-    for name in ("train.jsonl", "benchmark.jsonl"):
+    for name in ("train.jsonl", "validation.jsonl", "benchmark.jsonl"):
         for row in read_rows(out / name):
             if "task_input" in row:
                 assert environment_server_for_row(config, row) == "support_dialogue"
@@ -104,7 +110,7 @@ def test_rows_route_to_the_two_agent_server_or_by_agent(tree, tmp_path):
                     "arith_agent",
                 )
     # results of a server fronting two agents without agent_server are credited to no one agent
-    for taskset in ("support:dialogue", "support:train", "support:examples"):
+    for taskset in ("support:dialogue", "support:train", "support:validation", "support:examples"):
         assert resolve_dataset_agent(config, "support_resources", taskset=taskset) is None
 
 
@@ -136,6 +142,7 @@ def test_metrics_per_type_and_per_dataset(tree, tmp_path):
     ]
     assert "prepare_dependencies" not in read_json(tree / "arith" / "arith_metrics.json")
     assert not (tree / "support" / "example_metrics.json").exists()
+    assert read_json(out / "validation_metrics.json")[EXAMPLES] == 1
 
 
 def test_example_validation_collates_only_the_example_datasets(tree, tmp_path):
@@ -175,6 +182,18 @@ def test_a_missing_example_file_is_refused_before_anything_is_written(tree, tmp_
     with pytest.raises(UserError, match="dataset 'support_example' of 'support_resources' is"):
         collate(tree, "example_validation", tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def test_a_sidecar_of_rows_outside_the_config_trees_goes_under_the_data_root(tree, tmp_path):
+    elsewhere = write_jsonl(tmp_path / "elsewhere" / "more.jsonl", [dialogue("m-1", "refund")])
+    config = tree / "support" / "config.yaml"
+    text = config.read_text("utf-8")
+    config.write_text(text.replace("jsonl_fpath: validation.jsonl", f"jsonl_fpath: {elsewhere}"))
+    out = tmp_path / "out"
+    collate(tree, "train_preparation", out)
+    sidecar = out.parent / "data" / "metrics" / "support_resources.support_validation"
+    assert read_json(sidecar / "more_metrics.json")[EXAMPLES] == 1
+    assert sorted(p.name for p in elsewhere.parent.iterdir()) == ["more.jsonl"]
 
 
 def test_a_config_without_datasets_of_the_mode_is_refused(tree, tmp_path):
@@ -217,7 +236,8 @@ def test_prepare_dependencies_must_be_a_list_of_strings(tree, value, problem):
     message = caught.value.message
     assert message.startswith("dataset 0 of 'support_resources' is invalid: field 'prepare_depend")
     assert problem in message and "prepare_dependencies is a list of non-empty strings" in message
-    assert (caught.value.path, caught.value.line) == (str(config), 19)
+    line = text[: text.index("prepare_dependencies:")].count("\n") + 1
+    assert (caught.value.path, caught.value.line) == (str(config), line)
 
 
 # --- the command line ---------------------------------------------------------------------
@@ -242,9 +262,13 @@ def test_cli_collates_every_dataset_of_several_config_files(tree, tmp_path, caps
     captured = capsys.readouterr()
     printed = captured.out.splitlines()
     assert str(out / "train.jsonl") in printed and str(out / "benchmark.jsonl") in printed
-    assert "collated 11 rows (8 tasks in support:dialogue, support:train) of 4 datasets" in (
-        captured.err
+    assert (
+        "collated 12 rows (9 tasks in support:dialogue, support:train, support:validation) of 5 "
+        "datasets (benchmark, train, validation, train_preparation)" in captured.err
     )
+    # each dataset's sidecar lies beside its rows, below the directory of its config file
+    assert read_json(tree / "support" / "validation_metrics.json")[EXAMPLES] == 1
+    assert not (data / "metrics").exists()
     # the support file was given first, so its datasets come first in each type
     train = read_rows(out / "train.jsonl")
     assert train[0]["task_id"]["task_id"] == "t-1" and train[-1]["task_source"] == "arith_resources"
