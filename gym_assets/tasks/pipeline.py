@@ -121,7 +121,12 @@ def dataset_inputs(
             continue
         instance = declared.instance.name
         rows = loaded.resolve_path(instance, dataset.jsonl_fpath)
-        item = CollationInput(declared=declared, source_path=rows)
+        prompt = dataset.prompt_config  # collation refuses it: prompts are for benchmarks
+        item = CollationInput(
+            declared=declared,
+            source_path=rows,
+            prompt_config_path=loaded.resolve_path(instance, prompt) if prompt else None,
+        )
         if catalog.in_config_tree(instance, rows):
             found.append((item, None))
             continue

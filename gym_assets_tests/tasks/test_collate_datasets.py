@@ -196,6 +196,14 @@ def test_a_sidecar_of_rows_outside_the_config_trees_goes_under_the_data_root(tre
     assert sorted(p.name for p in elsewhere.parent.iterdir()) == ["more.jsonl"]
 
 
+def test_a_prompt_config_on_a_train_dataset_is_refused_not_ignored(tree, tmp_path):
+    config = tree / "support" / "config.yaml"
+    text = config.read_text("utf-8")
+    config.write_text(text.replace("num_repeats: 2}", "num_repeats: 2, prompt_config: p.yaml}"))
+    with pytest.raises(ConfigError, match="prompt configs apply to benchmark datasets only"):
+        collate(tree, "train_preparation", tmp_path / "out")
+
+
 def test_a_config_without_datasets_of_the_mode_is_refused(tree, tmp_path):
     config = tree / "support" / "config.yaml"
     text = config.read_text("utf-8")
