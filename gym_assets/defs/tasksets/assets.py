@@ -8,10 +8,10 @@ from typing import Any, cast
 import dagster as dg
 
 from gym_assets.defs.metadata import as_failure, markdown_table
-from gym_assets.defs.partitions import benchmark_partitions
+from gym_assets.defs.partitions import benchmark_partitions, collation_mode_partitions
 from gym_assets.defs.resources import GymWorkspace
 from gym_assets.errors import UserError
-from gym_assets.modes import COLLATION_MODES, CollationMode, ValidationMode
+from gym_assets.modes import CollationMode, ValidationMode
 from gym_assets.plans.canonical import short_digest
 from gym_assets.tasks.collation_model import CollationReport
 from gym_assets.tasks.fingerprint import benchmark_fingerprint
@@ -151,9 +151,6 @@ def _report_metadata(
     }
 
 
-collation_modes = dg.StaticPartitionsDefinition(list(COLLATION_MODES))
-
-
 class DatasetsCollationConfig(CollationConfig):
     """How strictly to validate task data (off | warn | error | auto: error for
     example_validation, warn for train_preparation) and whether a changed metrics sidecar may
@@ -163,7 +160,7 @@ class DatasetsCollationConfig(CollationConfig):
 
 
 @dg.asset(
-    partitions_def=collation_modes,
+    partitions_def=collation_mode_partitions,
     group_name=GROUP,
     deps=[dg.AssetDep(prepared_benchmark, partition_mapping=dg.AllPartitionMapping())],
     kinds={"python", "jsonl"},
