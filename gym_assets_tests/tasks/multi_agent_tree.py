@@ -19,6 +19,8 @@ environment_server_routes:
   support:train: support_dialogue
   support:validation: support_dialogue
 error_on_agent_without_environment_server: true
+harnesses:
+  simple_agent: {kind: builtin, agent_implementation: simple_agent}
 
 policy_model:
   responses_api_models:

@@ -311,3 +311,26 @@ def test_cli_usage_errors_exit_2(argv, capsys):
         cli("collate", *argv)
     assert exited.value.code == 2
     assert "usage:" in capsys.readouterr().err
+
+
+def test_the_two_agent_benchmark_runs_end_to_end_through_its_server(tree, tmp_path, capsys):
+    """The benchmark of the tree, collated, planned and run by rollouts on the offline
+    reference upstream: each task is one episode of the two-agent server, graded by its
+    resources server, and credited to the server (it names no single agent). Records are
+    appended as episodes end, so they are sorted here."""
+    run, data = tmp_path / "run", tmp_path / "data"
+    code = cli("rollouts", "--benchmark", "support_bench", "--harness", "simple_agent", "--out",
+               run, "--configs", tree, "--data-root", data)  # fmt: skip
+    assert code == 0, capsys.readouterr().err
+    records = sorted(read_rows(run / "rollouts.jsonl"), key=lambda r: r["_ng_task_id"]["task_id"])
+    assert [r["_ng_task_id"] for r in records] == [
+        {"taskset": "support:dialogue", "task_id": "b-1"},
+        {"taskset": "support:dialogue", "task_id": "b-2"},
+    ]
+    assert {(r["_ng_environment_server"], r["_ng_result_type"]) for r in records} == {
+        ("support_dialogue", "conversation")
+    }
+    assert [r["reward"] for r in records] == [1.0, 1.0]
+    assert [r["resolution"] for r in records] == ["refund", "replacement"]
+    (entry,) = read_json(run / "rollouts_aggregate_metrics.json")
+    assert entry["agent_ref"] == {"name": "support_dialogue"} and entry["passed"] == 2
