@@ -17,10 +17,11 @@ from gym_assets.cli.flags import (
 )
 from gym_assets.cli.listing import print_listing
 from gym_assets.errors import UserError
-from gym_assets.modes import VALIDATION_MODES
+from gym_assets.modes import COLLATION_MODES, VALIDATION_MODES
 
 if TYPE_CHECKING:
     from gym_assets.tasks.catalog import Benchmark, Catalog
+    from gym_assets.tasks.collation_model import CollationReport
 
 
 def _catalog(args: argparse.Namespace) -> Catalog:
@@ -131,6 +132,10 @@ def _progress(message: str) -> None:
 
 
 def _collate(args: argparse.Namespace) -> int:
+    if args.mode is not None:
+        return _collate_datasets(args)
+    if args.config:
+        args.parser.error("--config goes with --mode; --benchmark reads --configs DIR")
     from gym_assets.tasks.pipeline import collate_benchmark
     from gym_assets.tasks.prepare import prepare_benchmark
 
@@ -139,22 +144,42 @@ def _collate(args: argparse.Namespace) -> int:
     if benchmark.prepare_script is not None and not benchmark.rows_path.is_file():
         _progress(f"preparing {benchmark.name} first ...")
         prepare_benchmark(benchmark)
-    report = collate_benchmark(
-        catalog,
-        benchmark.name,
-        Path(args.out),
-        validation=args.validation,
-        overwrite_metrics_conflicts=args.overwrite_metrics_conflicts,
-        progress=_progress,
-    )
+    report = collate_benchmark(catalog, benchmark.name, Path(args.out), **_options(args))
+    return _reported(report, f"'{benchmark.name}'", args.out)
+
+
+def _options(args: argparse.Namespace) -> dict[str, Any]:
+    return {
+        "validation": args.validation,
+        "overwrite_metrics_conflicts": args.overwrite_metrics_conflicts,
+        "progress": _progress,
+    }
+
+
+def _reported(report: CollationReport, what: str, out: str) -> int:
+    """Say what a collation did on stderr; print the files it wrote, one a line."""
     if report.validation_summary:
         _progress("[task_data validation]\n" + report.validation_summary)
     where = ", ".join(report.tasksets) if report.tasksets else "flat rows"
     tasks = f"{report.tasks} tasks in {where}"
-    _progress(f"collated {report.rows} rows ({tasks}) of '{benchmark.name}' into {args.out}")
+    _progress(f"collated {report.rows} rows ({tasks}) of {what} into {out}")
     for output in report.outputs:
         print(output.path)
     return 0
+
+
+def _collate_datasets(args: argparse.Namespace) -> int:
+    """``collate --mode``: every dataset of the config that the mode takes, one file per type."""
+    from gym_assets.config.loader import load_configs
+    from gym_assets.tasks.catalog import Catalog
+    from gym_assets.tasks.layout import Layout
+    from gym_assets.tasks.pipeline import collate_datasets
+
+    paths = [Path(p) for p in args.config] or [settings.configs_root(args.configs)]
+    catalog = Catalog(load_configs(*paths), Layout(settings.data_root(args.data_root)))
+    report = collate_datasets(catalog, args.mode, Path(args.out), **_options(args))
+    types = ", ".join(sorted(report.metrics)) or "no type"
+    return _reported(report, f"{len(report.datasets)} datasets ({types}, {args.mode})", args.out)
 
 
 def register_listing(what: argparse._SubParsersAction) -> None:
@@ -178,17 +203,31 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     prepare.set_defaults(handler=_prepare)
 
     collate = subparsers.add_parser(
-        "collate", help="collate one benchmark into a taskset directory"
+        "collate",
+        help="collate one benchmark into a taskset directory, or every dataset of a config",
+    )
+    what = collate.add_mutually_exclusive_group(required=True)
+    what.add_argument("--benchmark", metavar=BENCHMARK_METAVAR, help=BENCHMARK_HELP)
+    what.add_argument(
+        "--mode",
+        choices=COLLATION_MODES,
+        help="collate every dataset this mode takes: train_preparation (train, validation, "
+        "benchmark) or example_validation (example), one {type}.jsonl per type",
     )
     collate.add_argument(
-        "--benchmark", required=True, metavar=BENCHMARK_METAVAR, help=BENCHMARK_HELP
+        "--config",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="with --mode: a config file or directory to merge (repeatable; default: --configs)",
     )
-    collate.add_argument("--out", required=True, metavar="DIR", help="taskset directory to write")
+    collate.add_argument("--out", required=True, metavar="DIR", help="directory to write")
     collate.add_argument(
         "--validation",
         choices=VALIDATION_MODES,
         default="auto",
-        help="task-data validation: off, warn, error, or auto (= warn here)",
+        help="task-data validation: off, warn, error, or auto (= warn for a benchmark and "
+        "train_preparation, error for example_validation)",
     )
     collate.add_argument(
         "--overwrite-metrics-conflicts",
@@ -197,4 +236,4 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     add_configs_flag(collate)
     add_data_root_flag(collate)
-    collate.set_defaults(handler=_collate)
+    collate.set_defaults(handler=_collate, parser=collate)

@@ -122,8 +122,10 @@ def _config_files(root: Path) -> list[Path]:
     return list(yaml_files_under(root))
 
 
-def load_configs(root: Path, flavor: Path | None = None) -> LoadedConfig:
-    """Parse, merge and resolve every YAML file below ``root`` (or the one file ``root``).
+def load_configs(root: Path, *more: Path, flavor: Path | None = None) -> LoadedConfig:
+    """Parse, merge and resolve every YAML file below ``root`` (or the one file ``root``), then
+    below each of ``more`` in order: several ``--config`` paths make one config, as one tree
+    does. ``root`` is the configs root products must stay out of.
 
     Benchmark flavors are left out (``gym_assets.config.flavors``); ``flavor`` selects one,
     which then stands in for the default config of its benchmark folder.
@@ -132,10 +134,11 @@ def load_configs(root: Path, flavor: Path | None = None) -> LoadedConfig:
     chosen = None if flavor is None else flavor.resolve()
     default = None if flavor is None else default_config_for(root, flavor)
     replaced = None if default is None else default.resolve()
+    candidates = dict.fromkeys(f for r in (root, *map(Path, more)) for f in _config_files(r))
     files: list[Path] = []
     raw: dict[str, Any] = {}
     nodes: dict[KeyPath, tuple[Path, int]] = {}
-    for file in _config_files(root):
+    for file in candidates:
         parsed = parse_yaml_file(file)
         real = file.resolve()
         left_out = real == replaced or (root.is_dir() and is_flavor(root, file, parsed.data))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -50,6 +50,8 @@ class DatasetConfig(BaseModel):
     prepare_script: str | None = None
     prompt_config: str | None = None
     agent: str | None = None
+    # What the prepare step needs installed (e.g. Python packages); kept in the metrics sidecar.
+    prepare_dependencies: list[Annotated[str, Field(min_length=1)]] | None = None
 
 
 @dataclass(frozen=True)

@@ -131,8 +131,18 @@ def _dataset_error(
 ) -> ConfigError:
     error = exc.errors()[0]
     field = ".".join(str(part) for part in error["loc"]) or "(entry)"
+    hint = _FIELD_HINTS.get(str(error["loc"][0]) if error["loc"] else "", _ENTRY_HINT)
     return ConfigError(
-        f"dataset {index} of '{instance}' is invalid: field '{field}': {error['msg']}. A dataset "
-        "entry needs `name`, `type` (train, validation, benchmark or example) and `jsonl_fpath`.",
+        f"dataset {index} of '{instance}' is invalid: field '{field}': {error['msg']}. {hint}",
         **locate(*at, *error["loc"][:1]),
     )
+
+
+_ENTRY_HINT = (
+    "A dataset entry needs `name`, `type` (train, validation, benchmark or example) and "
+    "`jsonl_fpath`."
+)
+_FIELD_HINTS = {
+    "prepare_dependencies": "prepare_dependencies is a list of non-empty strings, e.g. "
+    "`prepare_dependencies: [datasets, numpy]`.",
+}

@@ -171,6 +171,22 @@ def resolve_dataset_agent(
     With a taskset the route is validated (§5.1); without one the first matching rule of
     §5.2 decides. Every refusal is a ``ConfigError`` saying how to fix the config.
     """
+    if taskset is not None:
+        locate = _check_declaring(config, declaring_instance)
+        return _taskset_agent(config, declaring_instance, pin, taskset, locate)
+    return flat_dataset_agent(config, declaring_instance, pin)
+
+
+def flat_dataset_agent(
+    config: Mapping[str, Any], declaring_instance: str, pin: str | None = None
+) -> str:
+    """The agent that runs a flat dataset's rows (§5.2): never None, or a ``ConfigError``."""
+    locate = _check_declaring(config, declaring_instance)
+    return _flat_agent(config, declaring_instance, pin, locate)
+
+
+def _check_declaring(config: Mapping[str, Any], declaring_instance: str) -> Locate:
+    """Refuse datasets of an instance that is neither an agent nor a resources server."""
     locate = locator_of(config)
     block = config.get(declaring_instance)
     if not (_is_agent_block(block) or _is_resources_block(block)):
@@ -186,9 +202,7 @@ def resolve_dataset_agent(
             + " Declare datasets on a resources server or an agent.",
             **locate(declaring_instance),
         )
-    if taskset is not None:
-        return _taskset_agent(config, declaring_instance, pin, taskset, locate)
-    return _flat_agent(config, declaring_instance, pin, locate)
+    return locate
 
 
 def _taskset_agent(
@@ -325,6 +339,53 @@ def environment_server_for_agent(config: Mapping[str, Any], agent: str) -> str:
             **locate(servers[1]),
         )
     return servers[0]
+
+
+def refuse_unfronted(
+    config: Mapping[str, Any], server: str, agent: str, subject: str, **at: Any
+) -> None:
+    """Refuse rows of ``agent`` sent to an environment ``server`` that does not front it.
+
+    ``subject`` says whose rows they are ("Row agent_ref 'a'", ...); ``at`` is where to fix it
+    (the row's file and line, or the config node that routed the rows). The message lists the
+    agents the server does front (§8.5), so the user can see which route or agent is wrong.
+    A server that references no agent (or is unknown here) is not judged.
+    """
+    instance = server_instances(config).get(server)
+    fronted = sorted(set(agent_names(instance.config))) if instance is not None else []
+    if not fronted or agent in fronted:
+        return
+    raise ConfigError(
+        f"{subject} is not an agent of environment server '{server}': {quoted(fronted)}. "
+        f"That server runs only the agents it references, so these rows would run on an agent "
+        f"they were not written for. Route them to an environment server that fronts "
+        f"'{agent}', or declare the dataset on an agent that '{server}' fronts.",
+        **at,
+    )
+
+
+def flat_route(
+    config: Mapping[str, Any], declaring_instance: str, pin: str | None = None
+) -> tuple[str, str]:
+    """``(environment server, agent)`` for the rows of a flat dataset (no taskset).
+
+    The agent is §5.2's; the server is the routing mode's (§8.2): in ``agent`` mode the one
+    server fronting that agent, in ``legacy`` mode ``environment_server_name``, which must then
+    front the agent (a flat row carries no route of its own to fall back on).
+    """
+    locate = locator_of(config)
+    agent = flat_dataset_agent(config, declaring_instance, pin)
+    server = environment_server_for_taskset(config, None)
+    if server is None:
+        return environment_server_for_agent(config, agent), agent
+    refuse_unfronted(
+        config,
+        server,
+        agent,
+        f"Datasets of '{declaring_instance}' run agent '{agent}', which",
+        **locate(SERVER_NAME),
+    )
+    return server, agent
 
 
 def environment_server_for_taskset(config: Mapping[str, Any], taskset: object) -> str | None:

@@ -1,6 +1,9 @@
-"""Partition definitions shared by every area: benchmarks, harnesses, and their product."""
+"""Partition definitions shared by every area: benchmarks, harnesses, their product, and the
+collation modes."""
 
 import dagster as dg
+
+from gym_assets.modes import COLLATION_MODES
 
 BENCHMARK = "benchmark"
 HARNESS = "harness"
@@ -13,3 +16,5 @@ harness_partitions = dg.DynamicPartitionsDefinition(name=HARNESS)
 rollout_partitions = dg.MultiPartitionsDefinition(
     {BENCHMARK: benchmark_partitions, HARNESS: harness_partitions}
 )
+collation_mode_partitions = dg.StaticPartitionsDefinition(list(COLLATION_MODES))
+"""One partition per collation mode (``train_preparation``, ``example_validation``)."""

@@ -37,6 +37,7 @@ class Kind:
 
 
 TASKSET = Kind("taskset", "a taskset")
+COLLATION = Kind("collation", "a collation of every dataset of a config")
 PREPARED = Kind("prepared", "prepared rows")
 PLAN_DIR = Kind("plan", "a benchmark's plans")
 PLAN_FILE = Kind("plan-file", "a plan file")
@@ -59,6 +60,7 @@ KINDS = {
     kind.id: kind
     for kind in (
         TASKSET,
+        COLLATION,
         PREPARED,
         PLAN_DIR,
         PLAN_FILE,

@@ -10,9 +10,10 @@ A benchmark folder may also hold an environment manifest (``manifest.yaml`` besi
 ``gym_assets.config.manifests``): the catalogue validates every manifest when it loads and
 attaches each to the benchmarks it describes; a benchmark without one is ``no-manifest``.
 
-A dataset's metrics sidecar goes beside it when the dataset lies in the configs tree or is
-prepared rows; a dataset anywhere else gets its sidecar under the data root
-(``metrics/<benchmark>/``), so nothing is written outside the configs and data roots.
+A dataset's metrics sidecar goes beside it when the dataset lies in the configs tree (or below
+the directory of the file that declares it) or is prepared rows; a dataset anywhere else gets
+its sidecar under the data root (``metrics/<benchmark>/``), so nothing is written outside the
+configs and data roots.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from gym_assets.config.model import (
     iter_declared_datasets,
     server_instances,
 )
-from gym_assets.config.routing import environment_server_for_agent, resolve_dataset_agent
+from gym_assets.config.routing import flat_route
 from gym_assets.errors import ConfigError, UserError
 from gym_assets.json_shapes import is_mapping
 from gym_assets.outputs.targets import Roots, is_within
@@ -110,15 +111,14 @@ class Benchmark:
 
 def _fronting_server(config: Mapping[str, Any], decl: DeclaredDataset) -> str | None:
     """The environment server that runs this dataset's rows: its route for a taskset, else the
-    server fronting the dataset's agent; None while the config cannot say (the
+    routing mode's server for the dataset's agent; None while the config cannot say (the
     ``route_resolves`` check reports why)."""
     taskset = decl.dataset.taskset
     if taskset is not None:
         routes = config.get("environment_server_routes")
         return routes.get(taskset) if is_mapping(routes) else None
     try:
-        agent = resolve_dataset_agent(config, decl.instance.name, decl.dataset.agent)
-        return environment_server_for_agent(config, agent) if agent else None
+        return flat_route(config, decl.instance.name, decl.dataset.agent)[0]
     except ConfigError:
         return None
 
@@ -166,7 +166,7 @@ class Catalog:
             agents = (instance,)
         involved = [instance, *([server] if server else []), *agents]
         files = sorted({self.loaded.file_of(name) for name in involved if name in servers})
-        beside = is_within(rows.resolve(), self.loaded.root.resolve()) or (
+        beside = self.in_config_tree(instance, rows) or (
             script is not None and is_within(rows, self.layout.prepared_dir(dataset.name))
         )
         return Benchmark(
@@ -187,6 +187,13 @@ class Catalog:
         if self.flavor is not None and self.loaded.file_of(decl.instance.name) == self.flavor[0]:
             return self.flavor[1]
         return decl.dataset.name
+
+    def in_config_tree(self, instance: str, path: Path) -> bool:
+        """``path`` lies below the configs root or the directory of the file that declares
+        ``instance`` (a config file given alone is a root of its own): a dataset's metrics
+        sidecar may go beside it there."""
+        trees = (self.loaded.root, self.loaded.file_of(instance).parent)
+        return any(is_within(path.resolve(), tree.resolve()) for tree in trees)
 
     @property
     def roots(self) -> Roots:
@@ -219,5 +226,5 @@ def load_catalog(
 ) -> Catalog:
     """Load and resolve the configs tree, then list its benchmarks; ``flavor`` is the
     ``(file, token)`` of a benchmark flavor to load in place of its default config."""
-    loaded = load_configs(Path(configs_root), None if flavor is None else flavor[0])
+    loaded = load_configs(Path(configs_root), flavor=None if flavor is None else flavor[0])
     return Catalog(loaded, Layout(Path(data_root)), flavor)

@@ -15,7 +15,7 @@ from typing import Any
 
 from gym_assets.check_outcome import CheckOutcome
 from gym_assets.config.routing import (
-    environment_server_for_agent,
+    flat_route,
     resolve_dataset_agent,
     taskset_environment_server,
 )
@@ -107,17 +107,15 @@ def route_resolves(catalog: Catalog, benchmark: Benchmark) -> CheckOutcome:
     config = catalog.loaded  # reads like the resolved mapping; its errors carry file:line
     dataset = benchmark.dataset
     try:
-        agent = resolve_dataset_agent(
-            config, benchmark.instance, dataset.agent, taskset=dataset.taskset
-        )
         if dataset.taskset is not None:
+            agent = resolve_dataset_agent(
+                config, benchmark.instance, dataset.agent, taskset=dataset.taskset
+            )
             server = taskset_environment_server(config, dataset.taskset).name
         else:
-            server = environment_server_for_agent(config, agent) if agent else None
+            server, agent = flat_route(config, benchmark.instance, dataset.agent)
     except ConfigError as exc:
         return CheckOutcome(False, exc.render())
-    if server is None:
-        return CheckOutcome(False, f"no environment server runs the rows of '{benchmark.name}'")
     return CheckOutcome(
         True,
         f"rows of '{benchmark.name}' run on environment server '{server}'",

@@ -205,13 +205,11 @@ def collate(
     declaration, and each dataset's metrics sidecar. Refusals are ``UserError``s and leave no
     collated output behind; a metrics conflict writes only the ``*_conflict.json`` files.
     """
-    if mode not in IN_SCOPE_TYPES:
-        raise UserError(f"unknown collation mode {mode!r}; use one of {', '.join(COLLATION_MODES)}")
+    types = in_scope_types(mode)
     validation_mode = resolve_validation_mode(validation, mode)
     report = CollationReport(mode=mode, validation_mode=validation_mode)
     say: Callable[[str], None] = progress or (lambda _message: None)
     _refuse_model_server_datasets(inputs)
-    types = IN_SCOPE_TYPES[mode]
     selected = [i for t in types for i in inputs if i.declared.dataset.type == t]
     _check_sources(selected)
     schemas = _SchemaCache(report, servers_package)
@@ -246,6 +244,14 @@ def collate(
             "Found conflicting aggregate metrics that need to be corrected: " + "; ".join(conflicts)
         )
     return report
+
+
+def in_scope_types(mode: str) -> tuple[DatasetType, ...]:
+    """The dataset types ``mode`` collates, in the order their files are written."""
+    for known, types in IN_SCOPE_TYPES.items():  # any string may come in: no typed lookup
+        if known == mode:
+            return types
+    raise UserError(f"unknown collation mode {mode!r}; use one of {', '.join(COLLATION_MODES)}")
 
 
 def _refuse_model_server_datasets(inputs: Sequence[CollationInput]) -> None:
@@ -597,6 +603,8 @@ def declaration_document(dataset_type: str, declared: DeclaredDataset) -> dict[s
     exclude = {"agent", "taskset"}
     if dataset_type != "benchmark":
         exclude |= {"prepare_script", "prepare_dependencies", "prompt_config"}
+    elif declared.dataset.prepare_dependencies is None:
+        exclude.add("prepare_dependencies")  # sidecars written before the field stay valid
     return declared.dataset.model_dump(mode="json", exclude=exclude)
 
 

@@ -4,6 +4,7 @@ One function per product so the CLI, the Dagster assets and the docs agree on pa
 
     <data_root>/prepared/<benchmark>/        rows written by a benchmark's prepare script
     <data_root>/tasksets/<benchmark>/        collated taskset, metrics, validation report
+    <data_root>/collations/<mode>/           every dataset of the configs, collated by type
     <data_root>/plans/<benchmark>/plan.json  eval plan (plan.previous.json: the one before)
     <data_root>/metrics/<benchmark>/         metrics sidecar of a dataset outside both roots
     <data_root>/rollouts/<benchmark>/<harness>/  the rollouts asset's run
@@ -35,6 +36,15 @@ class Layout:
 
     def taskset_dir(self, benchmark: str) -> Path:
         return self.root / "tasksets" / benchmark
+
+    def collation_dir(self, mode: str) -> Path:
+        """Every in-scope dataset of the configs collated in ``mode``, one file per type."""
+        return self.root / "collations" / mode
+
+    def metrics_dir_of(self, instance: str, dataset: str) -> Path:
+        """Where the metrics sidecar of a non-benchmark dataset outside the configs tree goes
+        (dataset names are unique per instance only)."""
+        return self.root / "metrics" / f"{instance}.{dataset}"
 
     def plan_dir(self, benchmark: str) -> Path:
         return self.root / "plans" / benchmark

@@ -1,10 +1,11 @@
-"""Collate one benchmark into its own taskset directory: the code path the CLI and the
-``collated_taskset`` asset share.
+"""Collate into a directory of its own: one benchmark into its taskset directory (the CLI's
+``collate --benchmark`` and the ``collated_taskset`` asset), or every in-scope dataset of a
+config into one collation directory (``collate --mode`` and the ``collated_datasets`` asset).
 
-The taskset is built in a staging directory beside the destination and swapped in only when
-collation succeeded, so a failed run leaves the previous taskset untouched and a successful one
-leaves no stale files from earlier runs. The destination must be missing, empty or a taskset
-gym-assets wrote (``gym_assets.outputs``): nothing else is ever replaced.
+The output is built in a staging directory beside the destination and swapped in only when
+collation succeeded, so a failed run leaves the previous output untouched and a successful one
+leaves no stale files from earlier runs. The destination must be missing, empty or an output
+of the same kind gym-assets wrote (``gym_assets.outputs``): nothing else is ever replaced.
 """
 
 from __future__ import annotations
@@ -15,13 +16,15 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+from gym_assets.config.model import iter_declared_datasets
+from gym_assets.errors import UserError
 from gym_assets.io import atomic_write_text
 from gym_assets.modes import CollationMode, ValidationMode
 from gym_assets.outputs.claims import claimed_dir, rebuilt_dir
-from gym_assets.outputs.markers import METRICS, PREPARED, TASKSET
+from gym_assets.outputs.markers import COLLATION, METRICS, PREPARED, TASKSET, Kind
 from gym_assets.outputs.targets import Target, is_within
 from gym_assets.tasks.catalog import Benchmark, Catalog
-from gym_assets.tasks.collate import collate
+from gym_assets.tasks.collate import collate, in_scope_types
 from gym_assets.tasks.collation_model import CollationInput, CollationReport
 
 REPORT_NAME = "collation_report.json"
@@ -81,18 +84,116 @@ def collate_benchmark(
 ) -> CollationReport:
     """Collate benchmark ``name`` into ``output_dir`` (replaced as a whole on success)."""
     benchmark = catalog.get(name)
-    item = collation_input(benchmark)
-    output_dir = Path(output_dir)
     sidecars = sidecar_product(catalog, benchmark)
+    return _collate_into(
+        catalog,
+        [collation_input(benchmark)],
+        Path(output_dir),
+        TASKSET,
+        [sidecars] if sidecars else [],
+        mode=COLLATION_MODE,
+        validation=validation,
+        overwrite_metrics_conflicts=overwrite_metrics_conflicts,
+        progress=progress,
+    )
+
+
+def dataset_inputs(
+    catalog: Catalog, mode: CollationMode
+) -> list[tuple[CollationInput, Target | None]]:
+    """Every dataset of the catalogue's config that ``mode`` collates, in config order, with
+    the product its metrics sidecar goes into (None: beside its rows in the configs tree).
+
+    A benchmark's rows are found as the catalogue finds them (prepared rows under the data
+    root); any other dataset's ``jsonl_fpath`` is relative to the file that declares it, and its
+    sidecar goes beside it when it lies in the config's tree (``Catalog.in_config_tree``).
+    """
+    types = in_scope_types(mode)
+    loaded, layout = catalog.loaded, catalog.layout
+    found: list[tuple[CollationInput, Target | None]] = []
+    for declared in iter_declared_datasets(loaded.data):
+        dataset = declared.dataset
+        if dataset.type not in types:
+            continue
+        if dataset.type == "benchmark":
+            benchmark = catalog.get(dataset.name)
+            found.append((collation_input(benchmark), sidecar_product(catalog, benchmark)))
+            continue
+        instance = declared.instance.name
+        rows = loaded.resolve_path(instance, dataset.jsonl_fpath)
+        prompt = dataset.prompt_config  # collation refuses it: prompts are for benchmarks
+        item = CollationInput(
+            declared=declared,
+            source_path=rows,
+            prompt_config_path=loaded.resolve_path(instance, prompt) if prompt else None,
+        )
+        if catalog.in_config_tree(instance, rows):
+            found.append((item, None))
+            continue
+        sidecars = layout.metrics_dir_of(instance, dataset.name)
+        item = replace(item, sidecar_dir=sidecars)
+        found.append((item, Target.of(sidecars, METRICS, catalog.roots)))
+    return found
+
+
+def collate_datasets(
+    catalog: Catalog,
+    mode: CollationMode,
+    output_dir: Path,
+    *,
+    validation: ValidationMode = "auto",
+    overwrite_metrics_conflicts: bool = False,
+    progress: Callable[[str], None] | None = None,
+) -> CollationReport:
+    """Collate every dataset ``mode`` takes into ``output_dir``: ``{type}.jsonl`` and
+    ``{type}_metrics.json`` per in-scope type (replaced as a whole on success)."""
+    found = dataset_inputs(catalog, mode)
+    if not found:
+        types = ", ".join(in_scope_types(mode))
+        raise UserError(
+            f"the config declares no dataset that {mode} collates (types: {types}); declare "
+            "one, or pick the other mode"
+        )
+    sidecars = list({t.path: t for _, t in found if t is not None}.values())
+    return _collate_into(
+        catalog,
+        [item for item, _ in found],
+        Path(output_dir),
+        COLLATION,
+        sidecars,
+        mode=mode,
+        validation=validation,
+        overwrite_metrics_conflicts=overwrite_metrics_conflicts,
+        progress=progress,
+    )
+
+
+def _collate_into(
+    catalog: Catalog,
+    items: list[CollationInput],
+    output_dir: Path,
+    kind: Kind,
+    sidecars: list[Target],
+    *,
+    mode: CollationMode,
+    validation: ValidationMode,
+    overwrite_metrics_conflicts: bool,
+    progress: Callable[[str], None] | None,
+) -> CollationReport:
+    """Collate ``items`` into a staging copy of ``output_dir`` (with the sidecar products held),
+    write the report beside the files, and swap it in. Reported paths start with
+    ``output_dir`` as given."""
     with (
-        rebuilt_dir(Target.of(output_dir, TASKSET, catalog.roots)) as staging,
-        claimed_dir(sidecars) if sidecars else contextlib.nullcontext(),
+        rebuilt_dir(Target.of(output_dir, kind, catalog.roots)) as staging,
+        contextlib.ExitStack() as held,
     ):
+        for sidecar in sidecars:
+            held.enter_context(claimed_dir(sidecar))
         report = collate(
             catalog.loaded.data,
-            [item],
+            items,
             staging,
-            mode=COLLATION_MODE,
+            mode=mode,
             validation=validation,
             overwrite_metrics_conflicts=overwrite_metrics_conflicts,
             progress=progress,

@@ -17,6 +17,8 @@ from gym_assets.config.loader import load_configs
 from gym_assets.config.routing import (
     environment_server_for_agent,
     environment_server_for_taskset,
+    flat_route,
+    refuse_unfronted,
     resolve_dataset_agent,
     servers_by_agent,
     taskset_environment_server,
@@ -339,3 +341,62 @@ def test_errors_from_a_loaded_config_carry_file_and_line(write_configs):
         resolve_dataset_agent(loaded, "other_rs", taskset="t")
     assert caught.value.path.endswith("routes.yaml") and caught.value.line == 2
     assert resolve_dataset_agent(loaded, "rs", taskset="t") == "agent_a"
+
+
+# -- flat rows and the server they are routed to (§5.2, §8.2, §8.5) -------------------------------
+
+DUO = """\
+sim:
+  responses_api_agents:
+    user_simulator: {entrypoint: app.py}
+duo:
+  environment_servers:
+    conversation:
+      user_agent: {type: responses_api_agents, name: sim}
+      assistant_agent: {type: responses_api_agents, name: agent_b}
+      resources_server: {type: resources_servers, name: other_rs}
+"""
+LEGACY_DUO = "environment_routing_mode: legacy\nenvironment_server_name: duo\n"
+
+
+def test_flat_route_in_agent_mode_is_the_server_fronting_the_agent():
+    assert flat_route(config(), "rs") == ("env_a", "agent_a")
+    assert flat_route(config(), "agent_b") == ("env_b", "agent_b")
+
+
+def test_flat_route_in_legacy_mode_takes_the_named_multi_agent_server_when_it_fronts_the_agent():
+    assert flat_route(config(DUO, LEGACY_DUO), "other_rs") == ("duo", "agent_b")
+
+
+def test_flat_rows_of_an_agent_the_legacy_multi_agent_server_does_not_front_are_refused():
+    with pytest.raises(ConfigError) as caught:
+        flat_route(config(DUO, LEGACY_DUO), "rs")
+    # the agents the server does front, sorted (the server lists them sim, agent_b)
+    assert caught.value.message.startswith(
+        "Datasets of 'rs' run agent 'agent_a', which is not an agent of environment server "
+        "'duo': 'agent_b', 'sim'."
+    )
+    assert "Route them to an environment server that fronts 'agent_a'" in caught.value.message
+
+
+def test_flat_rows_of_an_agent_a_legacy_single_agent_server_does_not_front_are_refused():
+    legacy = "environment_routing_mode: legacy\nenvironment_server_name: env_b\n"
+    with pytest.raises(
+        ConfigError, match=r"'agent_a', which is not an agent of .* 'env_b': 'agent_b'"
+    ):
+        flat_route(config(legacy), "rs")
+
+
+def test_the_refusal_names_the_line_of_environment_server_name(write_configs):
+    loaded = load_configs(write_configs({"a.yaml": BASE + DUO, "routes.yaml": LEGACY_DUO}))
+    with pytest.raises(ConfigError, match="is not an agent of environment server 'duo'") as caught:
+        flat_route(loaded, "rs")
+    assert caught.value.path.endswith("routes.yaml") and caught.value.line == 2
+
+
+def test_refuse_unfronted_lets_fronted_agents_and_agentless_servers_pass():
+    cfg = config(DUO, "bare: {environment_servers: {legacy_agent: {entrypoint: app.py}}}\n")
+    refuse_unfronted(cfg, "duo", "sim", "Row agent_ref 'sim'")
+    refuse_unfronted(cfg, "bare", "agent_a", "Row agent_ref 'agent_a'")
+    with pytest.raises(ConfigError, match=r"^Row agent_ref 'agent_a' is not an agent of"):
+        refuse_unfronted(cfg, "duo", "agent_a", "Row agent_ref 'agent_a'")

@@ -3,11 +3,13 @@
 Each row keeps the taskset row as it is (a materialized task or a flat row) and gains the
 collector stamps: ``_ng_task_index`` (caller-provided, else identical lines share one, in
 first-seen order), ``_ng_rollout_index`` (a running counter per task), and
-``_ng_environment_server`` (the route of its taskset, else the benchmark's server). Flat rows
-also get ``agent_ref`` when they lack one. Repeats: collation already wrote ``num_repeats``
-copies of each task, so by default every copy is one rollout; ``repeats`` overrides that with
-an exact number of rollouts per task. Order is ``aabbcc``; ``limit`` keeps the first N tasks.
-Run-level overrides (``overrides.py``) change flat rows and are refused for materialized ones.
+``_ng_environment_server`` (the route of its taskset, else the benchmark's server). A flat row
+runs on the agent its ``agent_ref`` or ``task_source`` names, and is refused (file:line) when
+that server does not front it; it gets ``agent_ref`` when it lacks one. Repeats: collation
+already wrote ``num_repeats`` copies of each task, so by default every copy is one rollout;
+``repeats`` overrides that with an exact number of rollouts per task. Order is ``aabbcc``;
+``limit`` keeps the first N tasks. Run-level overrides (``overrides.py``) change flat rows and
+are refused for materialized ones.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from gym_assets.plans.canonical import canonical_json
 from gym_assets.rollouts.collection.overrides import RunOverrides
 from gym_assets.tasks.catalog import Benchmark
 from gym_assets.tasks.materialize import is_materialized, source_task_id, task_input_of
-from gym_assets.tasks.row_routing import environment_server_for_row
+from gym_assets.tasks.row_routing import FlatRowAgents, environment_server_for_row
 
 TASK_INDEX = "_ng_task_index"
 ROLLOUT_INDEX = "_ng_rollout_index"
@@ -81,7 +83,12 @@ class RolloutInput:
 
 
 def _stamped(
-    row: dict[str, Any], config: Mapping[str, Any], benchmark: Benchmark, line: int, path: Path
+    row: dict[str, Any],
+    config: Mapping[str, Any],
+    benchmark: Benchmark,
+    agents: FlatRowAgents,
+    line: int,
+    path: Path,
 ) -> dict[str, Any]:
     server = environment_server_for_row(config, row) or benchmark.environment_server
     if server is None:
@@ -93,8 +100,13 @@ def _stamped(
         )
     stamped = {k: v for k, v in row.items() if k != ATTEMPT_INDEX}
     stamped[ENVIRONMENT_SERVER] = server
-    if not is_materialized(row) and "agent_ref" not in row and len(benchmark.agents) == 1:
-        stamped["agent_ref"] = {"name": benchmark.agents[0]}
+    if is_materialized(row):
+        return stamped
+    agent = agents.agent_of(row, server, path=path, line=line)
+    if agent is None and len(benchmark.agents) == 1:
+        agent = benchmark.agents[0]
+    if "agent_ref" not in row and agent is not None:
+        stamped["agent_ref"] = {"name": agent}
     return stamped
 
 
@@ -127,6 +139,7 @@ def materialize_inputs(
         raise UserError(f"repeats must be from 1 to {MAX_REPEATS:,}, got {repeats}")
     if limit is not None and limit < 0:
         raise UserError(f"limit must not be negative, got {limit}")
+    agents = FlatRowAgents(config, {benchmark.instance: benchmark.dataset.agent})
     tasks: dict[int, list[tuple[int, dict[str, Any]]]] = {}
     index_of_line: dict[str, int] = {}
     next_index = 0
@@ -153,7 +166,7 @@ def materialize_inputs(
             tasks[index] = []
         if is_materialized(row):
             overrides.refuse_materialized(taskset_path, line)
-        stamped = _stamped(row, config, benchmark, line, taskset_path)
+        stamped = _stamped(row, config, benchmark, agents, line, taskset_path)
         tasks[index].append((line, {**stamped, TASK_INDEX: index}))
     flat_taskset = benchmark.taskset
     return [

@@ -217,12 +217,21 @@ def test_legacy_environment_refuses_misrouted_rows_and_flattens_failures(
     row = first_row("arith", "arith.jsonl")
 
     misrouted = run(env.run({**row, "task_source": "units_resources"}))
-    assert (
-        misrouted["_ng_failure_terminal"] is True
-        and "task_source" in misrouted["_ng_failure_message"]
+    assert misrouted["_ng_failure_terminal"] is True
+    assert misrouted["_ng_failure_message"] == (
+        "Row task_source 'units_resources' does not match environment server "
+        "'arith_environment' resources server 'arith_resources'"
     )
     wrong_agent = run(env.run({**row, "agent_ref": {"name": "units_simple_agent"}}))
-    assert "agent_ref" in wrong_agent["_ng_failure_message"]
+    assert wrong_agent["_ng_failure_message"] == (
+        "Row agent_ref 'units_simple_agent' is not an agent of environment server "
+        "'arith_environment': 'arith_simple_agent'"
+    )
+    # a dataset declared on the agent (or on the server) stamps that name: not misrouted, so
+    # the row reaches the agent (whose model call the scripted upstream fails)
+    for source in ("arith_simple_agent", "arith_environment"):
+        reached = run(env.run({**row, "task_source": source}))
+        assert reached["_ng_failure_stage"] == "agent", reached
 
     failed = run(env.run({**row, "agent_ref": {"name": "arith_simple_agent"}}))
     assert failed["_ng_failure_class"] == "environment_server_failed"

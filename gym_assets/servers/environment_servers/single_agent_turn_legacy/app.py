@@ -2,8 +2,9 @@
 
 A flat row (``responses_create_params`` plus task fields) runs as a native episode whose task
 input is the row; the answer is the flat verify row, or ``_ng_failure_*`` fields. A row whose
-``task_source`` or ``agent_ref`` names another server than the bound ones is refused — it was
-routed to the wrong place. An episode request gets the episode response.
+``task_source`` names neither the bound resources server, the agent nor this server, or whose
+``agent_ref`` names another agent, is refused — it was routed to the wrong place. An episode
+request gets the episode response.
 """
 
 from __future__ import annotations
@@ -43,15 +44,21 @@ class SingleAgentTurnLegacy(SingleAgentTurn):
         return dict(response.result or {})
 
     def _misrouted(self, row: Mapping[str, Any]) -> str | None:
+        """A row's ``task_source`` may name this server's resources server, its agent or the
+        server itself (§2.2); its ``agent_ref`` must name its agent (§8.5)."""
         source = row.get("task_source")
-        if source is not None and source != self.resources.name:
+        if source is not None and source not in (self.resources.name, self.agent.name, self.name):
             return (
-                f"row task_source {source!r} is not this server's resources {self.resources.name!r}"
+                f"Row task_source {source!r} does not match environment server {self.name!r} "
+                f"resources server {self.resources.name!r}"
             )
         agent_ref = row.get("agent_ref")
         agent = agent_ref.get("name") if isinstance(agent_ref, Mapping) else agent_ref
         if agent is not None and agent != self.agent.name:
-            return f"row agent_ref {agent!r} is not this server's agent {self.agent.name!r}"
+            return (
+                f"Row agent_ref {agent!r} is not an agent of environment server {self.name!r}: "
+                f"{self.agent.name!r}"
+            )
         return None
 
 
