@@ -78,9 +78,11 @@ class LoadedConfig(Mapping[str, Any]):
         data: dict[str, Any],
         warnings: list[str],
         sources: SourceMap,
+        replaced: Path | None = None,
     ) -> None:
         self.root = root
         self.files = files
+        self.replaced = replaced  # the default config a selected flavor stands in for
         self.raw = raw
         self.data = data
         self.warnings = warnings
@@ -179,4 +181,5 @@ def load_configs(root: Path, *more: Path, flavor: Path | None = None) -> LoadedC
         data=resolution.data,
         warnings=resolution.warnings,
         sources=sources,
+        replaced=replaced,
     )

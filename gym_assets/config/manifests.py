@@ -113,6 +113,8 @@ def load_manifests(loaded: LoadedConfig) -> dict[str, Manifest]:
         return {}
     by_dataset: dict[str, Manifest] = {}
     for path in manifest_files_under(root):
+        if _describes_replaced(loaded, path):
+            continue  # it describes the default config, and a flavor runs in its place
         manifest = _manifest(loaded, root, parse_yaml_file(path))
         for dataset in manifest.datasets:
             if dataset in by_dataset:
@@ -123,6 +125,12 @@ def load_manifests(loaded: LoadedConfig) -> dict[str, Manifest]:
                 )
             by_dataset[dataset] = manifest
     return by_dataset
+
+
+def _describes_replaced(loaded: LoadedConfig, path: Path) -> bool:
+    """The manifest sits beside the default config that the selected flavor replaces."""
+    replaced = loaded.replaced
+    return replaced is not None and replaced.resolve() == (path.parent / DEFAULT_CONFIG).resolve()
 
 
 def _manifest(loaded: LoadedConfig, root: Path, parsed: ParsedYaml) -> Manifest:
