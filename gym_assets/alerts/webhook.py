@@ -37,6 +37,10 @@ class Delivery:
     outcome: str  # "HTTP 200", "HTTP 503", "no answer within 5s", "connection refused", ...
 
 
+def _no_answer(timeout_s: float) -> str:
+    return f"no answer within {timeout_s:g}s"
+
+
 def _post_once(url: str, data: bytes, timeout_s: float) -> tuple[bool, bool, str]:
     """``(delivered, worth retrying, outcome)`` of one POST."""
     request = urllib.request.Request(
@@ -49,9 +53,13 @@ def _post_once(url: str, data: bytes, timeout_s: float) -> tuple[bool, bool, str
         status = exc.code
     except urllib.error.URLError as exc:
         reason = exc.reason
+        if isinstance(reason, TimeoutError):  # the socket timeout, while connecting
+            return False, True, _no_answer(timeout_s)
         text = reason.strerror if isinstance(reason, OSError) and reason.strerror else None
         return False, True, (text or type(reason).__name__).lower()
-    except OSError as exc:  # a timeout while reading the answer, a reset connection
+    except TimeoutError:  # the socket timeout, while reading the answer
+        return False, True, _no_answer(timeout_s)
+    except OSError as exc:  # a reset connection
         return False, True, (exc.strerror or type(exc).__name__).lower()
     return 200 <= status < 300, status in RETRIED_STATUSES, f"HTTP {status}"
 
@@ -65,7 +73,7 @@ def _bounded(url: str, data: bytes, timeout_s: float) -> tuple[bool, bool, str]:
     )
     worker.start()
     worker.join(timeout_s)
-    return outcome[0] if outcome else (False, True, f"no answer within {timeout_s:g}s")
+    return outcome[0] if outcome else (False, True, _no_answer(timeout_s))
 
 
 def post_json(webhook: Webhook, body: Mapping[str, Any]) -> Delivery:

@@ -43,5 +43,7 @@ def test_a_slow_webhook_is_let_go_after_the_timeout():
     with webhook_server(delay_s=3.0) as receiver:
         delivery = post_json(_hook(receiver.url, timeout_s=0.3, attempts=2), BODY)
     assert not delivery.delivered and delivery.attempts == 2
-    assert delivery.outcome in {"no answer within 0.3s", "timed out"}
+    # one wording, whether the socket timeout or the join let it go first (under load the
+    # socket's TimeoutError once surfaced as its class name)
+    assert delivery.outcome == "no answer within 0.3s"
     assert receiver.requests == 2
