@@ -23,13 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from gym_assets.harness_adapters.base import Api, CliEpisode, Prepared
-from gym_assets.harness_adapters.session_log import (
-    JsonObject,
-    bundle,
-    only_session,
-    read_entries,
-    response_refs,
-)
+from gym_assets.harness_adapters.bundles import JsonObject, bundle
+from gym_assets.harness_adapters.session_log import only_session, read_entries, response_refs
 
 NAME = "codex"
 KEY_VARIABLE = "GYM_API_KEY"  # the dummy key of the command contract, already in the env

@@ -25,19 +25,16 @@ import yaml
 
 from gym_assets.conformance.evidence import GapCode
 from gym_assets.harness_adapters.base import Api, CliEpisode, Prepared
+from gym_assets.harness_adapters.bundles import JsonObject, bundle, gap, where
 from gym_assets.harness_adapters.stores import (
-    JsonObject,
     StoreUnreadable,
     assistant_message,
-    bundle,
     function_call,
     function_call_output,
-    gap,
     json_object,
     query,
     read_json_object,
     user_message,
-    where,
 )
 from gym_assets.rollouts.episodes.launch import DUMMY_API_KEY
 

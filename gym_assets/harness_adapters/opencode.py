@@ -30,14 +30,12 @@ from typing import Any
 
 from gym_assets.conformance.evidence import GapCode
 from gym_assets.harness_adapters.base import Api, CliEpisode, Prepared
+from gym_assets.harness_adapters.bundles import JsonObject, bundle, gap
 from gym_assets.harness_adapters.stores import (
-    JsonObject,
     StoreUnreadable,
     assistant_message,
-    bundle,
     function_call,
     function_call_output,
-    gap,
     json_object,
     query,
     user_message,

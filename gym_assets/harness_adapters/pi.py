@@ -25,14 +25,8 @@ from typing import Any
 
 from gym_assets.conformance.evidence import GapCode
 from gym_assets.harness_adapters.base import Api, CliEpisode, Prepared
-from gym_assets.harness_adapters.session_log import (
-    JsonObject,
-    bundle,
-    gap,
-    only_session,
-    read_entries,
-    response_refs,
-)
+from gym_assets.harness_adapters.bundles import JsonObject, bundle, gap
+from gym_assets.harness_adapters.session_log import only_session, read_entries, response_refs
 
 NAME = "pi"
 PROVIDER = "gym"

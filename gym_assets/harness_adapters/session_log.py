@@ -14,20 +14,7 @@ from typing import Any
 
 from gym_assets.conformance.evidence import MODEL_SERVER_TYPE, GapCode
 from gym_assets.harness_adapters.base import CliEpisode
-
-JsonObject = dict[str, Any]
-
-
-def gap(code: GapCode, episode: CliEpisode, detail: str) -> JsonObject:
-    return {"code": code.value, "invocation_id": episode.invocation_id, "detail": detail}
-
-
-def where(path: Path, episode: CliEpisode) -> str:
-    """A path as it appears inside the activation directory (reports carry no host paths)."""
-    try:
-        return str(path.relative_to(episode.files.root))
-    except ValueError:
-        return path.name
+from gym_assets.harness_adapters.bundles import JsonObject, gap, where
 
 
 def only_session(
@@ -72,15 +59,3 @@ def response_refs(episode: CliEpisode, response_ids: Iterable[Any]) -> list[Json
             model_ref = {"type": MODEL_SERVER_TYPE, "name": episode.model_server}
             refs.append({"model_ref": model_ref, "response_id": response_id})
     return refs
-
-
-def bundle(
-    source: str,
-    invocation: JsonObject | None,
-    tools: list[JsonObject],
-    gaps: list[JsonObject],
-) -> JsonObject:
-    """The ``ng_agent_observations`` bundle: the invocation (if the harness left one), its tools."""
-    records = [] if invocation is None else [{"kind": "agent_invocation", **invocation}]
-    records += [{"kind": "tool_call", **tool} for tool in tools]
-    return {"source": source, "records": records, "gaps": gaps}

@@ -14,23 +14,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from gym_assets.conformance.evidence import GapCode
 from gym_assets.harness_adapters.base import CliEpisode
-
-JsonObject = dict[str, Any]
+from gym_assets.harness_adapters.bundles import JsonObject, where
 
 
 class StoreUnreadable(Exception):
     """A store the harness should have written is missing or cannot be read; the message is
     the gap's detail."""
-
-
-def where(path: Path, episode: CliEpisode) -> str:
-    """A path as it appears inside the activation directory (reports carry no host paths)."""
-    try:
-        return str(path.relative_to(episode.files.root))
-    except ValueError:
-        return path.name
 
 
 def query(path: Path, episode: CliEpisode, sql: str, args: Sequence[Any] = ()) -> list[tuple]:
@@ -70,10 +60,6 @@ def read_json_object(path: Path, episode: CliEpisode) -> JsonObject:
     return value
 
 
-def gap(code: GapCode, episode: CliEpisode, detail: str) -> JsonObject:
-    return {"code": code.value, "invocation_id": episode.invocation_id, "detail": detail}
-
-
 def user_message(text: str) -> JsonObject:
     return {"role": "user", "content": text}
 
@@ -92,17 +78,3 @@ def function_call(call_id: str, name: str, arguments: str) -> JsonObject:
 
 def function_call_output(call_id: str, output: Any) -> JsonObject:
     return {"type": "function_call_output", "call_id": call_id, "output": output}
-
-
-def bundle(
-    source: str,
-    invocation: JsonObject | None,
-    tools: list[JsonObject],
-    gaps: list[JsonObject],
-) -> JsonObject:
-    """The ``ng_agent_observations`` bundle: the invocation (when the harness left one) and
-    the tools it ran. With no invocation the bundle holds only gaps, and ``command_agent``
-    fails the activation as one that left nothing to grade."""
-    records = [] if invocation is None else [{"kind": "agent_invocation", **invocation}]
-    records += [{"kind": "tool_call", **tool} for tool in tools]
-    return {"source": source, "records": records, "gaps": gaps}
