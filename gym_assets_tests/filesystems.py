@@ -110,3 +110,12 @@ def lock_held_elsewhere(output: Path) -> Iterator[subprocess.Popen[str]]:
     finally:
         holder.stdin.close()
         holder.wait(timeout=60)
+
+
+def readable_by_others(path: Path) -> bool:
+    """Whether a user other than the owner can reach and read ``path`` (each directory above it
+    searchable, it readable): an unprivileged run imports the checkout from there, which a
+    clone in a 0700 temporary directory does not allow."""
+    path = path.resolve()
+    searchable = all(p.stat().st_mode & stat.S_IXOTH for p in path.parents)
+    return searchable and bool(path.stat().st_mode & stat.S_IROTH)

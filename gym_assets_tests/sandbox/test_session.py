@@ -25,6 +25,7 @@ from gym_assets.sandbox import (
     find_isolation,
 )
 from gym_assets.sandbox import session as session_module
+from gym_assets_tests.filesystems import readable_by_others
 
 DEFAULT_LIMITS = Limits()
 
@@ -210,6 +211,9 @@ REPO = Path(__file__).resolve().parents[2]
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to become another user")
 @pytest.mark.skipif(not SYSTEM_PYTHON.exists(), reason="no system python3 for an unprivileged run")
+@pytest.mark.skipif(
+    not readable_by_others(REPO), reason="the checkout is not readable by an unprivileged user"
+)
 def test_run_as_a_user_who_is_not_root_the_sandbox_adds_a_user_namespace() -> None:
     """The package's sandbox side is stdlib-only, so the system interpreter can drive it as
     ``nobody``: bubblewrap then runs unprivileged, with a user namespace."""

@@ -24,6 +24,7 @@ from gym_assets.rollouts.gateway import ScriptedUpstream
 from gym_assets.sandbox import SandboxPolicy, SandboxUnavailable, harness_init
 from gym_assets.sandbox.harness_sandbox import install_trees
 from gym_assets.servers.responses_api_agents.command_agent.app import create
+from gym_assets_tests.filesystems import readable_by_others
 from gym_assets_tests.rollouts.episodes.test_command_agent import (
     DONE,
     EPISODE,
@@ -256,6 +257,9 @@ asyncio.run(main())
 
 
 @pytest.mark.skipif(not SYSTEM_PYTHON.exists(), reason="no system python3 for an unprivileged run")
+@pytest.mark.skipif(
+    not readable_by_others(REPO), reason="the checkout is not readable by an unprivileged user"
+)
 def test_run_as_a_user_who_is_not_root_the_harness_sandbox_works_in_a_user_namespace() -> None:
     """The harness sandbox's host side is stdlib-only too: driven as ``nobody`` it becomes a
     user namespace whose root sets up the network, and the harness keeps no capability."""
