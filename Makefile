@@ -10,7 +10,7 @@ export DAGSTER_HOME := $(CURDIR)/.dagster_home
 DATA_ROOT ?= $(or $(GYM_ASSETS_DATA_ROOT),.gym_assets)
 HARNESSES ?=
 
-.PHONY: setup sandbox-tool browser demo test test-fast ui ui-check lint format bench clean \
+.PHONY: setup sandbox-tool scale-tools browser demo ui-postgres test test-fast ui ui-check lint format bench clean \
 	harnesses conformance conformance-all
 
 $(STAMP): pyproject.toml
@@ -28,6 +28,14 @@ sandbox-tool:
 		&& DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap keyutils; } \
 		|| { echo "install bubblewrap and keyutils, see docs/security.md" >&2; exit 1; }
 
+# Postgres (instance storage) and Redis (the Celery broker) for scaling out on this machine
+# (docs/scale-out.md); root installs Debian's servers here, anyone else is told what to install.
+scale-tools:
+	@{ command -v redis-server && ls /usr/lib/postgresql/*/bin/pg_ctl; } >/dev/null 2>&1 \
+		|| { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && apt-get update -qq \
+		&& DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql redis-server >/dev/null; } \
+		|| echo "install postgresql and redis-server to scale out (docs/scale-out.md); the tests that need them skip" >&2
+
 # ui-check's screenshots need Debian's chromium; root installs it here, anyone else goes without.
 browser:
 	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] \
@@ -42,7 +50,7 @@ $(DAGSTER_HOME)/dagster.yaml: dagster.yaml
 demo: setup $(DAGSTER_HOME)/dagster.yaml  ## materialize every asset of the bundled configs
 	$(BIN)/python -m gym_assets.definitions
 
-test: setup  ## run the whole test suite
+test: setup scale-tools  ## run the whole test suite
 	$(BIN)/python -m pytest
 
 test-fast: setup  ## the suite without the slow tests (gym_assets_tests/conftest.py says which)
@@ -50,6 +58,15 @@ test-fast: setup  ## the suite without the slow tests (gym_assets_tests/conftest
 
 ui: setup $(DAGSTER_HOME)/dagster.yaml  ## serve the Dagster UI on 127.0.0.1:3000
 	$(BIN)/dagster dev -h 127.0.0.1 -p 3000 -w workspace.yaml
+
+# The UI on an instance whose storage is the project's own Postgres cluster (started if it is not
+# running; `scripts/postgres.sh stop` stops it): dagster.postgres.yaml in its own DAGSTER_HOME.
+PG_DAGSTER_HOME := $(CURDIR)/.dagster_home_postgres
+ui-postgres: setup scale-tools  ## serve the Dagster UI on 127.0.0.1:3000 with its instance on Postgres
+	mkdir -p $(PG_DAGSTER_HOME)
+	cp dagster.postgres.yaml $(PG_DAGSTER_HOME)/dagster.yaml
+	eval "export $$(scripts/postgres.sh start)" && DAGSTER_HOME=$(PG_DAGSTER_HOME) \
+		$(BIN)/dagster dev -h 127.0.0.1 -p 3000 -w workspace.yaml
 
 ui-check: setup browser  ## the UI on a throwaway instance: launch a partition, check it through GraphQL, screenshot it
 	$(BIN)/python scripts/ui_check.py
@@ -86,5 +103,6 @@ bench: setup  ## quick benchmark runs; see bench/README.md for the full-size one
 	$(BIN)/python bench/conformance.py
 	$(BIN)/python bench/harnesses.py
 
-clean:
-	rm -rf .gym_assets .dagster_home .ui-check
+clean:  ## remove the products and instances (the project's own Postgres and Redis stopped first)
+	-test -x $(BIN)/python && scripts/postgres.sh stop && scripts/redis.sh stop
+	rm -rf .gym_assets .dagster_home .dagster_home_postgres .ui-check

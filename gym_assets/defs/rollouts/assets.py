@@ -69,6 +69,8 @@ def _metadata(result: RunResult) -> dict[str, dg.MetadataValue]:
     # (the benchmark dimension shares the plan's partitions), so none is spelled out here.
     deps=[eval_plan],
     kinds={"python", "jsonl"},
+    # Shares the instance's `rollouts` pool: its limit is how many partitions collect at once.
+    pool="rollouts",
     code_version="1",
     description="Every planned task of the benchmark run through its environment server with "
     "the harness: records, failure sidecar, materialized inputs, aggregate metrics with their "

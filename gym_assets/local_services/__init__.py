@@ -1,0 +1,7 @@
+"""Servers of the project's own on this machine for scaling out on loopback: Postgres for the
+Dagster instance's storage, Redis as the Celery broker, and Celery workers that run steps.
+
+Each keeps its state under one directory the project creates (by default under the data root),
+listens on 127.0.0.1 only, and is stopped by the same module that started it. No Dagster import:
+these start programs (``scripts/postgres.sh``, ``scripts/redis.sh`` and the tests use them).
+"""
