@@ -251,11 +251,16 @@ def _reference_scripts(
     finish_command: str | None,
 ) -> ScriptFor:
     resources = resources_by_server(config, servers, sandbox)
+    unbound = [server for server in servers if server not in resources]
+    if unbound:  # refused before any rollout runs, not as each rollout's script is built
+        raise UserError(
+            f"environment server(s) {', '.join(unbound)} bind no resources server, so the "
+            "reference model has no answers to script for their tasks; bind one "
+            "(resources_server) or run them against another upstream (--upstream)"
+        )
     wrong = corrupted_keys((i.key for i in inputs), upstream.corrupt_fraction, upstream.seed)
 
     def script_for(item: RolloutInput) -> list[Step]:
-        if item.server not in resources:
-            raise UserError(f"environment server '{item.server}' binds no resources server")
         steps = resources[item.server].reference_script(reference_task_data(item.task_input()))
         steps = corrupt(steps) if item.key in wrong else list(steps)
         return finishing(steps, finish_command)

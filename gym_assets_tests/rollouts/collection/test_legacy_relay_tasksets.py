@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from gym_assets.rollouts.collection.files import read_jsonl
+from gym_assets.errors import UserError
+from gym_assets.rollouts.collection.files import RunFiles, read_jsonl
 from gym_assets.rollouts.collection.run import RunOptions, run_rollouts
 from gym_assets.rollouts.episodes.legacy import flat_row_of_request, flat_row_of_task
 from gym_assets.rollouts.harnesses import Harness, upstream_of
@@ -184,6 +185,25 @@ def test_a_taskset_routed_to_a_declared_relay_runs_on_its_agents_resources(tmp_p
     records = _two_relayed_records(products, "relayed", builtin, tmp_path / "run")
     assert {r["_ng_task_id"]["taskset"] for r in records} == {"relayed:test"}
     assert all(r["agent_ref"] == {"name": "relayed_agent"} for r in records)
+
+
+def test_a_server_with_no_resources_server_is_refused_before_any_rollout(tmp_path):
+    """Without a resources server the reference model cannot script answers: the run says so
+    once, naming the server, before it dispatches anything (not per rollout)."""
+    unbound = RELAYED_CONFIG.replace(
+        "      resources_server: {type: resources_servers, name: relayed_resources}\n", ""
+    )
+    route = "relayed:test: relayed_environment_server"
+    configs = _configs_with(tmp_path, "relayed", unbound, "relayed.jsonl", route)
+    builtin = Harness(name="simple_agent", kind="builtin", agent_implementation="simple_agent")
+    products = Products(tmp_path / "data", configs)
+    products.plan("relayed")
+    out = tmp_path / "run"
+    with pytest.raises(UserError, match="relayed_environment_server bind no resources server"):
+        run_rollouts(
+            products.catalog, "relayed", builtin, out, upstream_of(mode="reference"), RunOptions()
+        )
+    assert not RunFiles(out).records.exists()
 
 
 TASK_ROW = {
