@@ -29,6 +29,7 @@ def episode(
     name: str,
     *,
     api: Api = "responses",
+    stream: bool = True,
     prompt: str = PROMPT,
     offline_env: dict[str, str] | None = None,
     offline_args: tuple[str, ...] = (),
@@ -42,7 +43,7 @@ def episode(
         invocation_id="root",
         install_dir=root / "install" / name,
         api=api,
-        stream=True,
+        stream=stream,
         offline_env=offline_env or {},
         offline_args=offline_args,
     )

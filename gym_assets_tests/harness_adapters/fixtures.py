@@ -12,7 +12,7 @@ from typing import Any
 
 from gym_assets.conformance.evidence import AgentObservations
 from gym_assets.harness_adapters.base import Api, CliEpisode
-from gym_assets.rollouts.episodes.launch import EpisodeFiles
+from gym_assets_tests.harness_adapters import cli_episode
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 PROMPT = 'def f():\n    """Say "hi"."""\nWrite 391 to answer.txt'
@@ -22,16 +22,13 @@ TOOL_THEN_400 = [{"tool": "echo 391 > answer.txt"}, {"error": 400, "times": 9}, 
 
 
 def episode(root: Path, *, api: Api = "chat", stream: bool = True) -> CliEpisode:
-    return CliEpisode(
-        files=EpisodeFiles(root / "activation").create(),
-        base_url="http://127.0.0.1:9/ng-rollout/r1/invocation/root/v1",
-        model="policy",
-        model_server="policy_model",
-        prompt=PROMPT,
-        invocation_id="root",
-        install_dir=root / "install",
+    """An activation with offline settings the adapter must pass on to the harness."""
+    return cli_episode.episode(
+        root,
+        "",
         api=api,
         stream=stream,
+        prompt=PROMPT,
         offline_env={"OFFLINE_FLAG": "1"},
         offline_args=("--offline-arg",),
     )
