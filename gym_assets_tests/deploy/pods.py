@@ -33,37 +33,31 @@ def _resolved(value: Any) -> Any:
     return value
 
 
-def launcher_context(launcher: dict[str, Any]) -> K8sContainerContext:
-    """What a run's pods take from the run launcher (``K8sContainerContext.create_for_run``)."""
-    config = {key: _resolved(value) for key, value in launcher.items()}
-    return K8sContainerContext(
-        image_pull_policy=config.get("image_pull_policy"),
-        service_account_name=config.get("service_account_name"),
-        env_config_maps=config.get("env_config_maps"),
-        env_secrets=config.get("env_secrets"),
-        env_vars=config.get("env_vars"),
-        volume_mounts=config.get("volume_mounts"),
-        volumes=config.get("volumes"),
-        labels=config.get("labels"),
-        namespace=config.get("job_namespace"),
-        resources=config.get("resources"),
-        scheduler_name=config.get("scheduler_name"),
-        security_context=config.get("security_context"),
-        run_k8s_config=UserDefinedDagsterK8sConfig.from_dict(config.get("run_k8s_config", {})),
-    )
+# The settings a run launcher's or an executor's config shares with ``K8sContainerContext``.
+SHARED_SETTINGS = (
+    "image_pull_policy",
+    "service_account_name",
+    "env_config_maps",
+    "env_secrets",
+    "env_vars",
+    "volume_mounts",
+    "volumes",
+    "labels",
+    "resources",
+    "scheduler_name",
+    "security_context",
+)
 
 
-def executor_context(config: dict[str, Any]) -> K8sContainerContext:
-    """What ``k8s_job_executor`` adds for every step, from its resolved config."""
+def container_context(config: dict[str, Any], raw_config_key: str) -> K8sContainerContext:
+    """What a run's pods take from the run launcher's config (``raw_config_key``
+    ``run_k8s_config``), or every step's pod from the executor's (``step_k8s_config``), as
+    ``K8sContainerContext.create_for_run`` and ``k8s_job_executor`` build it."""
+    config = {key: _resolved(value) for key, value in config.items()}
     return K8sContainerContext(
-        env_vars=config.get("env_vars"),
-        volume_mounts=config.get("volume_mounts"),
-        volumes=config.get("volumes"),
-        labels=config.get("labels"),
+        **{name: config.get(name) for name in SHARED_SETTINGS},
         namespace=config.get("job_namespace"),
-        resources=config.get("resources"),
-        security_context=config.get("security_context"),
-        run_k8s_config=UserDefinedDagsterK8sConfig.from_dict(config.get("step_k8s_config", {})),
+        run_k8s_config=UserDefinedDagsterK8sConfig.from_dict(config.get(raw_config_key, {})),
     )
 
 

@@ -176,7 +176,9 @@ def _pod(job: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
 def test_a_run_pod_is_valid_and_sees_the_shared_data_root(helm, monkeypatch):
     launcher = chart.run_launcher_config(helm)
     image = chart.image_reference(chart.user_deployment(helm))
-    job = pods.job_manifest(pods.launcher_context(launcher), launcher, image, "run_worker")
+    job = pods.job_manifest(
+        pods.container_context(launcher, "run_k8s_config"), launcher, image, "run_worker"
+    )
     _valid(job)
     spec, container = _pod(job)
     env = _env(container)
@@ -191,8 +193,8 @@ def test_a_rollouts_step_pod_is_valid_and_sized_by_its_tag(helm, k8s_executor_co
     for name, value in _launcher_env(helm).items():  # the run pod's environment
         monkeypatch.setenv(name, value)
     context = (
-        pods.launcher_context(launcher)
-        .merge(pods.executor_context(k8s_executor_config))
+        pods.container_context(launcher, "run_k8s_config")
+        .merge(pods.container_context(k8s_executor_config, "step_k8s_config"))
         .merge(pods.tag_context(dict(rollouts.op.tags)))
     )
     image = chart.image_reference(chart.user_deployment(helm))
