@@ -47,16 +47,99 @@ RUN_K8S_CONFIG_KEYS = {
     "jobSpecConfig": "job_spec_config",
     "jobMetadata": "job_metadata",
 }
-# The chart's UserDeployment fields.
-USER_DEPLOYMENT_KEYS = frozenset(
-    {
+# The chart's values, as far as these values use them: each mapping lists the keys the chart
+# accepts there (ANY: whatever is below is the chart's or Kubernetes' business, checked elsewhere;
+# a one-item list: a list of that shape). Blocks these values do not touch are ANY.
+ANY = None
+USER_DEPLOYMENT = dict.fromkeys(
+    (
         "name", "image", "port", "dagsterApiGrpcArgs", "codeServerArgs",
         "includeConfigInLaunchedRuns", "env", "envConfigMaps", "envSecrets", "annotations",
         "nodeSelector", "affinity", "tolerations", "podSecurityContext", "securityContext",
         "resources", "livenessProbe", "readinessProbe", "startupProbe", "labels", "volumeMounts",
         "volumes", "schedulerName",
-    }
-)  # fmt: skip
+    ),
+    ANY,
+) | {"includeConfigInLaunchedRuns": {"enabled": ANY}}  # fmt: skip
+TAG_LIMIT = {"key": ANY, "value": ANY, "limit": ANY}
+CHART_KEYS: dict[str, Any] = dict.fromkeys(
+    (
+        "dagsterWebserver", "postgresql", "generatePostgresqlPasswordSecret",
+        "generateCeleryConfigSecret", "rabbitmq", "redis", "flower", "ingress", "imagePullSecrets",
+        "computeLogManager", "scheduler", "runLauncher", "pythonLogs", "dagsterDaemon", "busybox",
+        "migrate", "telemetry", "serviceAccount", "global", "retention", "concurrency",
+        "additionalInstanceConfig", "dagster-user-deployments",
+    ),
+    ANY,
+) | {
+    "dagster-user-deployments": {
+        "enabled": ANY, "enableSubchart": ANY, "imagePullSecrets": ANY,
+        "deployments": [USER_DEPLOYMENT],
+    },
+    "postgresql": dict.fromkeys(
+        ("postgresqlScheme", "image", "enabled", "postgresqlHost", "postgresqlUsername",
+         "postgresqlPassword", "postgresqlDatabase", "postgresqlParams", "service"),
+        ANY,
+    ) | {"service": {"port": ANY}},
+    "global": dict.fromkeys(
+        ("postgresqlSecretName", "dagsterHome", "serviceAccountName", "celeryConfigSecretName",
+         "dagsterInstanceConfigMap"),
+        ANY,
+    ),
+    "runLauncher": {
+        "type": ANY,
+        "config": {
+            "k8sRunLauncher": dict.fromkeys(LAUNCHER_KEYS, ANY)
+            | {"runK8sConfig": dict.fromkeys(RUN_K8S_CONFIG_KEYS, ANY)},
+            "celeryK8sRunLauncher": ANY, "customRunLauncher": ANY,
+        },
+    },
+    "concurrency": {
+        "enabled": ANY,
+        "pools": {"defaultLimit": ANY, "granularity": ANY, "opGranularityRunBuffer": ANY},
+        "runs": {"maxConcurrentRuns": ANY, "tagConcurrencyLimits": [TAG_LIMIT]},
+    },
+    "dagsterDaemon": dict.fromkeys(
+        ("schedulerName", "volumeMounts", "volumes", "enabled", "image", "runCoordinator",
+         "heartbeatTolerance", "env", "envConfigMaps", "envSecrets", "deploymentLabels", "labels",
+         "nodeSelector", "affinity", "tolerations", "podSecurityContext", "securityContext",
+         "resources", "livenessProbe", "readinessProbe", "startupProbe", "annotations",
+         "runMonitoring", "runRetries", "sensors", "schedules"),
+        ANY,
+    ) | {
+        "runCoordinator": {
+            "enabled": ANY, "type": ANY,
+            "config": {
+                "queuedRunCoordinator": dict.fromkeys(
+                    ("maxConcurrentRuns", "tagConcurrencyLimits", "dequeueIntervalSeconds",
+                     "dequeueNumWorkers", "dequeueUseThreads", "blockOpConcurrencyLimitedRuns"),
+                    ANY,
+                ),
+                "customRunCoordinator": ANY,
+            },
+        },
+    },
+    "telemetry": {"enabled": ANY},
+}  # fmt: skip
+
+
+def unknown_keys(value: Any, shape: Any = CHART_KEYS, at: str = "") -> list[str]:
+    """The paths in ``value`` that the chart has no key for."""
+    if shape is ANY:
+        return []
+    if isinstance(shape, list):
+        assert isinstance(value, list), f"{at}: a list expected"
+        return [
+            p for i, item in enumerate(value) for p in unknown_keys(item, shape[0], f"{at}[{i}]")
+        ]
+    assert isinstance(value, dict), f"{at}: a mapping expected"
+    found = []
+    for key, below in value.items():
+        where = f"{at}.{key}" if at else key
+        found += unknown_keys(below, shape[key], where) if key in shape else [where]
+    return found
+
+
 # What the chart's pods get from it: the environment the launcher config reads, the service
 # account and the release namespace.
 CHART_ENVIRONMENT = {
@@ -115,12 +198,10 @@ def run_launcher_config(helm: dict[str, Any]) -> dict[str, Any]:
 
 
 def user_deployment(helm: dict[str, Any]) -> dict[str, Any]:
-    """The one code location deployment, its keys checked against the chart's."""
+    """The one code location deployment."""
     subchart = helm["dagster-user-deployments"]
     assert subchart["enabled"] and subchart["enableSubchart"]
     (deployment,) = subchart["deployments"]
-    unknown = sorted(set(deployment) - USER_DEPLOYMENT_KEYS)
-    assert not unknown, f"user deployment: the chart has no key {', '.join(unknown)}"
     return deployment
 
 

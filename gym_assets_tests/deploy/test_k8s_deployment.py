@@ -82,6 +82,21 @@ def _launcher_env(helm: dict[str, Any]) -> dict[str, str]:
     return dict(item.split("=", 1) for item in chart.launcher_values(helm)["envVars"])
 
 
+def test_every_key_is_one_the_chart_has(helm):
+    assert chart.unknown_keys(helm) == []
+
+
+def test_a_misspelt_key_is_found_wherever_it_is(helm):
+    broken = {**helm, "concurrency": {**helm["concurrency"], "pool": {"defaultLimit": 2}}}
+    deployment = {**chart.user_deployment(helm), "volumeMount": []}
+    broken["dagster-user-deployments"] = {**helm["dagster-user-deployments"]}
+    broken["dagster-user-deployments"]["deployments"] = [deployment]
+    assert chart.unknown_keys(broken) == [
+        "dagster-user-deployments.deployments[0].volumeMount",
+        "concurrency.pool",
+    ]
+
+
 def test_the_run_launcher_block_is_a_valid_k8s_run_launcher_config(helm, monkeypatch):
     for name, value in chart.CHART_ENVIRONMENT.items():
         monkeypatch.setenv(name, value)
