@@ -6,7 +6,7 @@ worker agree) picks one of Dagster's own executors:
 - ``in_process`` (default): the run's process, as on one machine (docs/operations.md);
 - ``celery``: a Celery task per step on the workers listening to the broker named by
   ``GYM_ASSETS_CELERY_BROKER`` (``dagster-celery``; docs/scale-out.md);
-- ``k8s``: a Kubernetes job per step (``dagster-k8s``; ``deploy/k8s/``).
+- ``k8s``: a Kubernetes job per step (``dagster-k8s``; ``deploy/k8s/``, docs/scale-out-k8s.md).
 
 The integrations are imported only when chosen.
 """
@@ -14,6 +14,7 @@ The integrations are imported only when chosen.
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import dagster as dg
 
@@ -22,6 +23,45 @@ from gym_assets.errors import UserError
 EXECUTOR_VARIABLE = "GYM_ASSETS_EXECUTOR"
 BROKER_VARIABLE = "GYM_ASSETS_CELERY_BROKER"
 EXECUTORS = ("in_process", "celery", "k8s")
+
+# The shared data root as deploy/k8s/ mounts it in every pod: the claim of
+# deploy/k8s/data-pvc.yaml at DATA_MOUNT, the data root one level below (a volume's root may hold
+# the filesystem's own lost+found). deploy/k8s/values.yaml names the same three.
+DATA_VOLUME = "gym-assets-data"
+DATA_MOUNT = "/data"
+DATA_ROOT = f"{DATA_MOUNT}/gym_assets"
+
+# Every step pod of a run: the data volume (identical to the run launcher's and the code
+# location's, so Dagster's merge keeps one copy), the locations and the executor choice copied
+# from the run pod's environment (a bare name takes the run pod's value), so a step loads the same
+# code location as its run. Namespace, image, service account and the Postgres secret come from
+# the run launcher. A run's steps (the rollouts, then its checks) depend on each other, so one pod
+# at a time; how many partitions collect at once is the instance's `rollouts` pool, across runs.
+# A step that asks for nothing more gets a small pod; the rollouts step asks for more itself
+# (its `dagster-k8s/config` op tag, defs/rollouts/assets.py).
+K8S_EXECUTOR_CONFIG: dict[str, Any] = {
+    "max_concurrent": 1,
+    "env_vars": ["GYM_ASSETS_CONFIGS", "GYM_ASSETS_DATA_ROOT", EXECUTOR_VARIABLE],
+    "volumes": [{"name": DATA_VOLUME, "persistentVolumeClaim": {"claimName": DATA_VOLUME}}],
+    "volume_mounts": [{"name": DATA_VOLUME, "mountPath": DATA_MOUNT}],
+    "resources": {
+        "requests": {"cpu": "250m", "memory": "512Mi"},
+        "limits": {"memory": "1Gi"},
+    },
+}
+
+# The rollouts step's own pod (its `dagster-k8s/config` op tag): the run's gateway process, the
+# agents and a bubblewrap sandbox per verification at once. Two cores keep the gateway and the
+# agents each on a core, as on the 2-core machine the project is measured on; the memory limit
+# stops a runaway episode before it takes the node down. Tune both to your harnesses.
+ROLLOUTS_POD: dict[str, Any] = {
+    "container_config": {
+        "resources": {
+            "requests": {"cpu": "2", "memory": "4Gi"},
+            "limits": {"memory": "8Gi"},
+        }
+    }
+}
 
 
 def rollouts_executor() -> dg.ExecutorDefinition:
@@ -37,7 +77,7 @@ def rollouts_executor() -> dg.ExecutorDefinition:
     if name == "k8s":
         from dagster_k8s import k8s_job_executor
 
-        return k8s_job_executor
+        return k8s_job_executor.configured(K8S_EXECUTOR_CONFIG)
     raise UserError(
         f"{EXECUTOR_VARIABLE}={name!r} names no executor; use one of {', '.join(EXECUTORS)}"
     )

@@ -5,6 +5,7 @@ from dataclasses import asdict
 
 import dagster as dg
 
+from gym_assets.defs.executors import ROLLOUTS_POD
 from gym_assets.defs.metadata import as_failure, markdown_table
 from gym_assets.defs.partitions import rollout_partitions
 from gym_assets.defs.plans.assets import eval_plan
@@ -71,6 +72,11 @@ def _metadata(result: RunResult) -> dict[str, dg.MetadataValue]:
     kinds={"python", "jsonl"},
     # Shares the instance's `rollouts` pool: its limit is how many partitions collect at once.
     pool="rollouts",
+    # Under the k8s executor each step is a pod, and this step runs the model gateway, the agents
+    # and the sandboxed verifiers side by side: its pod asks for what that needs (the executor's
+    # default is sized for the checks). A step's tag, not the job's: Dagster applies a job's
+    # `dagster-k8s/config` to the run pod only. Other executors ignore it.
+    op_tags={"dagster-k8s/config": ROLLOUTS_POD},
     code_version="1",
     description="Every planned task of the benchmark run through its environment server with "
     "the harness: records, failure sidecar, materialized inputs, aggregate metrics with their "
