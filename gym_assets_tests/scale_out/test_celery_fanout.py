@@ -226,6 +226,10 @@ def _fan_out_and_kill(instance: dg.DagsterInstance, local: LocalHome, logs: Path
 
         # Four benchmark runs, eight rollouts runs and the victim's retry.
         runs = list(wait_for_runs(instance, session, len(BENCHMARKS) + 9, RUN_TIMEOUT_S))
+        # The killed step's slot of the `rollouts` pool is freed once its run has ended (the
+        # monitoring daemon's `free_slots_after_run_end_seconds`); no other slot is left held.
+        pool = instance.event_log_storage
+        _wait(lambda: not pool.get_concurrency_info("rollouts").claimed_slots, "a free pool", 120)
 
     by_id = {run.run_id: run for run in runs}
     assert by_id.pop(victim.run_id).status == dg.DagsterRunStatus.FAILURE
