@@ -65,8 +65,9 @@ def _metadata(result: RunResult) -> dict[str, dg.MetadataValue]:
 def failed_parent(context: dg.AssetExecutionContext) -> str | None:
     """The failed run this run re-executes (Dagster's run retry, or a re-execution of a failed
     run from the UI), or None. Such a run continues the rollouts its parent left in the ledger
-    rather than starting over: its parent was stopped (a worker killed, a deadline), so what
-    the parent recorded stands, and only what it did not finish is dispatched."""
+    rather than starting over: the parent stopped before it finished (its worker killed, its
+    step failed), what it recorded stands, and only what it did not finish is dispatched. A
+    re-execution of a successful run collects anew, as any other run does."""
     parent_id = context.run.parent_run_id
     if parent_id is None:
         return None
