@@ -240,9 +240,12 @@ def _fan_out_and_kill(instance: dg.DagsterInstance, local: LocalHome, logs: Path
     assert retry.tags[PARTITION_TAG] == victim_tags[PARTITION_TAG]
     worker_steps: list[tuple[str, str]] = []
     for run in instance.get_runs():  # the session's runs and any a sensor launched
-        worker_steps += _celery_steps(instance, run.run_id)
+        on_workers = _celery_steps(instance, run.run_id)
+        worker_steps += on_workers
         if run.run_id == victim.run_id:
             continue
+        if run.job_name == "rollouts_job":  # every step of it ran on a worker
+            assert sorted(step for _, step in on_workers) == ["rollouts", "rollouts_checks"]
         outcome = RunOutcome(instance, run)
         assert outcome.ok, f"{run.job_name} {run.tags.get(PARTITION_TAG)}: {run.status}"
         assert outcome.checks and all(passed for _, passed, _ in outcome.checks), outcome.checks
