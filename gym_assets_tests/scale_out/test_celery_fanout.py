@@ -7,7 +7,7 @@ bundled benchmarks are prepared through the run queue, then ``rollouts_job`` run
 benchmark × harness partitions with ``GYM_ASSETS_EXECUTOR=celery``. While one partition collects
 (after some rollouts were recorded), the worker process executing its rollouts step is killed
 with SIGKILL: the run fails, Dagster's run retry re-executes it, and the retried step continues
-from the ledger. About 2.5 minutes on a 2-core machine.
+from the ledger. 2.5 to 3 minutes on a 2-core machine.
 """
 
 from __future__ import annotations
