@@ -5,8 +5,9 @@ worker agree) picks one of Dagster's own executors:
 
 - ``in_process`` (default): the run's process, as on one machine (docs/operations.md);
 - ``celery``: a Celery task per step on the workers listening to the broker named by
-  ``GYM_ASSETS_CELERY_BROKER`` (``dagster-celery``; docs/scale-out.md);
-- ``k8s``: a Kubernetes job per step (``dagster-k8s``; ``deploy/k8s/``, docs/scale-out-k8s.md).
+  ``GYM_ASSETS_CELERY_BROKER`` (``dagster-celery``; docs/scale-out.md), configured by
+  ``celery_executor.yaml`` beside this module, the file the workers are started with too;
+- ``k8s``: a Kubernetes job per step (``dagster-k8s``; ``deploy/k8s/``, docs/scale-out.md).
 
 The integrations are imported only when chosen.
 """
@@ -14,15 +15,19 @@ The integrations are imported only when chosen.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 import dagster as dg
+import yaml
 
 from gym_assets.errors import UserError
 
 EXECUTOR_VARIABLE = "GYM_ASSETS_EXECUTOR"
-BROKER_VARIABLE = "GYM_ASSETS_CELERY_BROKER"
 EXECUTORS = ("in_process", "celery", "k8s")
+CELERY_CONFIG = Path(__file__).with_name("celery_executor.yaml")
+"""The executor's config under ``execution.config``: the file ``dagster-celery worker start -y``
+takes, so the workers use the broker, backend and Celery settings the runs use."""
 
 # The shared data root as deploy/k8s/ mounts it in every pod: the claim of
 # deploy/k8s/data-pvc.yaml at DATA_MOUNT, the data root one level below (a volume's root may hold
@@ -72,8 +77,8 @@ def rollouts_executor() -> dg.ExecutorDefinition:
     if name == "celery":
         from dagster_celery import celery_executor
 
-        broker = {"env": BROKER_VARIABLE}
-        return celery_executor.configured({"broker": broker, "backend": broker})
+        config = yaml.safe_load(CELERY_CONFIG.read_text(encoding="utf-8"))
+        return celery_executor.configured(config["execution"]["config"])
     if name == "k8s":
         from dagster_k8s import k8s_job_executor
 

@@ -87,3 +87,38 @@ def test_each_job_materializes_everything_with_its_checks_in_the_run_process(roo
         True,
     )
     assert steps == {("rollouts", os.getpid()), ("rollouts_checks", os.getpid())}
+
+
+def _rollouts_metadata(result: dg.JobExecutionResult) -> dict[str, object]:
+    (event,) = result.get_asset_materialization_events()
+    return {key: value.value for key, value in event.materialization.metadata.items()}
+
+
+def _reexecute(instance, parent_id: str) -> tuple[str, dict[str, object]]:
+    """The whole rollouts job again, as a re-execution of ``parent_id`` (of its partition)."""
+    options = dg.ReexecutionOptions(parent_id, step_selection=["rollouts", "rollouts_checks"])
+    tags = {"dagster/partition": "units|simple_agent"}
+    with dg.execute_job(
+        dg.reconstructable(rollouts_job), instance, tags=tags, reexecution_options=options
+    ) as result:
+        assert result.success
+        return result.run_id, _rollouts_metadata(result)
+
+
+def test_a_reexecution_of_a_failed_run_continues_its_rollouts(roots, instance):
+    """What a run retry does after a worker was killed: the failed run's recorded rollouts
+    stand and nothing is run again; a re-execution of a successful run collects anew."""
+    instance.add_dynamic_partitions(benchmark_partitions.name, ["units"])
+    instance.add_dynamic_partitions(harness_partitions.name, ["simple_agent"])
+    _execute(instance, benchmark_job, "units")
+    with dg.execute_job(
+        dg.reconstructable(rollouts_job), instance, tags={"dagster/partition": "units|simple_agent"}
+    ) as first:
+        assert first.success
+    again, fresh = _reexecute(instance, first.run_id)
+    assert fresh["dispatched"] == fresh["rollouts"] == 30 and "resumed_from_run" not in fresh
+    (run,) = instance.get_runs(dg.RunsFilter(run_ids=[again]))
+    instance.report_run_failed(run)  # as a run whose worker was killed ends
+    _, resumed = _reexecute(instance, again)
+    assert resumed["resumed_from_run"] == again
+    assert resumed["dispatched"] == 0 and resumed["rollouts"] == 30 and resumed["passed"] == 30

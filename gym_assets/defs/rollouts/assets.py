@@ -1,7 +1,7 @@
 """``rollouts[benchmark × harness]``: every planned task of the benchmark, run with the harness."""
 
 from collections.abc import Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 import dagster as dg
 
@@ -63,6 +63,21 @@ def _metadata(result: RunResult) -> dict[str, dg.MetadataValue]:
     return metadata | analysis_metadata(result.analysis)
 
 
+def failed_parent(context: dg.AssetExecutionContext) -> str | None:
+    """The failed run this run re-executes (Dagster's run retry, or a re-execution of a failed
+    run from the UI), or None. Such a run continues the rollouts its parent left in the ledger
+    rather than starting over: the parent stopped before it finished (its worker killed, its
+    step failed), what it recorded stands, and only what it did not finish is dispatched. A
+    re-execution of a successful run collects anew, as any other run does."""
+    parent_id = context.run.parent_run_id
+    if parent_id is None:
+        return None
+    parent = context.instance.get_run_by_id(parent_id)
+    if parent is None or parent.status != dg.DagsterRunStatus.FAILURE:
+        return None
+    return parent_id
+
+
 @dg.asset(
     partitions_def=rollout_partitions,
     group_name="rollouts",
@@ -89,6 +104,11 @@ def rollouts(
     harness_runner: HarnessRunner,
 ) -> dg.MaterializeResult:
     benchmark, harness_name = dimensions(context.partition_key)
+    options = harness_runner.options(model_endpoint.script())
+    parent = failed_parent(context)
+    if parent is not None:
+        options = replace(options, resume=True)
+        context.log.info(f"re-executes failed run {parent}: continuing its rollouts (resume)")
     try:
         catalog = workspace.catalog()
         harness = get_harness(load_harnesses(catalog.loaded), harness_name)
@@ -98,10 +118,13 @@ def rollouts(
             harness,
             run_dir(workspace.layout.root, benchmark, harness_name),
             model_endpoint.upstream_config(),
-            harness_runner.options(model_endpoint.script()),
+            options,
         )
     except UserError as exc:
         raise as_failure(exc) from None
     for note in result.notes:
         context.log.info(note)
-    return dg.MaterializeResult(metadata=_metadata(result))
+    metadata = _metadata(result)
+    if parent is not None:
+        metadata["resumed_from_run"] = dg.MetadataValue.text(parent)
+    return dg.MaterializeResult(metadata=metadata)

@@ -57,7 +57,8 @@ class HarnessRunner(dg.ConfigurableResource):
     code. `allow_unsandboxed` lets model-written code be verified, and command or cli
     harnesses run, without isolation where no sandbox can be made (records then say
     `sandbox: none`); leave it off. `quarantine_corrupt` lets a resume move a damaged run file
-    aside instead of failing."""
+    aside instead of failing. `resume` continues the partition's last run; a run that
+    re-executes a failed run (Dagster's run retry) resumes whatever `resume` says."""
 
     concurrency: int = DEFAULT_CONCURRENCY
     repeats: int | None = None

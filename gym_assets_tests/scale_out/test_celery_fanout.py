@@ -1,0 +1,271 @@
+"""Rollouts fanned out over two real Celery workers, and a worker process killed mid-step.
+
+One Postgres instance and one Redis broker of the project's own (``gym_assets.local_services``),
+a code server and the daemon (``gym_assets.defs.services``), two ``dagster-celery`` workers
+started with the executor's own config file, all on loopback in a throwaway directory. The four
+bundled benchmarks are prepared through the run queue, then ``rollouts_job`` runs for all eight
+benchmark × harness partitions with ``GYM_ASSETS_EXECUTOR=celery``. While one partition collects
+(after some rollouts were recorded), the worker process executing its rollouts step is killed
+with SIGKILL: the run fails, Dagster's run retry re-executes it, and the retried step continues
+from the ledger. 2.5 to 3 minutes on a 2-core machine.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import os
+import shutil
+import signal
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TypeVar
+
+import dagster as dg
+import psutil
+import pytest
+
+from gym_assets.defs.demo import RunOutcome
+from gym_assets.defs.executors import CELERY_CONFIG
+from gym_assets.defs.partitions import BENCHMARK, HARNESS, PARTITION_TAG
+from gym_assets.defs.services import dagster_services, wait_for_runs
+from gym_assets.errors import UserError
+from gym_assets.local_dagster import LocalHome
+from gym_assets.local_services.celery_workers import celery_workers
+from gym_assets.local_services.postgres import LocalPostgres
+from gym_assets.local_services.redis import LocalRedis
+from gym_assets.process_tree import alive
+from gym_assets.rollouts.collection.files import RunFiles, read_jsonl, run_dir
+from gym_assets.rollouts.collection.inputs import ROLLOUT_INDEX, TASK_INDEX
+
+pytestmark = pytest.mark.slow
+T = TypeVar("T")
+
+REPO = Path(__file__).resolve().parents[2]
+BENCHMARKS = ["arith", "humaneval", "support_dialogue", "units"]
+HARNESSES = ["simple_agent", "minimal_agent"]
+VICTIM = {BENCHMARK: "arith", HARNESS: "minimal_agent"}
+# One rollout at a time, each task twice: the step runs long enough to be killed mid-way.
+VICTIM_CONFIG = {"resources": {"harness_runner": {"config": {"concurrency": 1, "repeats": 2}}}}
+WORKERS = ("alpha", "beta")
+SESSION_TAG = "gym_assets/test_session"
+RUN_TIMEOUT_S = 900.0
+RETRY_NUMBER_TAG = "dagster/retry_number"
+KILL_AFTER_RECORDS = 5
+WAIT_S = 300.0
+
+
+def _partition_tags(keys: dict[str, str]) -> dict[str, str]:
+    tags = {PARTITION_TAG: str(dg.MultiPartitionKey(keys))}
+    return tags | {f"{PARTITION_TAG}/{dimension}": key for dimension, key in keys.items()}
+
+
+def _wait(condition: Callable[[], T], what: str, timeout_s: float = WAIT_S) -> T:
+    """``condition()`` once it is truthy (polled, failing the test after ``timeout_s``)."""
+    deadline = time.monotonic() + timeout_s
+    while not (value := condition()):
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.2)
+    return value
+
+
+def _mentions(process: psutil.Process, root: str) -> bool:
+    """The process was started for this test: its command line or environment names ``root``."""
+    with contextlib.suppress(psutil.Error):
+        if any(root in part for part in process.cmdline()):
+            return True
+        return any(root in value for value in process.environ().values())
+    return False
+
+
+def _leftovers(root: Path, redis: LocalRedis) -> list[str]:
+    ours = [p for p in psutil.process_iter() if p.pid != os.getpid() and _mentions(p, str(root))]
+    names = [f"{p.pid} {' '.join(p.cmdline())[:120]}" for p in ours if p.is_running()]
+    return names + (["redis-server"] if redis.running() else [])
+
+
+@pytest.fixture
+def scratch() -> Iterator[Path]:
+    """A directory the ``postgres`` user can reach (it runs the server when we are root)."""
+    root = Path(tempfile.mkdtemp(prefix="gym-celery-", dir="/tmp"))
+    root.chmod(0o711)
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _servers(root: Path) -> Iterator[tuple[str, str, LocalRedis]]:
+    """Postgres and Redis for the block (the test skips, saying why, when either cannot start)."""
+    postgres, redis = LocalPostgres(root / "pg"), LocalRedis(root / "redis")
+    if shutil.which("redis-server") is None:
+        pytest.skip("redis-server is not installed (make scale-tools installs it as root)")
+    try:
+        try:
+            database = postgres.start()
+        except UserError as exc:
+            pytest.skip(f"Postgres cannot start here: {exc}")
+        try:
+            broker = redis.start()
+        except UserError as exc:
+            pytest.skip(f"Redis cannot start here: {exc}")
+        yield database, broker, redis
+    finally:
+        redis.stop()
+        postgres.stop()
+
+
+def _home(root: Path) -> LocalHome:
+    """The repo's Postgres instance config, a copy of the configs and of the example harness
+    program they name (``minimal_agent``), and an empty data root."""
+    local = LocalHome.create(root, REPO)
+    shutil.copy(REPO / "dagster.postgres.yaml", local.home / "dagster.yaml")
+    shutil.copytree(REPO / "examples" / "harnesses", root / "examples" / "harnesses")
+    return local
+
+
+def _worker_of_step(instance: dg.DagsterInstance, run_id: str, step: str) -> str:
+    """The Celery worker (``name@host``) that took ``step`` of the run, from the engine event
+    the Celery task writes when it starts executing it."""
+    for hostname, step_key in _celery_steps(instance, run_id):
+        if step_key == step:
+            return hostname
+    return ""
+
+
+def _celery_steps(instance: dg.DagsterInstance, run_id: str) -> list[tuple[str, str]]:
+    """(worker hostname, step key) for each step a Celery worker executed in the run."""
+    found = []
+    for entry in instance.all_logs(run_id, of_type=dg.DagsterEventType.ENGINE_EVENT):
+        metadata = entry.get_dagster_event().engine_event_data.metadata
+        if "Celery worker" in metadata:
+            found.append((str(metadata["Celery worker"].value), entry.step_key or ""))
+    return found
+
+
+def _failure_message(instance: dg.DagsterInstance, run_id: str) -> str:
+    """What the run's failure event says, its error included."""
+    (entry,) = instance.all_logs(run_id, of_type=dg.DagsterEventType.RUN_FAILURE)
+    error = entry.get_dagster_event().job_failure_data.error
+    return f"{entry.message} {error.to_string() if error else ''}"
+
+
+def _task_process(worker: psutil.Process) -> psutil.Process:
+    """The pool process of a one-slot worker: ``dagster-celery`` starts ``celery worker``,
+    whose single prefork child executes the tasks."""
+    (celery,) = worker.children()
+    (pool,) = celery.children()
+    return pool
+
+
+def _keys(path: Path) -> list[tuple[int, int]]:
+    return [(row[TASK_INDEX], row[ROLLOUT_INDEX]) for row in read_jsonl(path)]
+
+
+def test_rollouts_fan_out_over_two_workers_and_survive_a_killed_one(
+    scratch: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    local = _home(scratch)
+    with _servers(scratch / "services") as (database, broker, redis):
+        env = local.environ() | {
+            "DAGSTER_PG_URL": database,
+            "GYM_ASSETS_CELERY_BROKER": broker,
+            "GYM_ASSETS_EXECUTOR": "celery",
+        }
+        for name, value in env.items():
+            monkeypatch.setenv(name, value)
+        with dg.DagsterInstance.get() as instance:
+            _fan_out_and_kill(instance, local, scratch / "logs")
+    leftovers = _leftovers(scratch, redis)
+    assert not leftovers, f"processes of the test outlived it: {leftovers}"
+
+
+def _fan_out_and_kill(instance: dg.DagsterInstance, local: LocalHome, logs: Path) -> None:
+    session = {SESSION_TAG: uuid.uuid4().hex[:12]}
+    victim_tags = _partition_tags(VICTIM)
+    files = RunFiles(run_dir(local.data, VICTIM[BENCHMARK], VICTIM[HARNESS]))
+    with (
+        dagster_services(("-m", "gym_assets.definitions"), logs) as dagster,
+        celery_workers(WORKERS, CELERY_CONFIG, env=os.environ, logs=logs, cwd=REPO) as workers,
+    ):
+        instance.add_dynamic_partitions(BENCHMARK, BENCHMARKS)
+        instance.add_dynamic_partitions(HARNESS, HARNESSES)
+        dagster.backfill("benchmark_job", BENCHMARKS, session)
+        dagster.start_daemon()
+        prepared = list(wait_for_runs(instance, session, len(BENCHMARKS), RUN_TIMEOUT_S))
+        assert all(run.status == dg.DagsterRunStatus.SUCCESS for run in prepared)
+
+        dagster.launch("rollouts_job", session | victim_tags, VICTIM_CONFIG)
+        # The victim's rollouts step, once it has recorded a few rollouts: kill the process
+        # executing it on whichever worker took it.
+        victim_filter = dg.RunsFilter(tags=session | victim_tags)
+        (victim,) = _wait(lambda: instance.get_runs(victim_filter), "the victim's run")
+        _wait(
+            lambda: files.records.is_file() and len(_keys(files.records)) >= KILL_AFTER_RECORDS,
+            "the victim's first records",
+        )
+        hostname = _worker_of_step(instance, victim.run_id, "rollouts")
+        name = hostname.partition("@")[0]
+        assert name in workers, f"the rollouts step ran on {hostname!r}"
+        task = _task_process(psutil.Process(workers[name].pid))
+        step_tree = [task, *task.children(recursive=True)]
+        recorded_before_kill = len(_keys(files.records))
+        task.send_signal(signal.SIGKILL)
+        # Nothing of the killed step lives on: its model gateway ends when its control pipe
+        # closes, sandboxed harness programs die with their parent.
+        _wait(lambda: not any(alive(p) for p in step_tree), "the killed step's processes", 60)
+        # The other partitions, launched once the victim is dealt with (each launch is a
+        # command of a few seconds, which the victim's short step would not wait for).
+        for benchmark in BENCHMARKS:
+            for harness in HARNESSES:
+                keys = {BENCHMARK: benchmark, HARNESS: harness}
+                if keys != VICTIM:
+                    dagster.launch("rollouts_job", session | _partition_tags(keys))
+
+        # Four benchmark runs, eight rollouts runs and the victim's retry.
+        runs = list(wait_for_runs(instance, session, len(BENCHMARKS) + 9, RUN_TIMEOUT_S))
+        # The killed step's slot of the `rollouts` pool is freed once its run has ended (the
+        # monitoring daemon's `free_slots_after_run_end_seconds`); no other slot is left held.
+        pool = instance.event_log_storage
+        _wait(lambda: not pool.get_concurrency_info("rollouts").claimed_slots, "a free pool", 120)
+
+    by_id = {run.run_id: run for run in runs}
+    assert by_id.pop(victim.run_id).status == dg.DagsterRunStatus.FAILURE
+    assert "WorkerLostError" in _failure_message(instance, victim.run_id)
+    # The daemon's automatic retry (it numbers its retries), of the same partition.
+    (retry,) = [run for run in by_id.values() if run.parent_run_id == victim.run_id]
+    assert retry.tags[RETRY_NUMBER_TAG] == "1"
+    assert retry.tags[PARTITION_TAG] == victim_tags[PARTITION_TAG]
+    worker_steps: list[tuple[str, str]] = []
+    for run in instance.get_runs():  # the session's runs and any a sensor launched
+        on_workers = _celery_steps(instance, run.run_id)
+        worker_steps += on_workers
+        if run.run_id == victim.run_id:
+            continue
+        if run.job_name == "rollouts_job":  # every step of it ran on a worker
+            assert sorted(step for _, step in on_workers) == ["rollouts", "rollouts_checks"]
+        outcome = RunOutcome(instance, run)
+        assert outcome.ok, f"{run.job_name} {run.tags.get(PARTITION_TAG)}: {run.status}"
+        assert outcome.checks and all(passed for _, passed, _ in outcome.checks), outcome.checks
+    assert {host.partition("@")[0] for host, _ in worker_steps} == set(WORKERS)
+
+    # The retried step resumed: it dispatched only what the killed one had not recorded, and
+    # every planned (task, rollout) has exactly one record.
+    resumed = RunOutcome(instance, retry).metadata["rollouts"]
+    assert resumed["resumed_from_run"] == victim.run_id
+    planned = _keys(files.materialized_inputs)
+    recorded = _keys(files.records)
+    assert len(planned) == len(set(planned)) == resumed["rollouts"]
+    assert collections.Counter(recorded) == collections.Counter(planned)
+    assert not files.failures.is_file() or not _keys(files.failures)
+    dispatched = resumed["dispatched"]
+    assert isinstance(dispatched, int)
+    assert 0 < dispatched <= len(planned) - recorded_before_kill
+    steps = collections.Counter(host for host, _ in worker_steps)
+    print(
+        f"\nkilled after {recorded_before_kill} of {len(planned)} rollouts; the retry dispatched "
+        f"{dispatched} ({resumed['rollouts_per_second']}/s); steps per worker: "
+        f"{dict(sorted(steps.items()))}"
+    )
