@@ -104,12 +104,13 @@ def rollouts(
     harness_runner: HarnessRunner,
 ) -> dg.MaterializeResult:
     benchmark, harness_name = dimensions(context.partition_key)
-    options = harness_runner.options(model_endpoint.script())
     parent = failed_parent(context)
     if parent is not None:
-        options = replace(options, resume=True)
         context.log.info(f"re-executes failed run {parent}: continuing its rollouts (resume)")
     try:
+        options = harness_runner.options(model_endpoint.script())
+        if parent is not None:
+            options = replace(options, resume=True)
         catalog = workspace.catalog()
         harness = get_harness(load_harnesses(catalog.loaded), harness_name)
         result = run_rollouts(
