@@ -92,7 +92,9 @@ def failed_parent(context: dg.AssetExecutionContext) -> str | None:
     # default is sized for the checks). A step's tag, not the job's: Dagster applies a job's
     # `dagster-k8s/config` to the run pod only. Other executors ignore it.
     op_tags={"dagster-k8s/config": ROLLOUTS_POD},
-    code_version="1",
+    # 2: the report and history snapshots among its outputs, and a re-execution of a failed run
+    # continuing its rollouts.
+    code_version="2",
     description="Every planned task of the benchmark run through its environment server with "
     "the harness: records, failure sidecar, materialized inputs, aggregate metrics with their "
     "statistics, and an HTML report, under `<data_root>/rollouts/<benchmark>/<harness>/`.",
