@@ -49,12 +49,21 @@ def local_instance(root: Path, storage: str, **environ: str) -> Iterator[LocalHo
         yield local
 
 
+ROUTES = "environment_server_routes:\n"
+
+
 def copy_benchmark(configs: Path, name: str) -> None:
     """A benchmark ``name`` in ``configs``: the bundled ``units`` one under another name (its
-    config blocks, dataset, taskset and files renamed; its rows as they are)."""
+    config blocks, dataset, taskset and files renamed, its taskset routed to its own
+    environment server; its rows as they are)."""
+    routes = configs / "routes.yaml"
+    text = routes.read_text("utf-8")
+    assert ROUTES in text, f"{routes} has no {ROUTES.strip()} block"
+    route = f"  {name}: {name}_environment\n"
+    routes.write_text(text.replace(ROUTES, ROUTES + route, 1), "utf-8")
     source, target = configs / "benchmarks" / TEMPLATE, configs / "benchmarks" / name
     target.mkdir()
-    word = re.compile(rf"\b{TEMPLATE}\b")
+    word = re.compile(rf"\b{TEMPLATE}(?![A-Za-z0-9])")  # units, units_resources, units.jsonl
     for path in source.iterdir():
         renamed = target / path.name.replace(TEMPLATE, name, 1)
         if path.suffix == ".jsonl":

@@ -9,6 +9,7 @@ workers span machines) and loads the code the runs name. Workers are started and
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from collections.abc import Iterator, Mapping, Sequence
@@ -35,6 +36,8 @@ def celery_workers(
     """One worker per name for the duration of the block, each logging to ``logs/<name>.log``;
     all stopped on the way out, whatever was left running."""
     logs.mkdir(parents=True, exist_ok=True)
+    # `dagster-celery worker start` runs the `celery` program found on PATH: this venv's
+    env = {**env, "PATH": os.pathsep.join([str(BIN), env.get("PATH", os.defpath)])}
     with ExitStack() as stack:
         workers: dict[str, subprocess.Popen[bytes]] = {}
         for name in names:
