@@ -98,6 +98,7 @@ bench: setup  ## quick benchmark runs; see bench/README.md for the full-size one
 	$(BIN)/python bench/checks.py --records 2000
 	$(BIN)/python bench/verification.py
 	$(BIN)/python bench/dagster_runs.py
+	$(BIN)/python bench/fanout.py --benchmarks 3
 	$(BIN)/python bench/rollouts_vs_inspect.py --rounds 1
 	$(BIN)/python bench/rollouts.py --waves 4
 	$(BIN)/python bench/conformance.py

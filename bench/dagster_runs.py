@@ -1,9 +1,11 @@
 """Benchmark: Dagster's share of a run launched the way the daemon launches it.
 
-    .venv/bin/python bench/dagster_runs.py [--rounds 3] [--benchmark humaneval]
+    .venv/bin/python bench/dagster_runs.py [--rounds 3] [--benchmark humaneval] [--storage sqlite]
 
-Sets up a temporary ``DAGSTER_HOME`` holding the repo's ``dagster.yaml``, a copy of ``configs/``
-and fresh data roots; starts a code server (``dagster api grpc``) for the code location of
+Sets up a temporary ``DAGSTER_HOME`` holding the repo's ``dagster.yaml`` (``--storage
+postgres``: ``dagster.postgres.yaml`` on the project's own Postgres cluster, started and stopped
+here; ``bench/local_instances.py``), a copy of ``configs/`` and fresh data roots; starts a code
+server (``dagster api grpc``) for the code location of
 ``bench/dagster_runs_location.py`` (the project's definitions plus an empty job) and the daemon
 (``dagster-daemon run``; the project's sensors are stopped first so that they launch nothing of
 their own). Each round then submits, with ``dagster job launch``, one run of
@@ -28,8 +30,9 @@ by calling the library directly (catalog, prepare, collate, plan + publish, the 
 excluded (a run imports them while loading the code, which the fixed cost holds). **events**
 counts what the run wrote to the event log. Medians over the rounds.
 
-Last, the cost of one committed sqlite write on the instance's disk is printed: it is what
-each event costs at the least, whatever Dagster does around it.
+Last, the cost of one committed write to the instance's storage is printed (sqlite: on its
+disk; Postgres: a connection to the cluster, an insert, a commit): it is what each event costs
+at the least, whatever Dagster does around it.
 
 A job's Dagster overhead **beyond the fixed cost** is its run after ``RUN_START``, minus the
 empty job's in the same round, minus the library time (start-up is the same work for every
@@ -49,17 +52,18 @@ import sqlite3
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from gym_assets.local_dagster import LocalHome
+from local_instances import SENSORS, STORAGES, local_instance
+
+from gym_assets.local_services.postgres import URL_VARIABLE
+from gym_assets.local_services.roots import scratch_root
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
-SENSORS = ("config_change_sensor", "plan_automation_sensor")
 RATIO_BAR = 1.5
 OVERHEAD_BAR_S = 0.3
 RUN_TIMEOUT_S = 900.0
@@ -272,19 +276,50 @@ def sqlite_write_ms(directory: Path, writes: int = 50) -> float:
     return seconds / writes * 1000
 
 
-def measure(args: argparse.Namespace, tmp: Path) -> Results:
+def postgres_write_ms(url: str, writes: int = 50) -> float:
+    """One committed write to the instance's Postgres: a new connection, an insert, a commit."""
+    import sqlalchemy as sa
+    from sqlalchemy.pool import NullPool
+
+    engine = sa.create_engine(url, poolclass=NullPool)
+    with engine.begin() as connection:
+        connection.execute(sa.text("CREATE TABLE write_probe (n INTEGER)"))
+    started = time.perf_counter()
+    for n in range(writes):
+        with engine.begin() as connection:
+            connection.execute(sa.text("INSERT INTO write_probe VALUES (:n)"), {"n": n})
+    seconds = time.perf_counter() - started
+    with engine.begin() as connection:
+        connection.execute(sa.text("DROP TABLE write_probe"))
+    engine.dispose()
+    return seconds / writes * 1000
+
+
+def write_cost(storage: str, directory: Path) -> str:
+    """What one committed write to the instance's storage costs, as a line of the report."""
+    if storage == "postgres":
+        ms = postgres_write_ms(os.environ[URL_VARIABLE])
+        return f"one committed write to the instance's Postgres: {ms:.1f} ms"
+    ms = sqlite_write_ms(directory)
+    return f"one committed sqlite write on this disk: {ms:.1f} ms"
+
+
+def measure(args: argparse.Namespace, tmp: Path) -> tuple[Results, str]:
+    """Every round's timings, and the cost of one committed write to the instance's storage."""
     import dagster as dg
 
+    with local_instance(tmp, args.storage) as local, dg.DagsterInstance.get() as instance:
+        return measure_on(args, tmp, local.configs, instance), write_cost(args.storage, tmp)
+
+
+def measure_on(args: argparse.Namespace, tmp: Path, configs: Path, instance) -> Results:
     from gym_assets.defs.partitions import benchmark_partitions, harness_partitions
     from gym_assets.defs.services import dagster_services
 
-    local = LocalHome.create(tmp, ROOT)
-    os.environ.update(local.environ())  # the instance below, the CLI and the daemon use it
-    instance = dg.DagsterInstance.get()
     instance.add_dynamic_partitions(benchmark_partitions.name, [args.benchmark])
     instance.add_dynamic_partitions(harness_partitions.name, [args.harness])
     rollouts_key = f"{args.benchmark}|{args.harness}"
-    roots = (str(local.configs), str(tmp / "library_data"))
+    roots = (str(configs), str(tmp / "library_data"))
     jobs = [
         Job("empty_job (fixed cost)", "empty_job", {}, 0, None),
         Job(
@@ -315,8 +350,7 @@ def measure(args: argparse.Namespace, tmp: Path) -> Results:
     ]
     location = ("-f", str(ROOT / "bench" / "dagster_runs_location.py"), "-d", str(ROOT))
     with dagster_services((*location, "-a", "defs"), logs=tmp) as services:
-        for sensor in SENSORS:
-            dagster("sensor", "stop", sensor, workspace=services.workspace)
+        services.stop_sensors(SENSORS)
         services.start_daemon()
         results: Results = {job.label: [] for job in jobs}
         for round_ in range(1, args.rounds + 1):
@@ -383,20 +417,18 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--benchmark", default="humaneval")
     parser.add_argument("--harness", default="simple_agent")
+    parser.add_argument("--storage", choices=STORAGES, default="sqlite")
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         kind, configs, data, *names = args.child
         print(LIBRARY[kind](Path(configs), Path(data), *names))
         return 0
-    with tempfile.TemporaryDirectory(prefix="dagster-runs-") as tmp:
-        results = measure(args, Path(tmp))
-        write_ms = sqlite_write_ms(Path(tmp))
+    with scratch_root("dagster-runs-") as tmp:
+        results, write = measure(args, tmp)
     ok = report(results)
-    print(
-        f"one committed sqlite write on this disk: {write_ms:.1f} ms (Dagster's sqlite event "
-        "log makes one per event, two or three for an asset or check event)"
-    )
+    print(f"instance storage: {args.storage}; {write} (the event log makes one per event, two or "
+          "three for an asset or check event)")  # fmt: skip
     return 0 if ok else 1
 
 

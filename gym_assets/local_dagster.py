@@ -33,12 +33,13 @@ class LocalHome:
     data: Path
 
     @classmethod
-    def create(cls, root: Path, repo: Path) -> LocalHome:
-        """The repo's ``dagster.yaml`` and a copy of its ``configs/`` under ``root``; the data
-        root is left to be created by the first product."""
+    def create(cls, root: Path, repo: Path, instance: str = "dagster.yaml") -> LocalHome:
+        """The repo's instance settings (``instance``, e.g. ``dagster.postgres.yaml``) as the
+        home's ``dagster.yaml`` and a copy of its ``configs/`` under ``root``; the data root is
+        left to be created by the first product."""
         local = cls(root / "dagster_home", root / "configs", root / "data")
         local.home.mkdir(parents=True)
-        shutil.copy(repo / "dagster.yaml", local.home / "dagster.yaml")
+        shutil.copy(repo / instance, local.home / "dagster.yaml")
         shutil.copytree(repo / "configs", local.configs)
         return local
 

@@ -97,11 +97,22 @@ class Services:
             output = (done.stdout + done.stderr)[-2000:]
             raise ServiceError(f"could not queue {job} with tags {dict(tags)}:\n{output}")
 
-    def start_daemon(self) -> None:
+    def stop_sensors(self, names: Sequence[str]) -> None:
+        """Stop these sensors on the instance, for a bench or test that alone decides what
+        runs; a refusal is a ServiceError with the command's output."""
+        for name in names:
+            args = [str(BIN / "dagster"), "sensor", "stop", name, "-w", str(self.workspace)]
+            done = subprocess.run(args, capture_output=True, text=True, check=False)
+            if done.returncode != 0:
+                output = (done.stdout + done.stderr)[-2000:]
+                raise ServiceError(f"could not stop the sensor {name}:\n{output}")
+
+    def start_daemon(self) -> subprocess.Popen[bytes]:
         """The daemon (run queue, sensors, schedules) until the code server stops. Start it
-        once the first runs are queued: its sensors' first tick then sees them in flight."""
+        once the first runs are queued: its sensors' first tick then sees them in flight. Its
+        process is returned for those who watch it (``bench/fanout.py`` samples its memory)."""
         daemon = [str(BIN / "dagster-daemon"), "run", "-w", str(self.workspace)]
-        self.stack.enter_context(_program(daemon, self.logs / "daemon.log"))
+        return self.stack.enter_context(_program(daemon, self.logs / "daemon.log"))
 
 
 @contextmanager

@@ -50,6 +50,9 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    except OSError as exc:  # a --root that cannot be made or written
+        print(f"error: {server.root}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -24,17 +24,20 @@ from urllib.parse import quote
 
 from gym_assets.errors import UserError
 from gym_assets.local_dagster import free_port
+from gym_assets.local_services.roots import claim_root, nearest_existing
 
 URL_VARIABLE = "DAGSTER_PG_URL"
 DATABASE = "dagster"
 SERVER_USER = "postgres"
 """Who runs the server when this runs as root (Debian's package creates the user)."""
 START_TIMEOUT_S = 60
+OURS = frozenset({"data", "socket", "port", "postgres.log"})
+"""What a cluster's root holds; a start refuses a root that holds anything else."""
 SOCKET_PATH_MAX = 100
 """A Unix socket's path must fit in 107 bytes; the socket's own name takes up to 17 of them."""
 
 
-def _bindir() -> Path:
+def bindir() -> Path:
     """The newest Debian server install (``/usr/lib/postgresql/<major>/bin``), else ``PATH``."""
     installs = sorted(
         Path("/usr/lib/postgresql").glob("*/bin/pg_ctl"), key=lambda p: int(p.parent.parent.name)
@@ -86,7 +89,7 @@ class LocalPostgres:
     def running(self) -> bool:
         if not (self.data / "PG_VERSION").is_file():
             return False
-        argv = self._as_server([str(_bindir() / "pg_ctl"), "status", "-D", str(self.data)])
+        argv = self._as_server([str(bindir() / "pg_ctl"), "status", "-D", str(self.data)])
         return subprocess.run(argv, capture_output=True, check=False).returncode == 0
 
     def url(self) -> str:
@@ -111,17 +114,18 @@ class LocalPostgres:
                 "more than a Unix socket allows; choose a shorter --root",
                 path=self.socket_dir,
             )
+        claim_root(self.root, OURS)
         fresh = not (self.data / "PG_VERSION").is_file()
         if fresh:
             self._create()
         port = free_port()
         self._port_file.write_text(f"{port}\n")
         options = f"-c listen_addresses=127.0.0.1 -p {port} -k {self.socket_dir}"
-        pg_ctl = [str(_bindir() / "pg_ctl"), "start", "-D", str(self.data), "-l", str(self.log)]
+        pg_ctl = [str(bindir() / "pg_ctl"), "start", "-D", str(self.data), "-l", str(self.log)]
         pg_ctl += ["-w", "-t", str(START_TIMEOUT_S), "-o", options]
         self._run(self._as_server(pg_ctl), f"starting Postgres (its log: {self.log})")
         if fresh:
-            createdb = [str(_bindir() / "createdb"), "-h", str(self.socket_dir), "-p", str(port)]
+            createdb = [str(bindir() / "createdb"), "-h", str(self.socket_dir), "-p", str(port)]
             self._run([*createdb, DATABASE], "creating the dagster database")
         return self.url()
 
@@ -132,21 +136,15 @@ class LocalPostgres:
                 "in an empty or absent directory: choose another --root",
                 path=self.data,
             )
+        if os.geteuid() == 0:
+            self._check_server_reaches()
         for directory in (self.root, self.data, self.socket_dir):
             directory.mkdir(parents=True, exist_ok=True)
         self.data.chmod(0o700)
         if os.geteuid() == 0:
             for path in (self.root, self.data, self.socket_dir):
                 shutil.chown(path, SERVER_USER, SERVER_USER)
-            reach = self._as_server(["test", "-w", str(self.data)])
-            if subprocess.run(reach, check=False).returncode != 0:
-                raise UserError(
-                    f"the server runs as the '{SERVER_USER}' user, which cannot reach this "
-                    "directory (a parent is not searchable by other users); choose a --root "
-                    "under a directory others can search, e.g. /var/tmp",
-                    path=self.root,
-                )
-        initdb = [str(_bindir() / "initdb"), "-D", str(self.data), "-U", getpass.getuser()]
+        initdb = [str(bindir() / "initdb"), "-D", str(self.data), "-U", getpass.getuser()]
         initdb += [
             "--auth-local=peer",
             "--auth-host=scram-sha-256",
@@ -156,10 +154,22 @@ class LocalPostgres:
         ]
         self._run(self._as_server(initdb), "creating the Postgres cluster (initdb)")
 
+    def _check_server_reaches(self) -> None:
+        """Refuse, before creating anything, a root whose parents the server's user cannot
+        search (e.g. under a 0700 directory): its cluster could not start there."""
+        above = nearest_existing(self.root)
+        if subprocess.run(self._as_server(["test", "-x", str(above)]), check=False).returncode:
+            raise UserError(
+                f"the server runs as the '{SERVER_USER}' user, which cannot reach this "
+                "directory (a parent is not searchable by other users); choose a --root "
+                "under a directory others can search, e.g. /var/tmp",
+                path=self.root,
+            )
+
     def stop(self) -> bool:
         """Stop the cluster (fast shutdown); False if it was not running. Its data stays."""
         if not self.running():
             return False
-        pg_ctl = [str(_bindir() / "pg_ctl"), "stop", "-D", str(self.data), "-m", "fast", "-w"]
+        pg_ctl = [str(bindir() / "pg_ctl"), "stop", "-D", str(self.data), "-m", "fast", "-w"]
         self._run(self._as_server(pg_ctl), "stopping Postgres")
         return True

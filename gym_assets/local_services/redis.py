@@ -18,9 +18,12 @@ from pathlib import Path
 
 from gym_assets.errors import UserError
 from gym_assets.local_dagster import free_port
+from gym_assets.local_services.roots import claim_root
 
 URL_VARIABLE = "GYM_ASSETS_CELERY_BROKER"
 START_TIMEOUT_S = 30.0
+OURS = frozenset({"port", "redis.pid", "redis.log"})
+"""What a server's root holds; a start refuses a root that holds anything else."""
 
 
 @dataclass(frozen=True)
@@ -46,7 +49,7 @@ class LocalRedis:
         try:
             pid = int(self._pid_file.read_text().strip())
             os.kill(pid, 0)
-        except (FileNotFoundError, ValueError, ProcessLookupError):
+        except (FileNotFoundError, NotADirectoryError, ValueError, ProcessLookupError):
             return None
         return pid
 
@@ -71,6 +74,7 @@ class LocalRedis:
                 "redis-server is not installed; install Debian's redis-server package "
                 "(apt-get install redis-server), see docs/scale-out.md"
             )
+        claim_root(self.root, OURS)
         self.root.mkdir(parents=True, exist_ok=True)
         port = free_port()
         self._port_file.write_text(f"{port}\n")

@@ -1,0 +1,118 @@
+"""The run queue on a Postgres instance (dagster.postgres.yaml as shipped): real runs of the
+bundled units and arith benchmarks with the offline simple_agent and minimal_agent harnesses,
+queued as backfills against a code server and dequeued by the daemon. The instance's own
+records show that at most two rollouts steps (pool ``rollouts``) ran at once and that two runs
+of one partition never overlapped."""
+
+from __future__ import annotations
+
+import subprocess
+import uuid
+from collections import defaultdict
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from bench.local_instances import SENSORS, local_instance
+from gym_assets.defs.partitions import BENCHMARK, HARNESS, PARTITION_TAG
+from gym_assets.defs.services import BIN, Services, dagster_services, wait_for_runs
+from gym_assets.local_services.roots import scratch_root
+from gym_assets_tests.scale_out.local_servers import skip_unless_runs
+
+BENCHMARKS = ["units", "arith"]
+HARNESSES = ["simple_agent", "minimal_agent"]
+POOL = "rollouts"
+POOL_LIMIT = 2  # concurrency.pools.default_limit in dagster.postgres.yaml
+RUN_TIMEOUT_S = 900.0
+TAG = "gym_assets_tests/run_queue"
+
+Interval = tuple[float, float]
+
+
+def peak_overlap(intervals: list[Interval]) -> int:
+    """The most intervals open at one instant (one that ends as another starts does not
+    overlap it)."""
+    edges = sorted([(start, 1) for start, _ in intervals] + [(end, -1) for _, end in intervals])
+    open_now = peak = 0
+    for _, step in edges:
+        open_now += step
+        peak = max(peak, open_now)
+    return peak
+
+
+def step_interval(instance: dg.DagsterInstance, run_id: str, step_key: str) -> Interval:
+    """When ``step_key`` of the run started and ended, from the run's event log."""
+    kinds = {
+        dg.DagsterEventType.STEP_START,
+        dg.DagsterEventType.STEP_SUCCESS,
+        dg.DagsterEventType.STEP_FAILURE,
+    }
+    times = {
+        entry.dagster_event_type: entry.timestamp
+        for entry in instance.all_logs(run_id, of_type=kinds)
+        if entry.step_key == step_key
+    }
+    end = times.get(dg.DagsterEventType.STEP_SUCCESS, times.get(dg.DagsterEventType.STEP_FAILURE))
+    assert end is not None, f"run {run_id} has no end of its {step_key} step"
+    return times[dg.DagsterEventType.STEP_START], end
+
+
+def run_all(
+    instance: dg.DagsterInstance, services: Services, job: str, *backfills: list[str]
+) -> list[dg.DagsterRun]:
+    """Each list of partition keys queued as a backfill of ``job``, one right behind the other;
+    every run once all have ended, each a success."""
+    session = {TAG: uuid.uuid4().hex}
+    for keys in backfills:
+        services.backfill(job, keys, session)
+    count = sum(map(len, backfills))
+    runs = list(wait_for_runs(instance, session, count, RUN_TIMEOUT_S))
+    failed = [
+        f"{run.tags[PARTITION_TAG]}: {run.status.value}" for run in runs if not run.is_success
+    ]
+    assert not failed, f"{job} runs failed ({failed}); logs under {services.logs}"
+    return runs
+
+
+@pytest.mark.slow
+def test_the_queue_bounds_rollouts_steps_and_never_overlaps_runs_of_a_partition(
+    tmp_path: Path,
+) -> None:
+    skip_unless_runs("postgres")
+    with (
+        scratch_root("gym-rq-") as scratch,
+        local_instance(scratch, "postgres"),
+        dg.DagsterInstance.get() as instance,
+        dagster_services(("-m", "gym_assets.definitions"), logs=tmp_path / "logs") as services,
+    ):
+        for sensor in SENSORS:
+            stop = [str(BIN / "dagster"), "sensor", "stop", sensor, "-w", str(services.workspace)]
+            subprocess.run(stop, check=True, capture_output=True)
+        instance.add_dynamic_partitions(BENCHMARK, BENCHMARKS)
+        instance.add_dynamic_partitions(HARNESS, HARNESSES)
+        services.start_daemon()
+        run_all(instance, services, "benchmark_job", BENCHMARKS)
+
+        keys = [
+            str(dg.MultiPartitionKey({BENCHMARK: b, HARNESS: h}))
+            for b in BENCHMARKS
+            for h in HARNESSES
+        ]
+        again = keys[::3]  # units|simple_agent and arith|minimal_agent, queued a second time
+        runs = run_all(instance, services, "rollouts_job", keys, again)
+
+        steps = [step_interval(instance, run.run_id, POOL) for run in runs]
+        assert peak_overlap(steps) == POOL_LIMIT  # the limit was reached, never exceeded
+
+        by_partition: dict[str, list[Interval]] = defaultdict(list)
+        for run in runs:
+            record = instance.get_run_record_by_id(run.run_id)
+            assert record is not None and record.start_time and record.end_time
+            by_partition[run.tags[PARTITION_TAG]].append((record.start_time, record.end_time))
+        assert sorted(k for k, runs in by_partition.items() if len(runs) == 2) == sorted(again)
+        for key, intervals in by_partition.items():
+            assert peak_overlap(intervals) == 1, f"two runs of {key} overlapped: {intervals}"
+
+        pool = instance.event_log_storage.get_concurrency_info(POOL)
+        assert (pool.slot_count, pool.claimed_slots, pool.pending_steps) == (POOL_LIMIT, [], [])
