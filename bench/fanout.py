@@ -33,7 +33,6 @@ import os
 import re
 import signal
 import statistics
-import subprocess
 import sys
 import threading
 import time
@@ -46,6 +45,7 @@ from pathlib import Path
 import psutil
 from local_instances import ROOT, SENSORS, copy_benchmark, local_instance
 
+from gym_assets.defs.executors import CELERY_CONFIG
 from gym_assets.local_services.celery_workers import celery_workers
 from gym_assets.local_services.redis import LocalRedis
 from gym_assets.local_services.roots import scratch_root
@@ -55,16 +55,9 @@ MODES = {"sqlite": 0, "postgres": 0, "celery-1": 1, "celery-2": 2}
 """Each mode and its Celery workers (0: the rollouts job's default in-process executor)."""
 RUN_TIMEOUT_S = 7200.0
 SAMPLE_S = 0.5
-WORKER_CONFIG = """\
-execution:
-  config:
-    broker: {env: GYM_ASSETS_CELERY_BROKER}
-    backend: {env: GYM_ASSETS_CELERY_BROKER}
-"""
 TASK_DONE = re.compile(r"Task execute_plan\[[^\]]+\] succeeded")
 """The line a Celery worker logs for each step it ran."""
 TAG = "gym_assets/bench"
-WORKER_START_S = 120.0
 
 
 @dataclass
@@ -120,19 +113,6 @@ def broker(root: Path, workers: int) -> Iterator[dict[str, str]]:
         redis.stop()
 
 
-def wait_ready(workers: dict[str, subprocess.Popen[bytes]], logs: Path) -> None:
-    """Each worker's ``ready`` line; one that exits first, or is not ready in time, ends the
-    bench with its log (a step sent to no worker would wait for ever)."""
-    deadline = time.monotonic() + WORKER_START_S
-    for name, proc in workers.items():
-        log = logs / f"{name}.log"
-        while " ready." not in log.read_text(errors="replace"):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                sys.exit(f"the Celery worker {name} did not start; its log ({log}):\n"
-                         f"{log.read_text(errors='replace')[-3000:]}")  # fmt: skip
-            time.sleep(0.5)
-
-
 def run_mode(mode: str, benchmarks: int, scratch: Path, logs: Path) -> Outcome:
     import dagster as dg
 
@@ -154,13 +134,10 @@ def run_mode(mode: str, benchmarks: int, scratch: Path, logs: Path) -> Outcome:
         services = stack.enter_context(dagster_services(("-m", "gym_assets.definitions"), logs))
         services.stop_sensors(SENSORS)
         if workers:
-            config = root / "celery.yaml"
-            config.write_text(WORKER_CONFIG)
             names_ = [f"worker{index}" for index in range(1, workers + 1)]
-            started_workers = stack.enter_context(
-                celery_workers(names_, config, env=dict(os.environ), logs=logs, cwd=ROOT)
+            stack.enter_context(
+                celery_workers(names_, CELERY_CONFIG, env=dict(os.environ), logs=logs, cwd=ROOT)
             )
-            wait_ready(started_workers, logs)
         instance.add_dynamic_partitions(BENCHMARK, names)
         instance.add_dynamic_partitions(HARNESS, list(HARNESSES))
         session = uuid.uuid4().hex
