@@ -1,7 +1,7 @@
 """deploy/k8s/values.yaml, the rollouts job's k8s executor and the pods they make, checked offline.
 
-The chart's own values schema is not available offline for 1.13.27 (see docs/scale-out-k8s.md),
-so each part is checked against the schema that owns it: the run launcher block against
+The chart's own values schema is not available offline for 1.13.27 (docs/scale-out.md,
+Kubernetes), so each part is checked against the schema that owns it: the run launcher block against
 ``K8sRunLauncher.config_type()``, the executor against the rollouts job's run config schema
 (``dg.validate_run_config``), and every pod spec (the code server, a run pod, a rollouts step pod)
 against Kubernetes' own schemas (``kubernetes-validate``, strict: unknown fields fail).
