@@ -6,7 +6,6 @@ of one partition never overlapped."""
 
 from __future__ import annotations
 
-import subprocess
 import uuid
 from collections import defaultdict
 from pathlib import Path
@@ -16,7 +15,7 @@ import pytest
 
 from bench.local_instances import SENSORS, local_instance
 from gym_assets.defs.partitions import BENCHMARK, HARNESS, PARTITION_TAG
-from gym_assets.defs.services import BIN, Services, dagster_services, wait_for_runs
+from gym_assets.defs.services import Services, dagster_services, wait_for_runs
 from gym_assets.local_services.roots import scratch_root
 from gym_assets_tests.scale_out.local_servers import skip_unless_runs
 
@@ -86,9 +85,7 @@ def test_the_queue_bounds_rollouts_steps_and_never_overlaps_runs_of_a_partition(
         dg.DagsterInstance.get() as instance,
         dagster_services(("-m", "gym_assets.definitions"), logs=tmp_path / "logs") as services,
     ):
-        for sensor in SENSORS:
-            stop = [str(BIN / "dagster"), "sensor", "stop", sensor, "-w", str(services.workspace)]
-            subprocess.run(stop, check=True, capture_output=True)
+        services.stop_sensors(SENSORS)
         instance.add_dynamic_partitions(BENCHMARK, BENCHMARKS)
         instance.add_dynamic_partitions(HARNESS, HARNESSES)
         services.start_daemon()
