@@ -47,7 +47,7 @@ def peak_rss_mb() -> float:
 
 def child(records: int) -> dict[str, float]:
     """Measure one bundle size in this process."""
-    from gym_assets.conformance.inspect import inspect_bundle
+    from gym_assets.conformance.inspection import inspect_bundle
 
     with tempfile.TemporaryDirectory() as tmp:
         bundle = Path(tmp) / "rollouts.jsonl"

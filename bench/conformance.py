@@ -24,8 +24,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from gym_assets.config.loader import load_configs
-from gym_assets.conformance.runner.inspect_episode import ScenarioResult
-from gym_assets.conformance.runner.suite import run_suite
+from gym_assets.suite.judging import ScenarioResult
+from gym_assets.suite.run import run_suite
 
 BAR_S = 60.0
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"

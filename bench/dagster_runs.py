@@ -117,8 +117,8 @@ def library_rollouts(configs: Path, data: Path, benchmark: str, harness_name: st
     from gym_assets.plans.model import load_plan
     from gym_assets.rollouts.collection import checks
     from gym_assets.rollouts.collection.files import RunFiles, run_dir
-    from gym_assets.rollouts.collection.run import RunOptions, run_rollouts
-    from gym_assets.rollouts.harnesses import get_harness, load_harnesses, upstream_of
+    from gym_assets.rollouts.harnesses.registry import get_harness, load_harnesses, upstream_of
+    from gym_assets.rollouts.run import RunOptions, run_rollouts
     from gym_assets.tasks.catalog import load_catalog
 
     started = time.perf_counter()
@@ -142,8 +142,8 @@ def library_rollouts(configs: Path, data: Path, benchmark: str, harness_name: st
 
 def library_conformance(configs: Path, data: Path, harness: str) -> float:
     """What ``conformance_job`` does for ``harness``: the whole suite, then its P0 gate."""
-    from gym_assets.conformance import harness_runs
-    from gym_assets.conformance.runner.suite import run_suite
+    from gym_assets.suite import harness_runs
+    from gym_assets.suite.run import run_suite
     from gym_assets.tasks.catalog import load_catalog
 
     started = time.perf_counter()

@@ -24,9 +24,9 @@ from pathlib import Path
 from conformance import print_episodes
 
 from gym_assets.config.loader import load_configs
-from gym_assets.conformance.runner.suite import run_suite
-from gym_assets.harness_install import unavailable_reason
-from gym_assets.rollouts.harnesses import get_harness, load_harnesses
+from gym_assets.rollouts.harnesses.install import unavailable_reason
+from gym_assets.rollouts.harnesses.registry import get_harness, load_harnesses
+from gym_assets.suite.run import run_suite
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 

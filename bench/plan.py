@@ -23,7 +23,7 @@ from pathlib import Path
 import orjson
 from measure import Measured, Timer, measure_size, size_bars
 
-from gym_assets.io import parse_json_bytes
+from gym_assets.fileio import parse_json_bytes
 from gym_assets.plans.canonical import canonical_json, digest
 
 SIZES = [1_000_000, 3_000_000]

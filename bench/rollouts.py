@@ -55,7 +55,8 @@ from units_runs import (
     units_catalog,
 )
 
-from gym_assets.rollouts.collection import dispatch, run
+from gym_assets.rollouts import run
+from gym_assets.rollouts.collection import dispatch
 from gym_assets.rollouts.collection.gateway_process import GatewayProcess
 from gym_assets.rollouts.episodes.model_calls import (
     ModelSettings,
@@ -63,7 +64,7 @@ from gym_assets.rollouts.episodes.model_calls import (
     open_client,
     shared_connections,
 )
-from gym_assets.rollouts.harnesses import upstream_of
+from gym_assets.rollouts.harnesses.registry import upstream_of
 
 LATENCY_S = 0.2
 BASE = 16

@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 
 from gym_assets.rollouts.collection.products import ensure_products
-from gym_assets.rollouts.collection.run import RunOptions, RunResult, run_rollouts
-from gym_assets.rollouts.harnesses import load_harnesses, upstream_of
+from gym_assets.rollouts.harnesses.registry import load_harnesses, upstream_of
+from gym_assets.rollouts.run import RunOptions, RunResult, run_rollouts
 from gym_assets.tasks.catalog import Catalog, load_catalog
 
 REPO = Path(__file__).resolve().parents[1]

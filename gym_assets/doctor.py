@@ -142,8 +142,8 @@ def harnesses(loaded: Mapping[str, Any]) -> list[Finding]:
     """Each cli harness of the registry against its pinned version. One that is not installed
     only warns (a run needs only the harnesses it uses); one at another version fails: a run
     of it is refused until it is installed again."""
-    from gym_assets.harness_install import install_command, state_of
-    from gym_assets.rollouts.harnesses import load_harnesses
+    from gym_assets.rollouts.harnesses.install import install_command, state_of
+    from gym_assets.rollouts.harnesses.registry import load_harnesses
 
     try:
         registry = load_harnesses(loaded)

@@ -7,6 +7,8 @@ names the file and line when there is one, says what is wrong and how to fix it.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 
 
@@ -33,3 +35,24 @@ class UsageError(UserError):
 
 class ConfigError(UserError):
     """The configs tree is invalid (bad shape, dangling reference, bad route, ...)."""
+
+
+class OutputError(UserError):
+    """An output path cannot be written: refused by the ownership rules, or failed.
+
+    Disk full, permission denied, a read-only filesystem, a path under a regular file: each
+    is something the user fixes, so it names the output and the OS's reason."""
+
+
+def os_failure(path: str | Path, exc: OSError) -> OutputError:
+    """``<path>: cannot write: <the OS's reason>``: the output the user named, not a temp file."""
+    return OutputError(f"cannot write: {exc.strerror or type(exc).__name__}", path=path)
+
+
+@contextlib.contextmanager
+def reported(path: str | Path) -> Iterator[None]:
+    """Turn an ``OSError`` raised in the block into an ``OutputError`` about ``path``."""
+    try:
+        yield
+    except OSError as exc:
+        raise os_failure(path, exc) from None

@@ -27,10 +27,10 @@ SLOW_MODULES = frozenset(
         "rollouts/collection/test_run.py",
         "rollouts/collection/test_run_dir.py",
         # conformance: supervised processes, sandboxed tools, whole suite runs
-        "conformance/runner/test_command_harness_suite.py",
-        "conformance/runner/test_conformance_resources.py",
-        "conformance/runner/test_suite_run.py",
-        "conformance/runner/test_supervise.py",
+        "suite/test_command_harness_suite.py",
+        "suite/test_conformance_resources.py",
+        "suite/test_suite_run.py",
+        "suite/test_supervise.py",
         # command harnesses: a harness program (and its descendants) per test
         "rollouts/episodes/test_command_agent.py",
         # the sandbox: a bubblewrap guest per test, hostile code and whole hostile runs

@@ -18,7 +18,7 @@ from gym_assets import doctor
 from gym_assets.cli import main
 from gym_assets.config.loader import load_configs
 from gym_assets.local_dagster import free_port
-from gym_assets.rollouts.harnesses import load_harnesses
+from gym_assets.rollouts.harnesses.registry import load_harnesses
 from gym_assets_tests.loopback_http import serving
 
 REPO = Path(__file__).resolve().parents[1]

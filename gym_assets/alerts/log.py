@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from gym_assets.alerts.alert import CheckAlert
-from gym_assets.io import json_line
+from gym_assets.errors import reported
+from gym_assets.fileio import json_line
 from gym_assets.outputs.claims import claimed_dir
-from gym_assets.outputs.failures import reported
 from gym_assets.outputs.markers import ALERTS
 from gym_assets.outputs.targets import Roots, Target
 

@@ -24,7 +24,7 @@ from gym_assets.conformance.profiles import PROFILE_ID, PROFILES
 from gym_assets.errors import UserError
 
 if TYPE_CHECKING:
-    from gym_assets.conformance.inspect import InspectionOptions
+    from gym_assets.conformance.inspection import InspectionOptions
 
 INPUT_ERROR_EXIT = 2
 
@@ -32,7 +32,7 @@ INPUT_ERROR_EXIT = 2
 def _explained_errors() -> tuple[type[Exception], ...]:
     """Refusals whose message is one line for the user (never a payload)."""
     from gym_assets.conformance.bundle import InspectionInputError
-    from gym_assets.outputs.failures import OutputError
+    from gym_assets.errors import OutputError
 
     return (InspectionInputError, OutputError)
 
@@ -128,7 +128,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _options(args: argparse.Namespace, capture_dir: Path | None = None) -> InspectionOptions:
-    from gym_assets.conformance.inspect import InspectionOptions
+    from gym_assets.conformance.inspection import InspectionOptions
     from gym_assets.conformance.scope import EvidenceScope
 
     scope = EvidenceScope(
@@ -149,7 +149,7 @@ def _checker_error(exc: BaseException) -> int:
 def run_suite(args: argparse.Namespace) -> int:
     import json
 
-    from gym_assets.conformance.scenarios import manifest
+    from gym_assets.suite.scenarios import manifest
 
     if args.list_scenarios:
         print(json.dumps(manifest(), indent=2))
@@ -158,7 +158,7 @@ def run_suite(args: argparse.Namespace) -> int:
     if args.output is None:
         parser.error("--output DIR is required (or --list-scenarios)")
     from gym_assets.config.loader import load_configs
-    from gym_assets.conformance.runner.suite import run_suite as run
+    from gym_assets.suite.run import run_suite as run
 
     try:
         summary = run(
@@ -184,7 +184,7 @@ def run_suite(args: argparse.Namespace) -> int:
 
 
 def run_inspect(args: argparse.Namespace) -> int:
-    from gym_assets.conformance.inspect import inspect_bundle
+    from gym_assets.conformance.inspection import inspect_bundle
 
     try:
         inspection = inspect_bundle(args.bundle, args.output, _options(args, args.capture_dir))

@@ -11,20 +11,20 @@ from gym_assets.cli.flags import add_configs_flag
 from gym_assets.cli.listing import print_listing
 
 if TYPE_CHECKING:
-    from gym_assets.rollouts.harnesses import Harness
+    from gym_assets.rollouts.harnesses.registry import Harness
 
 NOT_INSTALLED = "not installed"
 
 
 def _registry(args: argparse.Namespace) -> dict[str, Harness]:
     from gym_assets.config.loader import load_configs
-    from gym_assets.rollouts.harnesses import load_harnesses
+    from gym_assets.rollouts.harnesses.registry import load_harnesses
 
     return load_harnesses(load_configs(settings.configs_root(args.configs)))
 
 
 def _listing(harness: Harness) -> dict[str, Any]:
-    from gym_assets.harness_install import install_command, state_of
+    from gym_assets.rollouts.harnesses.install import install_command, state_of
 
     row: dict[str, Any] = {
         "name": harness.name,
@@ -82,8 +82,8 @@ def _list(args: argparse.Namespace) -> int:
 def _install(args: argparse.Namespace) -> int:
     if bool(args.names) == bool(args.all):  # a usage error: exit 2
         args.install_parser.error("name the harnesses to install, or give --all")
-    from gym_assets.harness_install import install_all
-    from gym_assets.rollouts.harnesses import get_harness
+    from gym_assets.rollouts.harnesses.install import install_all
+    from gym_assets.rollouts.harnesses.registry import get_harness
 
     registry = _registry(args)
     if args.all:

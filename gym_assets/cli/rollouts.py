@@ -43,8 +43,8 @@ from gym_assets.limits import (
 from gym_assets.modes import UPSTREAM_MODES
 
 if TYPE_CHECKING:
-    from gym_assets.rollouts.collection.reverify import ReverifyResult
-    from gym_assets.rollouts.collection.run import RunResult
+    from gym_assets.rollouts.reverify import ReverifyResult
+    from gym_assets.rollouts.run import RunResult
 
 RUN_FLAGS = ("--benchmark", "--harness", "--out")  # required unless a subcommand is given
 KEPT_REASONS = {  # reverify's reasons for keeping a record as it was
@@ -140,13 +140,13 @@ def _rollouts(args: argparse.Namespace) -> int:
     from gym_assets.rollouts.collection.model_gateway import load_script
     from gym_assets.rollouts.collection.overrides import parse_overrides
     from gym_assets.rollouts.collection.products import ensure_products
-    from gym_assets.rollouts.collection.run import RunOptions, check_run_dir, run_rollouts
-    from gym_assets.rollouts.harnesses import (
+    from gym_assets.rollouts.harnesses.registry import (
         get_harness,
         load_harnesses,
         require_installed,
         upstream_of,
     )
+    from gym_assets.rollouts.run import RunOptions, check_run_dir, run_rollouts
 
     parser: argparse.ArgumentParser = args.rollouts_parser
     missing = [flag for flag in RUN_FLAGS if getattr(args, flag[2:]) is None]
@@ -225,7 +225,7 @@ def _over_masking_budget(description: str, metadata: dict, result: RunResult) ->
 
 
 def _reverify(args: argparse.Namespace) -> int:
-    from gym_assets.rollouts.collection.reverify import reverify_run
+    from gym_assets.rollouts.reverify import reverify_run
     from gym_assets.tasks.catalog import load_catalog
 
     catalog = load_catalog(settings.configs_root(args.configs), settings.data_root(args.data_root))
@@ -241,7 +241,7 @@ def _reverify(args: argparse.Namespace) -> int:
 
 
 def _reverify_summary(result: ReverifyResult) -> None:
-    from gym_assets.rollouts.collection.reverify import describe_change
+    from gym_assets.rollouts.reverify import describe_change
 
     print(
         f"re-scored {result.rescored} of {result.records} records with the current verifiers; "

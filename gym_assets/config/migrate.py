@@ -50,7 +50,7 @@ from gym_assets.config.yaml_source import (
     yaml_files_under,
 )
 from gym_assets.errors import ConfigError
-from gym_assets.io import atomic_write_bytes
+from gym_assets.fileio import atomic_write_bytes
 from gym_assets.json_shapes import is_mapping
 from gym_assets.outputs.targets import is_within
 

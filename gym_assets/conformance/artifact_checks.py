@@ -23,10 +23,10 @@ from functools import partial
 from typing import Any
 
 from gym_assets.conformance.engine import Check, Kind, Tier, Verdict
-from gym_assets.conformance.evidence import TOKEN_FIELDS, GapEffect, gap_effect
 from gym_assets.conformance.record_view import RecordView, as_list, lookup, response_metadata
 from gym_assets.conformance.refs import MODEL_REF_SCHEMA, NONBLANK, NULLABLE_NONBLANK, REF_SCHEMA
 from gym_assets.conformance.scope import EvidenceScope
+from gym_assets.records.evidence import TOKEN_FIELDS, GapEffect, gap_effect
 
 CALLS = "$.ng_trajectory.model_calls"
 TURNS = "$.ng_trajectory.turns"

@@ -21,7 +21,6 @@ from typing import Any, Protocol
 
 from gym_assets.conformance.checker import CheckContext, CheckSource
 from gym_assets.conformance.engine import Check, Kind, Results, Tier
-from gym_assets.conformance.evidence import TOKEN_FIELDS
 from gym_assets.conformance.fingerprint import canonical_json, exchange_fingerprint
 from gym_assets.conformance.record_view import (
     RecordView,
@@ -31,6 +30,7 @@ from gym_assets.conformance.record_view import (
     token_stats,
 )
 from gym_assets.conformance.witness import Witness, WitnessedAttempt, WitnessedToolCall
+from gym_assets.records.evidence import TOKEN_FIELDS
 
 WITNESS_LOCATION = "witness.json"
 CALLS_LOCATION = "$.ng_trajectory.model_calls"

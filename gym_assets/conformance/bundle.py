@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from gym_assets.errors import UserError
-from gym_assets.io import check_json_depth
+from gym_assets.fileio import check_json_depth
 from gym_assets.limits import MAX_PRODUCT_NESTING
 
 BUNDLE_CANDIDATES = (

@@ -26,10 +26,10 @@ from typing import Any
 
 from gym_assets.conformance.artifact_checks import bind_artifact_checks
 from gym_assets.conformance.engine import Check, Results
-from gym_assets.conformance.evidence import is_failure_row
 from gym_assets.conformance.record_view import RecordView
 from gym_assets.conformance.result import CheckerResult, build_result, token_availability
 from gym_assets.conformance.scope import EvidenceScope
+from gym_assets.records.evidence import is_failure_row
 
 DEFAULT_SOURCE = "rollouts.jsonl:1"
 

@@ -30,10 +30,10 @@ from typing import Any
 from gym_assets.conformance.bundle import parse_row
 from gym_assets.conformance.checker import CheckContext, CheckSource
 from gym_assets.conformance.engine import Check, Kind, Results, Tier
-from gym_assets.conformance.evidence import is_failure_row
 from gym_assets.conformance.record_view import RecordView, response_metadata, token_stats
 from gym_assets.conformance.scope import EvidenceScope
 from gym_assets.errors import ConfigError
+from gym_assets.records.evidence import is_failure_row
 
 HEALTHY = "healthy"
 UNHEALTHY = "unhealthy"

@@ -20,7 +20,7 @@ from typing import Any
 
 from gym_assets.conformance.bundle import InspectionInputError
 from gym_assets.conformance.fingerprint import content_id
-from gym_assets.conformance.inspect import (
+from gym_assets.conformance.inspection import (
     Inspection,
     InspectionOptions,
     inspect_bundle,

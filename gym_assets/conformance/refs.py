@@ -18,7 +18,7 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
-from gym_assets.conformance.evidence import MODEL_SERVER_TYPE
+from gym_assets.records.evidence import MODEL_SERVER_TYPE
 
 NONBLANK: dict[str, Any] = {"type": "string", "pattern": r"\S"}
 NULLABLE_NONBLANK: dict[str, Any] = {"type": ["string", "null"], "pattern": r"\S"}

@@ -14,10 +14,10 @@ from enum import StrEnum
 from typing import Any
 
 from gym_assets.conformance.engine import Row, Status, Tier, gate_passes
-from gym_assets.conformance.evidence import TOKEN_FIELDS
 from gym_assets.conformance.profiles import PROFILE_ID
 from gym_assets.conformance.record_view import RecordView, token_stats
 from gym_assets.conformance.scope import EvidenceScope
+from gym_assets.records.evidence import TOKEN_FIELDS
 
 EVIDENCE_BASIS = "retained_artifacts"
 SCOPE_CLOSURE = "not_independently_witnessed"

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from gym_assets.errors import UserError
-from gym_assets.io import atomic_write_text, parse_json_line
+from gym_assets.fileio import atomic_write_text, parse_json_line
 
 WITNESS_FILE = "witness.json"
 

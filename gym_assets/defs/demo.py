@@ -22,7 +22,7 @@ import dagster as dg
 from gym_assets.defs.partitions import BENCHMARK, HARNESS, PARTITION_TAG
 from gym_assets.defs.resources import GymWorkspace
 from gym_assets.defs.services import dagster_services, wait_for_runs
-from gym_assets.rollouts.harnesses import load_harnesses
+from gym_assets.rollouts.harnesses.registry import load_harnesses
 
 DEMO_JOB = "benchmark_job"
 ROLLOUTS_JOB = "rollouts_job"

@@ -12,5 +12,4 @@ and a filesystem failure is reported as a one-line ``OutputError`` naming the ou
     paths.py     where an output may not be: links, devices, the configs root
     lock.py      one writer per output
     claims.py    claim a directory, swap a rebuilt one in, write a single-file product
-    failures.py  OSError -> OutputError at the write layer
 """

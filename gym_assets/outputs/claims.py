@@ -18,8 +18,8 @@ import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from gym_assets.io import PUBLISHED_DIR_MODE, atomic_writer
-from gym_assets.outputs.failures import OutputError, reported
+from gym_assets.errors import OutputError, reported
+from gym_assets.fileio import PUBLISHED_DIR_MODE, atomic_writer
 from gym_assets.outputs.lock import held
 from gym_assets.outputs.markers import (
     MARKER_NAME,

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
-from gym_assets.outputs.failures import OutputError, os_failure
+from gym_assets.errors import OutputError, os_failure
 from gym_assets.outputs.targets import Target
 
 

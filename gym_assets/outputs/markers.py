@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gym_assets.io import atomic_write_text
+from gym_assets.fileio import atomic_write_text
 
 MARKER_NAME = ".gym-assets-product.json"
 WRITTEN_BY = "gym-assets"

@@ -11,7 +11,7 @@ import os
 import stat
 from pathlib import Path
 
-from gym_assets.outputs.failures import OutputError, reported
+from gym_assets.errors import OutputError, reported
 from gym_assets.outputs.targets import Target
 
 _SPECIAL = (

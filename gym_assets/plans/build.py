@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from gym_assets.errors import UserError
-from gym_assets.io import iter_jsonl
+from gym_assets.fileio import iter_jsonl
 from gym_assets.json_shapes import is_mapping
 from gym_assets.plans.canonical import digest
 from gym_assets.plans.model import GymStamp, Plan, TaskLog

@@ -6,7 +6,7 @@ That is Python's own formatting (float ``repr``, literal non-ASCII), not RFC 878
 match the reference system's byte for byte. Dumping always goes through the stdlib encoder:
 orjson formats some floats differently (``1e-6`` vs ``1e-06``).
 
-Reading JSONL is ``gym_assets.io.iter_jsonl``, which parses with orjson only where that gives
+Reading JSONL is ``gym_assets.fileio.iter_jsonl``, which parses with orjson only where that gives
 exactly the stdlib's values.
 """
 

@@ -21,7 +21,7 @@ from typing import Any, Literal, NamedTuple, cast, overload
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gym_assets.errors import UserError
-from gym_assets.io import read_json_file
+from gym_assets.fileio import read_json_file
 from gym_assets.json_shapes import is_list, is_mapping
 from gym_assets.spill import RecordLog
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from gym_assets.io import atomic_link
+from gym_assets.fileio import atomic_link
 from gym_assets.outputs.claims import claimed_dir
 from gym_assets.outputs.markers import PLAN_DIR
 from gym_assets.outputs.targets import Target

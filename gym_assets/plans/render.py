@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from gym_assets.io import atomic_writer
+from gym_assets.fileio import atomic_writer
 from gym_assets.outputs.claims import write_file
 from gym_assets.outputs.targets import Target
 from gym_assets.plans.model import Plan

@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from gym_assets.errors import UserError
-from gym_assets.io import iter_jsonl
+from gym_assets.fileio import iter_jsonl
 from gym_assets.json_shapes import is_mapping
 from gym_assets.limits import MAX_PRODUCT_NESTING
 from gym_assets.plans.canonical import digest

@@ -20,7 +20,7 @@ from gym_assets.config.routing import (
     taskset_environment_server,
 )
 from gym_assets.errors import ConfigError
-from gym_assets.io import iter_jsonl
+from gym_assets.fileio import iter_jsonl
 from gym_assets.json_shapes import is_mapping
 from gym_assets.limits import MAX_PRODUCT_NESTING
 from gym_assets.tasks.catalog import Benchmark, Catalog

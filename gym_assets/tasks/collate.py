@@ -27,7 +27,7 @@ from gym_assets.config.model import (
 )
 from gym_assets.config.routing import resolve_dataset_agent, taskset_environment_server
 from gym_assets.errors import ConfigError, UserError
-from gym_assets.io import (
+from gym_assets.fileio import (
     atomic_link,
     atomic_write_text,
     atomic_writer,

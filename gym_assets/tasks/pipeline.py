@@ -18,7 +18,7 @@ from pathlib import Path
 
 from gym_assets.config.model import iter_declared_datasets
 from gym_assets.errors import UserError
-from gym_assets.io import atomic_write_text
+from gym_assets.fileio import atomic_write_text
 from gym_assets.modes import CollationMode, ValidationMode
 from gym_assets.outputs.claims import claimed_dir, rebuilt_dir
 from gym_assets.outputs.markers import COLLATION, METRICS, PREPARED, TASKSET, Kind

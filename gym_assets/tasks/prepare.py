@@ -21,10 +21,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, cast
 
-from gym_assets.errors import UserError
-from gym_assets.io import PUBLISHED_FILE_MODE, iter_jsonl
+from gym_assets.errors import UserError, reported
+from gym_assets.fileio import PUBLISHED_FILE_MODE, iter_jsonl
 from gym_assets.outputs.claims import claimed_dir
-from gym_assets.outputs.failures import reported
 from gym_assets.outputs.markers import PREPARED
 from gym_assets.outputs.targets import Target, is_within
 from gym_assets.tasks.catalog import Benchmark

@@ -8,7 +8,7 @@ from gym_assets.alerts.alert import MAX_CHAT_LINES, CheckAlert, chat_message
 from gym_assets.alerts.deliver import deliver
 from gym_assets.alerts.log import ALERT_LOG, append_alerts
 from gym_assets.alerts.webhook import Webhook
-from gym_assets.outputs.failures import OutputError
+from gym_assets.errors import OutputError
 from gym_assets.outputs.markers import dir_marker
 from gym_assets.outputs.targets import Roots
 from gym_assets_tests.alerts.webhook_server import closed_port_url

@@ -19,8 +19,8 @@ import re
 from functools import cache
 from typing import Any
 
-from gym_assets.conformance import evidence as ev
 from gym_assets.conformance.scope import EvidenceScope
+from gym_assets.records import evidence as ev
 
 TASK_ID = "0"
 ROLLOUT_ID = "0-0"

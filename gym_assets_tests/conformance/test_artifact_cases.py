@@ -7,7 +7,7 @@ import json
 import pytest
 
 from gym_assets.conformance.artifact_checks import ARTIFACT_CHECK_IDS
-from gym_assets.conformance.evidence import TOKEN_FIELDS
+from gym_assets.records.evidence import TOKEN_FIELDS
 from gym_assets_tests.conformance.fixtures import (
     BASELINE_NOT_APPLICABLE,
     add_sandbox,

@@ -8,7 +8,7 @@ import pytest
 from jsonschema import Draft202012Validator
 from pydantic import ValidationError
 
-from gym_assets.conformance import evidence as ev
+from gym_assets.records import evidence as ev
 from gym_assets_tests.conformance.fixtures import baseline_record, calls, set_path, turns
 
 

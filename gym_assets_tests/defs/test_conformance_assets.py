@@ -12,7 +12,6 @@ import yaml
 
 from gym_assets.alerts.log import ALERT_LOG
 from gym_assets.config.loader import load_configs
-from gym_assets.conformance.harness_runs import LATEST, MATRIX_HTML, MATRIX_JSON, MATRIX_MD
 from gym_assets.definitions import defs
 from gym_assets.defs.alerts.resources import AlertSink
 from gym_assets.defs.alerts.sensors import check_alerts_on_failure
@@ -21,10 +20,11 @@ from gym_assets.defs.conformance.schedules import conformance_sweep
 from gym_assets.defs.partitions import harness_partitions
 from gym_assets.defs.rollouts.resources import HarnessRunner
 from gym_assets.defs.tasksets.sensors import config_change_sensor
-from gym_assets.harness_install import unavailable_reason
-from gym_assets.rollouts.harnesses import load_harnesses
+from gym_assets.rollouts.harnesses.install import unavailable_reason
+from gym_assets.rollouts.harnesses.registry import load_harnesses
+from gym_assets.suite.harness_runs import LATEST, MATRIX_HTML, MATRIX_JSON, MATRIX_MD
 from gym_assets_tests.alerts.webhook_server import webhook_server
-from gym_assets_tests.harness_adapters.fake_adapter import add_uninstalled
+from gym_assets_tests.rollouts.harnesses.adapters.fake_adapter import add_uninstalled
 
 SCENARIOS = ["tool_success", "verifier_failure"]
 HOOK_ENV = "GYM_ASSETS_TEST_ALERT_WEBHOOK"

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from gym_assets.errors import OutputError
 from gym_assets.outputs.claims import claim_dir, claimed_dir, rebuilt_dir, write_file
-from gym_assets.outputs.failures import OutputError
 from gym_assets.outputs.markers import (
     MARKER_NAME,
     PLAN_FILE,

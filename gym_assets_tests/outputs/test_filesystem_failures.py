@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from gym_assets.io import atomic_write_bytes, atomic_writer
+from gym_assets.errors import OutputError
+from gym_assets.fileio import atomic_write_bytes, atomic_writer
 from gym_assets.outputs.claims import claim_dir, write_file
-from gym_assets.outputs.failures import OutputError
 from gym_assets.outputs.markers import PLAN_FILE, TASKSET
 from gym_assets.outputs.targets import Target
 from gym_assets.rollouts.collection.files import AppendLog

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from gym_assets.errors import OutputError
 from gym_assets.outputs.claims import claim_dir, write_file
-from gym_assets.outputs.failures import OutputError
 from gym_assets.outputs.markers import PLAN_FILE, TASKSET
 from gym_assets.outputs.targets import Roots, Target
 from gym_assets_tests.filesystems import snapshot

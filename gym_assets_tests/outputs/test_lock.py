@@ -6,8 +6,8 @@ import signal
 
 import pytest
 
+from gym_assets.errors import OutputError
 from gym_assets.outputs.claims import claim_dir
-from gym_assets.outputs.failures import OutputError
 from gym_assets.outputs.lock import lock_path
 from gym_assets.outputs.markers import TASKSET
 from gym_assets.outputs.targets import Target

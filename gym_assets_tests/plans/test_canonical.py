@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gym_assets.errors import UserError
-from gym_assets.io import iter_jsonl, parse_json_bytes
+from gym_assets.fileio import iter_jsonl, parse_json_bytes
 from gym_assets.plans.canonical import canonical_json, digest
 from gym_assets.tasks.materialize import task_input_of
 

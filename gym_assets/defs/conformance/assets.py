@@ -3,20 +3,20 @@ every harness's latest run side by side."""
 
 import dagster as dg
 
-from gym_assets.conformance.harness_runs import (
-    MATRIX_HTML,
-    publish_matrix,
-    run_in_new_dir,
-    scenario_rows,
-)
-from gym_assets.conformance.runner.suite import SuiteSummary
 from gym_assets.defs.metadata import as_failure, markdown_table
 from gym_assets.defs.partitions import harness_partitions
 from gym_assets.defs.resources import GymWorkspace
 from gym_assets.defs.rollouts.resources import HarnessRunner
 from gym_assets.errors import UserError
-from gym_assets.harness_install import unavailable_reason
-from gym_assets.rollouts.harnesses import load_harnesses
+from gym_assets.rollouts.harnesses.install import unavailable_reason
+from gym_assets.rollouts.harnesses.registry import load_harnesses
+from gym_assets.suite.harness_runs import (
+    MATRIX_HTML,
+    publish_matrix,
+    run_in_new_dir,
+    scenario_rows,
+)
+from gym_assets.suite.run import SuiteSummary
 
 GROUP = "conformance"
 

@@ -4,10 +4,10 @@ from collections.abc import Iterator
 
 import dagster as dg
 
-from gym_assets.conformance import harness_runs
 from gym_assets.defs.check_suites import CheckSuite, SuiteCheck
 from gym_assets.defs.conformance.assets import harness_conformance
 from gym_assets.defs.resources import GymWorkspace
+from gym_assets.suite import harness_runs
 
 
 class GateInputs:

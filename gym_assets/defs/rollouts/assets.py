@@ -15,8 +15,8 @@ from gym_assets.defs.rollouts.resources import HarnessRunner, ModelEndpoint
 from gym_assets.errors import UserError
 from gym_assets.rollouts.collection.files import run_dir
 from gym_assets.rollouts.collection.metrics import HistogramBin
-from gym_assets.rollouts.collection.run import RunResult, run_rollouts
-from gym_assets.rollouts.harnesses import get_harness, load_harnesses
+from gym_assets.rollouts.harnesses.registry import get_harness, load_harnesses
+from gym_assets.rollouts.run import RunResult, run_rollouts
 
 
 def dimensions(partition_key: str) -> tuple[str, str]:

@@ -6,7 +6,6 @@ from typing import Any
 
 import dagster as dg
 
-from gym_assets.conformance.runner.suite import DEFAULT_TIMEOUT_S, SuiteSummary, run_suite
 from gym_assets.limits import (
     DEFAULT_CONCURRENCY,
     DEFAULT_MAX_ATTEMPTS,
@@ -14,10 +13,11 @@ from gym_assets.limits import (
     DEFAULT_MAX_MASKED_SHARE,
 )
 from gym_assets.modes import UpstreamMode
+from gym_assets.records.contracts import Step
 from gym_assets.rollouts.collection.model_gateway import load_script
-from gym_assets.rollouts.collection.run import RunOptions
-from gym_assets.rollouts.contracts import Step
-from gym_assets.rollouts.harnesses import Upstream, upstream_of
+from gym_assets.rollouts.harnesses.registry import Upstream, upstream_of
+from gym_assets.rollouts.run import RunOptions
+from gym_assets.suite.run import DEFAULT_TIMEOUT_S, SuiteSummary, run_suite
 
 
 class ModelEndpoint(dg.ConfigurableResource):

@@ -13,7 +13,7 @@ from gym_assets.defs.jobs import benchmark_job
 from gym_assets.defs.partitions import BENCHMARK, HARNESS, PARTITION_TAG, benchmark_partitions
 from gym_assets.defs.resources import GymWorkspace
 from gym_assets.defs.tasksets.assets import FINGERPRINT, collated_taskset
-from gym_assets.rollouts.harnesses import load_harnesses
+from gym_assets.rollouts.harnesses.registry import load_harnesses
 from gym_assets.tasks.fingerprint import catalog_fingerprints
 
 IN_FLIGHT = [

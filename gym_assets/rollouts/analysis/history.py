@@ -16,11 +16,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from gym_assets.errors import UserError
-from gym_assets.io import iter_jsonl
+from gym_assets.errors import UserError, reported
+from gym_assets.fileio import iter_jsonl
 from gym_assets.limits import MAX_NESTING
 from gym_assets.outputs.claims import claim_dir
-from gym_assets.outputs.failures import reported
 from gym_assets.outputs.markers import RUN_HISTORY
 from gym_assets.outputs.targets import Roots, Target
 from gym_assets.rollouts.analysis.tables import table_of_rows, table_rows

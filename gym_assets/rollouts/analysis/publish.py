@@ -16,10 +16,9 @@ from typing import Any
 
 import pandas as pd
 
-from gym_assets.errors import UserError
-from gym_assets.io import atomic_write_text, json_line
+from gym_assets.errors import UserError, reported
+from gym_assets.fileio import atomic_write_text, json_line
 from gym_assets.outputs.claims import rebuilt_dir
-from gym_assets.outputs.failures import reported
 from gym_assets.outputs.markers import RUN_REPORT
 from gym_assets.outputs.targets import Roots, Target
 from gym_assets.plans.canonical import short_digest

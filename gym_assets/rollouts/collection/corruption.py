@@ -10,8 +10,8 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Sequence
 
+from gym_assets.records.contracts import Step
 from gym_assets.rollouts.collection.ledger import Key
-from gym_assets.rollouts.contracts import Step
 
 WRONG_ANSWER = "I am not sure; here is my best guess: 42."
 

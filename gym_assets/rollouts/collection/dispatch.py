@@ -19,7 +19,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gym_assets.conformance.evidence import FAILURE_CLASS_KEY
+from gym_assets.records.contracts import EnvironmentServer, RunGateway, Step
+from gym_assets.records.episode import (
+    EpisodeId,
+    EpisodeRequest,
+    EpisodeResponse,
+    MaterializedTask,
+    TaskId,
+    reserved_keys_in,
+)
+from gym_assets.records.evidence import FAILURE_CLASS_KEY
 from gym_assets.rollouts.collection.files import AppendLog
 from gym_assets.rollouts.collection.inputs import ATTEMPT_INDEX, RolloutInput
 from gym_assets.rollouts.collection.ledger import Ledger
@@ -35,18 +44,9 @@ from gym_assets.rollouts.collection.records import (
     success_record,
 )
 from gym_assets.rollouts.collection.trajectory import project
-from gym_assets.rollouts.contracts import EnvironmentServer, RunGateway, Step
 from gym_assets.rollouts.episodes.legacy import LEGACY_RELAY
 from gym_assets.rollouts.episodes.model_calls import shared_connections
 from gym_assets.rollouts.gateway.capture import capture_path, incomplete_marker, read_capture
-from gym_assets.rollouts.protocol import (
-    EpisodeId,
-    EpisodeRequest,
-    EpisodeResponse,
-    MaterializedTask,
-    TaskId,
-    reserved_keys_in,
-)
 
 ScriptFor = Callable[[RolloutInput], Sequence[Step]]
 

@@ -29,10 +29,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gym_assets.errors import UserError
-from gym_assets.io import PUBLISHED_FILE_MODE, atomic_writer, json_line, parse_json_bytes
+from gym_assets.errors import UserError, reported
+from gym_assets.fileio import PUBLISHED_FILE_MODE, atomic_writer, json_line, parse_json_bytes
 from gym_assets.limits import MAX_PRODUCT_NESTING
-from gym_assets.outputs.failures import reported
 from gym_assets.outputs.lock import lock_path
 from gym_assets.outputs.markers import (
     CAPTURES,

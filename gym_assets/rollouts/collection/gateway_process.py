@@ -37,10 +37,10 @@ from pathlib import Path
 from typing import IO, Any
 
 from gym_assets.errors import UserError
+from gym_assets.records.contracts import Step
 from gym_assets.rollouts.collection.model_gateway import build_gateway
-from gym_assets.rollouts.contracts import Step
 from gym_assets.rollouts.gateway.server import rollout_url
-from gym_assets.rollouts.harnesses import Upstream
+from gym_assets.rollouts.harnesses.registry import Upstream
 
 STOP_TIMEOUT_S = 30.0  # the gateway's own stop grace plus the capture writes still queued
 ANSWER_TIMEOUT_S = 60.0  # start-up (imports, then the gateway's own 15 s limit) or a command

@@ -19,11 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gym_assets.conformance.evidence import make_rollout_id
 from gym_assets.errors import UserError
-from gym_assets.io import iter_jsonl
+from gym_assets.fileio import iter_jsonl
 from gym_assets.limits import MAX_PRODUCT_NESTING, MAX_REPEATS
 from gym_assets.plans.canonical import canonical_json
+from gym_assets.records.evidence import make_rollout_id
 from gym_assets.rollouts.collection.overrides import RunOverrides
 from gym_assets.tasks.catalog import Benchmark
 from gym_assets.tasks.materialize import is_materialized, source_task_id, task_input_of

@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from gym_assets.errors import UserError
-from gym_assets.io import read_json_file
-from gym_assets.rollouts.contracts import Step
+from gym_assets.fileio import read_json_file
+from gym_assets.records.contracts import Step
 from gym_assets.rollouts.gateway import (
     ModelGateway,
     ModelRequest,
@@ -20,7 +20,7 @@ from gym_assets.rollouts.gateway import (
 )
 from gym_assets.rollouts.gateway import Upstream as GatewayUpstream
 from gym_assets.rollouts.gateway.script import compile_script
-from gym_assets.rollouts.harnesses import Upstream
+from gym_assets.rollouts.harnesses.registry import Upstream
 
 
 class _Latency:

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from gym_assets.conformance.evidence import FAILURE_CLASS_KEY
+from gym_assets.records.episode import MAX_FAILURE_REASON, EpisodeFailure
+from gym_assets.records.evidence import FAILURE_CLASS_KEY
 from gym_assets.rollouts.collection.inputs import (
     ATTEMPT_INDEX,
     ENVIRONMENT_SERVER,
@@ -26,7 +27,6 @@ from gym_assets.rollouts.collection.inputs import (
     TASK_INDEX,
     RolloutInput,
 )
-from gym_assets.rollouts.protocol import MAX_FAILURE_REASON, EpisodeFailure
 
 AGENT_REQUEST_FAILED = "agent_request_failed"
 COPIED_ROW_KEYS = ("agent_ref", "task_source", "skills_ref")

@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from gym_assets.conformance.evidence import (
+from gym_assets.records.evidence import (
     AgentObservations,
     GapCode,
     TrajectoryRecord,

@@ -16,12 +16,12 @@ from typing import Any, ClassVar, Protocol
 from openai import AsyncOpenAI
 from pydantic import Field
 
-from gym_assets.rollouts.contracts import GatewayHandle, ResourcesServer
+from gym_assets.records.contracts import GatewayHandle, ResourcesServer
+from gym_assets.records.episode import EpisodeId, TaskId
 from gym_assets.rollouts.episodes.model_calls import ModelSettings, create_turn, open_client
 from gym_assets.rollouts.episodes.observations import Invocation, ObservationLog
 from gym_assets.rollouts.episodes.responses import input_items
 from gym_assets.rollouts.episodes.sessions import SessionBook, SessionConflict
-from gym_assets.rollouts.protocol import EpisodeId, TaskId
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,8 @@ from typing import Any, TypeVar
 import openai
 from pydantic import BaseModel, ValidationError
 
+from gym_assets.records.episode import EpisodeFailure, FailureStage, is_retryable_status
 from gym_assets.rollouts.episodes.sessions import SessionConflict
-from gym_assets.rollouts.protocol import EpisodeFailure, FailureStage, is_retryable_status
 
 M = TypeVar("M", bound=BaseModel)
 

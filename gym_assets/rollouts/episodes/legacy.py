@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from gym_assets.json_shapes import is_mapping
-from gym_assets.rollouts.protocol import EpisodeFailure, EpisodeId, EpisodeRequest
+from gym_assets.records.episode import EpisodeFailure, EpisodeId, EpisodeRequest
 from gym_assets.tasks.materialize import COLLECTOR_PREFIX, source_task_id, task_input_of
 
 ENVIRONMENT_SERVER_STAMP = "_ng_environment_server"

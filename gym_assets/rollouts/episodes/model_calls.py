@@ -24,7 +24,7 @@ import orjson
 from openai import APIResponseValidationError, AsyncOpenAI, DefaultAioHttpClient
 from pydantic import BaseModel, ConfigDict, Field
 
-from gym_assets.rollouts.contracts import GATEWAY_KEEP_ALIVE_S, GatewayHandle
+from gym_assets.records.contracts import GATEWAY_KEEP_ALIVE_S, GatewayHandle
 from gym_assets.rollouts.episodes.responses import message_text
 
 LOCAL_API_KEY = "gym-assets-local"  # the gateway needs no key; real keys stay upstream

@@ -3,7 +3,7 @@
 An agent records, per activation (an "invocation"), the model calls it made (as references the
 collector joins against the gateway's capture), the conversation as Responses input items, and
 one ``tool_call`` record per executed tool. Records are validated by
-``gym_assets.conformance.evidence`` so a bundle is shaped the way the checks expect.
+``gym_assets.records.evidence`` so a bundle is shaped the way the checks expect.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from gym_assets.conformance.evidence import (
+from gym_assets.records.evidence import (
     AgentInvocation,
     AgentObservations,
     InvocationStatus,

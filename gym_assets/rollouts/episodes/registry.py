@@ -29,7 +29,7 @@ from gym_assets.config.model import (
     server_instances,
 )
 from gym_assets.errors import ConfigError
-from gym_assets.rollouts.contracts import EnvironmentServer, GatewayHandle, ResourcesServer
+from gym_assets.records.contracts import EnvironmentServer, GatewayHandle, ResourcesServer
 from gym_assets.sandbox import SandboxPolicy
 
 

@@ -14,16 +14,16 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from gym_assets.rollouts.episodes.cleanup import CleanupStack, run_shielded
-from gym_assets.rollouts.episodes.failures import HandledEpisodeError, describe
-from gym_assets.rollouts.episodes.observations import merge_observations
-from gym_assets.rollouts.episodes.resources import default_aggregate_metrics
-from gym_assets.rollouts.protocol import (
+from gym_assets.records.episode import (
     EpisodeFailure,
     EpisodeRequest,
     EpisodeResponse,
     reserved_keys_in,
 )
+from gym_assets.rollouts.episodes.cleanup import CleanupStack, run_shielded
+from gym_assets.rollouts.episodes.failures import HandledEpisodeError, describe
+from gym_assets.rollouts.episodes.observations import merge_observations
+from gym_assets.rollouts.episodes.resources import default_aggregate_metrics
 
 
 class EnvironmentSettings(BaseModel):

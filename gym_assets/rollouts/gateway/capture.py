@@ -30,7 +30,7 @@ from typing import Any
 import orjson
 from pydantic import ValidationError
 
-from gym_assets.conformance.evidence import (
+from gym_assets.records.evidence import (
     CaptureExchange,
     GapCode,
     ModelCallCapture,

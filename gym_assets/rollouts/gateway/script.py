@@ -7,7 +7,7 @@ they precede: each attempt at that turn spends one, so ``{"error": 500, "times":
 first try and lets the client's own retry through. Requests that offer no tools while the
 script uses tools are auxiliary (title generation and the like): they get a short text answer
 and touch neither the script nor its error budgets. Step forms are listed in
-``gym_assets.rollouts.contracts``.
+``gym_assets.records.contracts``.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 import orjson
 
-from gym_assets.rollouts.contracts import Step
+from gym_assets.records.contracts import Step
 from gym_assets.rollouts.gateway.ids import new_id
 from gym_assets.rollouts.gateway.render import AssistantTurn, FunctionCall, Usage
 

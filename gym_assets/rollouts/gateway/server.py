@@ -37,8 +37,9 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from gym_assets.conformance.evidence import ModelRef
-from gym_assets.rollouts.contracts import GATEWAY_KEEP_ALIVE_S, Step
+from gym_assets.records.contracts import GATEWAY_KEEP_ALIVE_S, Step
+from gym_assets.records.episode import ROLLOUT_ID_PATTERN
+from gym_assets.records.evidence import ModelRef
 from gym_assets.rollouts.gateway.capture import (
     CaptureWriter,
     client_session_id,
@@ -56,7 +57,6 @@ from gym_assets.rollouts.gateway.upstreams import (
     UpstreamReply,
     error_reply,
 )
-from gym_assets.rollouts.protocol import ROLLOUT_ID_PATTERN
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 import httpx2
 import orjson
 
-from gym_assets.rollouts.contracts import Step
+from gym_assets.records.contracts import Step
 from gym_assets.rollouts.gateway.render import (
     AssistantTurn,
     chat_completion,

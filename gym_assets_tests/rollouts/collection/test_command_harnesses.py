@@ -12,11 +12,10 @@ import pytest
 from gym_assets.conformance.checker import check_record
 from gym_assets.conformance.scope import EvidenceScope
 from gym_assets.errors import UserError
-from gym_assets.rollouts import harnesses
 from gym_assets.rollouts.collection.files import read_jsonl
-from gym_assets.rollouts.collection.run import RunOptions, RunResult, run_rollouts
 from gym_assets.rollouts.gateway import ModelGateway, ScriptedUpstream
-from gym_assets.rollouts.harnesses import (
+from gym_assets.rollouts.harnesses import registry as harnesses
+from gym_assets.rollouts.harnesses.registry import (
     Harness,
     load_harnesses,
     resolve_interface,
@@ -24,6 +23,7 @@ from gym_assets.rollouts.harnesses import (
     upstream_of,
     with_harness,
 )
+from gym_assets.rollouts.run import RunOptions, RunResult, run_rollouts
 from gym_assets_tests.rollouts.collection.conftest import REPO, Products
 
 ENVIRONMENTS = "environment_servers"

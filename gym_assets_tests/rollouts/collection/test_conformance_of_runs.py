@@ -8,10 +8,10 @@ import json
 
 import pytest
 
-from gym_assets.conformance.inspect import InspectionOptions, inspect_bundle
+from gym_assets.conformance.inspection import InspectionOptions, inspect_bundle
 from gym_assets.conformance.scope import EvidenceScope
-from gym_assets.rollouts.collection.run import RunOptions, run_rollouts
-from gym_assets.rollouts.harnesses import load_harnesses, upstream_of
+from gym_assets.rollouts.harnesses.registry import load_harnesses, upstream_of
+from gym_assets.rollouts.run import RunOptions, run_rollouts
 
 
 @pytest.mark.parametrize(

@@ -19,7 +19,7 @@ from gym_assets.errors import UserError
 from gym_assets.rollouts.collection import gateway_process
 from gym_assets.rollouts.collection.gateway_process import GatewayProcess, GatewayProcessError
 from gym_assets.rollouts.gateway.capture import capture_path
-from gym_assets.rollouts.harnesses import upstream_of
+from gym_assets.rollouts.harnesses.registry import upstream_of
 
 BODY = {"model": "policy", "messages": [{"role": "user", "content": "hi"}]}
 # A stand-in child that answers the start-up, then holds the answer to the first command

@@ -9,7 +9,7 @@ import pytest
 from gym_assets.config.loader import load_configs
 from gym_assets.errors import ConfigError, UserError
 from gym_assets.rollouts.collection.corruption import WRONG_ANSWER, corrupt, corrupted_keys
-from gym_assets.rollouts.harnesses import (
+from gym_assets.rollouts.harnesses.registry import (
     Harness,
     get_harness,
     load_harnesses,

@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 
 from gym_assets.errors import UserError
+from gym_assets.records.episode import EpisodeId, EpisodeRequest
 from gym_assets.rollouts.collection.files import RunFiles, read_jsonl
-from gym_assets.rollouts.collection.run import RunOptions, run_rollouts
 from gym_assets.rollouts.episodes.legacy import flat_row_of_request, flat_row_of_task
-from gym_assets.rollouts.harnesses import Harness, upstream_of
-from gym_assets.rollouts.protocol import EpisodeId, EpisodeRequest
+from gym_assets.rollouts.harnesses.registry import Harness, upstream_of
+from gym_assets.rollouts.run import RunOptions, run_rollouts
 from gym_assets.servers.responses_api_agents.simple_agent.app import SimpleAgent
 from gym_assets_tests.rollouts.collection.conftest import REPO, Products
 

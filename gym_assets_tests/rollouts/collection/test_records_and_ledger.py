@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from gym_assets.conformance.evidence import FailureSidecarRow, RolloutRecord
+from gym_assets.records.episode import EpisodeFailure
+from gym_assets.records.evidence import FailureSidecarRow, RolloutRecord
 from gym_assets.rollouts.collection.files import AppendLog, RunFiles, read_jsonl, repair_tail
 from gym_assets.rollouts.collection.inputs import RolloutInput
 from gym_assets.rollouts.collection.ledger import Ledger
@@ -15,7 +16,6 @@ from gym_assets.rollouts.collection.records import (
     stamps,
     success_record,
 )
-from gym_assets.rollouts.protocol import EpisodeFailure
 
 ROW = {
     "task_id": {"taskset": "units", "task_id": "units-001"},

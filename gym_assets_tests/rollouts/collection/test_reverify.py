@@ -17,7 +17,7 @@ import pytest
 
 from gym_assets.cli import main
 from gym_assets.rollouts.collection.files import RunFiles, read_jsonl
-from gym_assets.rollouts.collection.reverify import default_out, reverify_run
+from gym_assets.rollouts.reverify import default_out, reverify_run
 from gym_assets.tasks.catalog import load_catalog
 
 REPO = Path(__file__).resolve().parents[3]

@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 
 from gym_assets.conformance.checker import check_record
-from gym_assets.conformance.evidence import FailureSidecarRow, RolloutRecord
 from gym_assets.conformance.scope import EvidenceScope
 from gym_assets.errors import UserError
+from gym_assets.records.evidence import FailureSidecarRow, RolloutRecord
 from gym_assets.rollouts.collection.files import read_jsonl
-from gym_assets.rollouts.collection.run import RunOptions, run_rollouts
 from gym_assets.rollouts.gateway import ModelGateway, ScriptedUpstream
-from gym_assets.rollouts.harnesses import load_harnesses, upstream_of
+from gym_assets.rollouts.harnesses.registry import load_harnesses, upstream_of
+from gym_assets.rollouts.run import RunOptions, run_rollouts
 from gym_assets_tests.rollouts.collection.conftest import Products
 
 

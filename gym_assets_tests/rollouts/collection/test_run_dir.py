@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from gym_assets.outputs.failures import OutputError
+from gym_assets.errors import OutputError
 from gym_assets.outputs.markers import MARKER_NAME, TASKSET, write_dir_marker
 from gym_assets.rollouts.collection.files import CorruptRunFile, RunFiles, read_jsonl
-from gym_assets.rollouts.collection.run import RunOptions, run_rollouts
-from gym_assets.rollouts.harnesses import load_harnesses, upstream_of
+from gym_assets.rollouts.harnesses.registry import load_harnesses, upstream_of
+from gym_assets.rollouts.run import RunOptions, run_rollouts
 from gym_assets_tests.filesystems import snapshot
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from gym_assets.conformance.checker import check_record
-from gym_assets.conformance.evidence import ModelCallCapture, TrajectoryRecord
+from gym_assets.records.evidence import ModelCallCapture, TrajectoryRecord
 from gym_assets.rollouts.collection.trajectory import project
 from gym_assets.rollouts.gateway.capture import capture_path, read_capture
 

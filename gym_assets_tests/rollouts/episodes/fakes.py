@@ -7,8 +7,8 @@ from collections import defaultdict
 from collections.abc import Mapping
 from typing import Any
 
+from gym_assets.records.episode import EpisodeId, TaskId
 from gym_assets.rollouts.episodes.agents import ToolGrant
-from gym_assets.rollouts.protocol import EpisodeId, TaskId
 
 OBSERVATIONS = {"source": "fake_agent", "records": [], "gaps": []}
 RESPONSE = {"id": "resp_1", "status": "completed", "output": [], "metadata": {}}

@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
+from gym_assets.records.episode import EpisodeId, TaskId
 from gym_assets.rollouts.episodes.agents import ActivationSettings, AgentSession, SessionAgent
 from gym_assets.rollouts.episodes.observations import Invocation
 from gym_assets.rollouts.episodes.sessions import SessionConflict
-from gym_assets.rollouts.protocol import EpisodeId, TaskId
 
 EPISODE = EpisodeId(rollout_id="r1")
 TASK = TaskId(taskset="t", task_id="1")

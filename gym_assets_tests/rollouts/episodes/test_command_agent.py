@@ -16,10 +16,10 @@ from typing import Any
 import psutil
 import pytest
 
+from gym_assets.records.episode import EpisodeId, TaskId
 from gym_assets.rollouts.episodes.failures import ModelRequestFailed, classify
 from gym_assets.rollouts.episodes.launch import DUMMY_API_KEY, base_environment
 from gym_assets.rollouts.gateway import ModelGateway, ScriptedUpstream
-from gym_assets.rollouts.protocol import EpisodeId, TaskId
 from gym_assets.sandbox import Isolation
 from gym_assets.servers.responses_api_agents.command_agent.app import (
     CommandAgent,

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
+from gym_assets.records.episode import EpisodeRequest, EpisodeResponse
 from gym_assets.rollouts.episodes.runner import EnvironmentSettings
-from gym_assets.rollouts.protocol import EpisodeRequest, EpisodeResponse
 from gym_assets.servers.environment_servers.single_agent_turn.app import SingleAgentTurn
 from gym_assets_tests.rollouts.episodes.conftest import run
 from gym_assets_tests.rollouts.episodes.fakes import FakeAgent, FakeResources

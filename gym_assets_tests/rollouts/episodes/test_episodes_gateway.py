@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from gym_assets.config.loader import LoadedConfig
-from gym_assets.conformance.evidence import AgentObservations
+from gym_assets.records.episode import EpisodeResponse
+from gym_assets.records.evidence import AgentObservations
 from gym_assets.rollouts.episodes import model_calls
 from gym_assets.rollouts.episodes.model_calls import shared_connections
 from gym_assets.rollouts.episodes.registry import build_environment, build_resources
@@ -19,7 +20,6 @@ from gym_assets.rollouts.gateway import (
     ScriptedUpstream,
     read_capture,
 )
-from gym_assets.rollouts.protocol import EpisodeResponse
 from gym_assets.tasks.task_inputs import SingleAgentTurnTaskInput
 from gym_assets_tests.rollouts.episodes.conftest import (
     first_row,

@@ -18,12 +18,12 @@ from pathlib import Path
 import pytest
 
 from gym_assets.config.loader import load_configs
-from gym_assets.conformance.runner.suite import run_suite
 from gym_assets.rollouts.episodes.launch import EpisodeFiles, Launch, run_isolated
 from gym_assets.rollouts.gateway import ScriptedUpstream
 from gym_assets.sandbox import SandboxPolicy, SandboxUnavailable, harness_init
 from gym_assets.sandbox.harness_sandbox import install_trees
 from gym_assets.servers.responses_api_agents.command_agent.app import create
+from gym_assets.suite.run import run_suite
 from gym_assets_tests.filesystems import readable_by_others
 from gym_assets_tests.rollouts.episodes.test_command_agent import (
     DONE,
@@ -306,7 +306,7 @@ def test_the_network_log_stops_at_its_size_limit(monkeypatch) -> None:
 def test_the_example_harness_passes_a_conformance_scenario_in_the_sandbox(tmp_path) -> None:
     """The example harness of docs/harnesses.md, as configs/harnesses.yaml registers it, runs
     its shell commands in the sandbox and still meets P0 (all seven scenarios: the slow
-    conformance/runner/test_command_harness_suite.py)."""
+    suite/test_command_harness_suite.py)."""
     suite = run_suite(
         load_configs(REPO / "configs"),
         harnesses=["minimal_agent"],

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from gym_assets.config.loader import LoadedConfig
+from gym_assets.records.episode import EpisodeId, TaskId
 from gym_assets.rollouts.episodes.agents import ToolGrant
 from gym_assets.rollouts.episodes.legacy import episode_request_of
 from gym_assets.rollouts.episodes.registry import build_environment, build_resources
@@ -18,7 +19,6 @@ from gym_assets.rollouts.gateway import (
     ScriptedUpstream,
     read_capture,
 )
-from gym_assets.rollouts.protocol import EpisodeId, TaskId
 from gym_assets.servers.resources_servers.arith.app import CALCULATE_TOOL, ArithResources
 from gym_assets.servers.responses_api_agents.simple_agent.app import SimpleAgent, ToolAccessError
 from gym_assets.servers.responses_api_agents.simple_agent.app import create as create_agent

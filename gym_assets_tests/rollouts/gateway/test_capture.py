@@ -12,7 +12,7 @@ import openai
 import pytest
 from openai import OpenAI
 
-from gym_assets.conformance.evidence import ModelCallCapture, ModelCallRecord
+from gym_assets.records.evidence import ModelCallCapture, ModelCallRecord
 from gym_assets.rollouts.gateway import ScriptedUpstream, read_capture
 from gym_assets.rollouts.gateway.capture import (
     CaptureWriter,

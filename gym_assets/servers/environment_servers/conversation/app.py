@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import Field
 
-from gym_assets.rollouts.contracts import ResourcesServer
+from gym_assets.records.contracts import ResourcesServer
 from gym_assets.rollouts.episodes.agents import Agent, ToolGrant
 from gym_assets.rollouts.episodes.cleanup import CleanupEntry
 from gym_assets.rollouts.episodes.failures import ProtocolViolation, parse_task_input, stage

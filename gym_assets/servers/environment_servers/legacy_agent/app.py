@@ -14,14 +14,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from gym_assets.rollouts.contracts import ResourcesServer
+from gym_assets.records.contracts import ResourcesServer
+from gym_assets.records.episode import EpisodeRequest, EpisodeResponse
 from gym_assets.rollouts.episodes.legacy import (
     LEGACY_RELAY,
     flat_row_of_request,
     flat_row_of_task,
 )
 from gym_assets.rollouts.episodes.resources import default_aggregate_metrics
-from gym_assets.rollouts.protocol import EpisodeRequest, EpisodeResponse
 from gym_assets.tasks.materialize import is_materialized
 
 

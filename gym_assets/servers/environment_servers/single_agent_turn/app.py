@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from gym_assets.rollouts.contracts import ResourcesServer
+from gym_assets.records.contracts import ResourcesServer
 from gym_assets.rollouts.episodes.agents import Agent, ToolGrant
 from gym_assets.rollouts.episodes.failures import ProtocolViolation, parse_task_input, stage
 from gym_assets.rollouts.episodes.runner import (

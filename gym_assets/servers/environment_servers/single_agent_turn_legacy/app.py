@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from gym_assets.rollouts.contracts import ResourcesServer
+from gym_assets.records.contracts import ResourcesServer
+from gym_assets.records.episode import EpisodeFailure, EpisodeRequest, EpisodeResponse
 from gym_assets.rollouts.episodes.agents import Agent
 from gym_assets.rollouts.episodes.legacy import episode_request_of, failure_row
 from gym_assets.rollouts.episodes.runner import EnvironmentSettings
-from gym_assets.rollouts.protocol import EpisodeFailure, EpisodeRequest, EpisodeResponse
 from gym_assets.servers.environment_servers.single_agent_turn.app import (
     SingleAgentTurn,
     single_participants,

@@ -15,7 +15,7 @@ import shlex
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from gym_assets.rollouts.contracts import Step
+from gym_assets.records.contracts import Step
 from gym_assets.rollouts.episodes.resources import SessionResources, graded
 from gym_assets.rollouts.episodes.responses import final_text, input_items, message_text
 

@@ -1,7 +1,7 @@
 """The conformance resources server: the seed/verify side of a scripted scenario (reference §3.3).
 
 It witnesses what the harness under test does with the episode, beside the scripted provider
-(``gym_assets.rollouts.gateway.probe``), in the same ``witness.json``:
+(``gym_assets.suite.scripted_provider``), in the same ``witness.json``:
 
 * ``seed_session`` counts the seed (``seeded`` += 1; exactly one is expected);
 * ``verify`` sees the answer iff the response holds an assistant message whose text part is
@@ -25,13 +25,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from gym_assets.conformance.scenarios import FINAL_ANSWER
 from gym_assets.conformance.witness_log import WitnessData, WitnessLog
-from gym_assets.rollouts.contracts import Step
+from gym_assets.records.contracts import Step
 from gym_assets.rollouts.episodes.resources import SessionResources, ToolFailed, graded
 from gym_assets.rollouts.episodes.responses import message_text
-from gym_assets.rollouts.gateway.probe import refresh_executed
 from gym_assets.sandbox import CandidateRaised, GuestFault, GuestSession, Limits, SandboxPolicy
+from gym_assets.suite.scenarios import FINAL_ANSWER
+from gym_assets.suite.scripted_provider import refresh_executed
 
 SHELL_TOOL = {
     "type": "function",

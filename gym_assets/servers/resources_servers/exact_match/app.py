@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from gym_assets.rollouts.contracts import Step
+from gym_assets.records.contracts import Step
 from gym_assets.rollouts.episodes.resources import SessionResources, graded
 from gym_assets.rollouts.episodes.responses import final_text
 from gym_assets.servers.resources_servers.exact_match.task_data import TaskData

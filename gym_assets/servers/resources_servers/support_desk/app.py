@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from gym_assets.rollouts.contracts import Step
+from gym_assets.records.contracts import Step
 from gym_assets.rollouts.episodes.resources import SessionResources, graded
 from gym_assets.servers.resources_servers.support_desk.task_data import TaskData
 

@@ -29,10 +29,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from gym_assets.conformance.evidence import AgentObservations, GapCode, SandboxObservation
-from gym_assets.harness_adapters import Adapter, Api, CliEpisode, adapter_named
-from gym_assets.io import atomic_write_text
-from gym_assets.rollouts.contracts import GatewayHandle, ResourcesServer
+from gym_assets.fileio import atomic_write_text
+from gym_assets.records.contracts import GatewayHandle, ResourcesServer
+from gym_assets.records.evidence import AgentObservations, GapCode, SandboxObservation
 from gym_assets.rollouts.episodes.agents import ActivationSettings, AgentSession, SessionAgent
 from gym_assets.rollouts.episodes.failures import ModelRequestFailed
 from gym_assets.rollouts.episodes.launch import EpisodeFiles, launch_of, run_isolated
@@ -40,6 +39,7 @@ from gym_assets.rollouts.episodes.observations import Invocation
 from gym_assets.rollouts.episodes.responses import input_items, message_text
 from gym_assets.rollouts.gateway import read_capture
 from gym_assets.rollouts.gateway.script import is_assistant_item
+from gym_assets.rollouts.harnesses.adapters import Adapter, Api, CliEpisode, adapter_named
 from gym_assets.sandbox import Isolation, SandboxPolicy
 
 # What a cli harness is told: the task's instructions (system, developer) and its user text.

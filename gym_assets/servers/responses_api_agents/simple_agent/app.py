@@ -23,8 +23,8 @@ from typing import Any
 from openai import AsyncOpenAI
 from pydantic import Field
 
-from gym_assets.conformance.evidence import ToolStatus
-from gym_assets.rollouts.contracts import GatewayHandle, ResourcesServer
+from gym_assets.records.contracts import GatewayHandle, ResourcesServer
+from gym_assets.records.evidence import ToolStatus
 from gym_assets.rollouts.episodes.agents import (
     ActivationSettings,
     AgentSession,

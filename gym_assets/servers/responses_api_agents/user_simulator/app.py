@@ -13,7 +13,7 @@ from typing import Any
 
 from openai import AsyncOpenAI
 
-from gym_assets.rollouts.contracts import GatewayHandle, ResourcesServer
+from gym_assets.records.contracts import GatewayHandle, ResourcesServer
 from gym_assets.rollouts.episodes.agents import ActivationSettings, AgentSession, SessionAgent
 from gym_assets.rollouts.episodes.observations import Invocation
 

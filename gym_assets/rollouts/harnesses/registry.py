@@ -1,0 +1,465 @@
+"""The harness registry (top-level ``harnesses:`` key) and the upstream a run answers from.
+
+A harness is the program that talks to the model and executes tools. Running a benchmark with
+a harness swaps the agent *implementation* of the benchmark's agent instance; the instance name,
+its resources server and its model server stay, so records keep their ``agent_ref``.
+
+Three kinds: ``builtin`` names an agent implementation of this package; ``command`` is any
+program, run by the ``command_agent`` implementation with the contract of docs/harnesses.md;
+``cli`` is a third-party harness program (Codex CLI, pi, ...) at a pinned version, installed into
+the project-local ``.harnesses/<name>/`` and driven by a named adapter
+(``gym_assets.rollouts.harnesses.adapters``), also through ``command_agent``.
+``interface`` says how episodes reach the agent (the conformance reference §4.3): ``session``
+(seed, activate and close through the environment server) is preferred; an agent without
+session handlers (inherited ones count) falls back to ``legacy_run``, the ``/run`` relay. The
+choice is made from the implementation, before anything runs, so a failure while seeding,
+activating or closing is that episode's failure and never switches the interface.
+
+The upstream says where the model gateway gets its answers: ``reference`` (each task's reference
+solution; offline), ``scripted`` (one script for every rollout; offline) or ``openai`` (any
+OpenAI-compatible server). An API key is never part of this config: only the *name* of the
+environment variable that holds it, read when the run starts.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from gym_assets.config.locate import did_you_mean, locator_of
+from gym_assets.config.model import AGENTS, ENVIRONMENTS, attributed_agent, server_instances
+from gym_assets.errors import ConfigError, UserError
+from gym_assets.modes import UpstreamMode
+from gym_assets.plans.provenance import gym_version
+from gym_assets.rollouts.episodes.launch import version_of
+from gym_assets.rollouts.episodes.legacy import LEGACY_RELAY
+from gym_assets.rollouts.episodes.registry import agent_class
+from gym_assets.rollouts.harnesses.adapters.base import Api, adapter_named
+from gym_assets.rollouts.harnesses.install import unavailable_reason
+
+HARNESSES_KEY = "harnesses"
+COMMAND_AGENT = "command_agent"
+SESSION_HANDLERS = ("seed_session", "activate", "close_session")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# Placeholders a command template may use, filled when the registry is loaded: the
+# interpreter running gym-assets, and the directory of the file that defines the harness.
+CONFIG_DIR = "{config_dir}"
+_PLACEHOLDERS = ("{python}", CONFIG_DIR)
+
+HARNESSES_DIR_ENV = "GYM_ASSETS_HARNESSES_DIR"
+INSTALL_FOLDER = ".harnesses"
+
+Interface = Literal["session", "legacy_run"]
+
+
+class InstallRecipe(BaseModel):
+    """Where a ``cli`` harness comes from: one npm package (installed with ``npm --prefix``) or
+    one PyPI distribution (installed into a venv), at the entry's pinned ``version``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    npm: str | None = Field(default=None, min_length=1)
+    pip: str | None = Field(default=None, min_length=1)
+
+    @model_validator(mode="after")
+    def _one(self) -> InstallRecipe:
+        if (self.npm is None) == (self.pip is None):
+            raise ValueError("give exactly one of npm: <package> or pip: <distribution>")
+        return self
+
+
+class OfflineProfile(BaseModel):
+    """What keeps a ``cli`` harness from reaching anything but the gateway: variables set in
+    its environment and flags added to its argv."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    env: dict[str, str] = Field(default_factory=dict)
+    args: tuple[str, ...] = ()
+
+
+class Harness(BaseModel):
+    """One registry entry.
+
+    ``builtin``: ``agent_implementation`` names the agent. ``command``: ``command`` is the argv
+    (placeholders ``{python}`` and ``{config_dir}``, filled when the registry is loaded);
+    ``version`` pins the runtime version recorded in metadata (default: the program's answer
+    to ``--version``); ``timeout_s`` is the program's wall time per activation. ``cli``:
+    ``adapter``, the pinned ``version``, the ``install`` recipe, the ``api`` and ``stream`` mode
+    it is driven with and its ``offline`` profile; ``install_dir`` is filled by the loader
+    (``$GYM_ASSETS_HARNESSES_DIR/<name>``, else ``.harnesses/<name>`` beside the configs folder).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    kind: Literal["builtin", "command", "cli"]
+    interface: Interface = "session"
+    agent_implementation: str = Field(min_length=1)
+    command: tuple[str, ...] = ()
+    version: str | None = Field(default=None, min_length=1)
+    timeout_s: float = Field(default=600.0, gt=0, allow_inf_nan=False)
+    adapter: str | None = Field(default=None, min_length=1)
+    install: InstallRecipe | None = None
+    api: Api | None = None
+    stream: bool | None = None
+    offline: OfflineProfile = OfflineProfile()
+    install_dir: Path | None = None
+    description: str = ""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _command_agent(cls, data: Any) -> Any:
+        if isinstance(data, Mapping) and data.get("kind") in ("command", "cli"):
+            if data.get("agent_implementation", COMMAND_AGENT) != COMMAND_AGENT:
+                raise ValueError(
+                    f"a {data['kind']} harness runs its program; drop agent_implementation"
+                )
+            return {**data, "agent_implementation": COMMAND_AGENT}
+        return data
+
+    @model_validator(mode="after")
+    def _kind_fields(self) -> Harness:
+        cli_fields = ("adapter", "install", "api", "stream", "offline")
+        if self.kind != "cli" and (set(cli_fields) & self.model_fields_set):
+            raise ValueError(f"{', '.join(cli_fields)} belong to a cli harness")
+        if self.kind == "builtin":
+            if self.command or self.version is not None or "timeout_s" in self.model_fields_set:
+                raise ValueError("command, version and timeout_s belong to a command harness")
+            return self
+        if self.kind == "cli":
+            return self._cli_fields()
+        if not self.command or not all(self.command):
+            raise ValueError("a command harness needs a non-empty argv list `command: [...]`")
+        for arg in self.command:
+            if re.search(r"\{[^}]*\}", arg.replace(CONFIG_DIR, "")):
+                raise ValueError(
+                    f"command argument {arg!r} has an unknown placeholder (only "
+                    f"{', '.join(_PLACEHOLDERS)}; the episode's values come in the environment)"
+                )
+        return self
+
+    def _cli_fields(self) -> Harness:
+        missing = [
+            name
+            for name in ("adapter", "version", "install", "api", "stream")
+            if getattr(self, name) is None
+        ]
+        if missing:
+            raise ValueError(f"a cli harness needs {', '.join(missing)}")
+        if self.command:
+            raise ValueError("a cli harness is started by its adapter; drop command")
+        assert self.adapter is not None and self.api is not None and self.stream is not None
+        try:
+            adapter = adapter_named(self.adapter)
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
+        if (self.api, self.stream) not in adapter.supports:
+            spoken = ", ".join(
+                f"{api} {'streaming' if stream else 'JSON'}"
+                for api, stream in sorted(adapter.supports)
+            )
+            raise ValueError(
+                f"adapter '{self.adapter}' cannot drive {self.api} "
+                f"{'streaming' if self.stream else 'JSON'}; it speaks {spoken}"
+            )
+        return self
+
+
+def harnesses_dir(config_dir: Path | None) -> Path:
+    """Where ``cli`` harnesses are installed: ``$GYM_ASSETS_HARNESSES_DIR``, else
+    ``.harnesses`` beside the folder holding the registry file (the project's root for
+    ``configs/harnesses.yaml``), else in the working directory."""
+    chosen = os.environ.get(HARNESSES_DIR_ENV)
+    if chosen:
+        return Path(chosen).resolve()
+    base = config_dir.parent if config_dir is not None else Path.cwd()
+    return (base / INSTALL_FOLDER).resolve()
+
+
+def _filled(entry: Mapping[str, Any], config_dir: Path | None) -> dict[str, Any]:
+    """The entry with its command's placeholders filled, or a cli harness's install folder."""
+    if "install_dir" in entry:
+        raise ValueError("install_dir is where the loader installs the harness; drop it")
+    if entry.get("kind") == "cli":
+        return {**entry, "install_dir": harnesses_dir(config_dir) / str(entry.get("name"))}
+    command = entry.get("command")
+    if entry.get("kind") != "command" or not isinstance(command, list):
+        return dict(entry)
+    values = {"{python}": sys.executable}
+    if config_dir is not None:  # else it stays, and using the harness is refused
+        values[CONFIG_DIR] = str(config_dir)
+    filled = []
+    for arg in command:
+        text = str(arg)
+        for placeholder, value in values.items():
+            text = text.replace(placeholder, value)
+        filled.append(text)
+    return {**entry, "command": filled}
+
+
+def load_harnesses(config: Mapping[str, Any]) -> dict[str, Harness]:
+    """Every harness of the resolved config, in config order (none: an empty registry)."""
+    locate = locator_of(config)
+    block = config.get(HARNESSES_KEY) or {}
+    if not isinstance(block, Mapping):
+        raise ConfigError(
+            "harnesses must map each harness name to its settings, e.g. "
+            "`harnesses: {simple_agent: {kind: builtin, agent_implementation: simple_agent}}`.",
+            **locate(HARNESSES_KEY),
+        )
+    registry: dict[str, Harness] = {}
+    for name, entry in block.items():
+        if not isinstance(entry, Mapping):
+            raise ConfigError(
+                f"harness '{name}' must be a mapping with kind and agent_implementation.",
+                **locate(HARNESSES_KEY, name),
+            )
+        where = locate(HARNESSES_KEY, name).get("path")
+        config_dir = Path(where).resolve().parent if where is not None else None
+        try:
+            registry[str(name)] = Harness.model_validate(
+                _filled({**entry, "name": str(name)}, config_dir)
+            )
+        except ValueError as exc:
+            if not isinstance(exc, ValidationError):
+                raise ConfigError(
+                    f"harness '{name}': {exc}", **locate(HARNESSES_KEY, name)
+                ) from None
+            error = exc.errors()[0]
+            where = ".".join(str(part) for part in error["loc"])
+            raise ConfigError(
+                f"harness '{name}': {where}: {error['msg']}", **locate(HARNESSES_KEY, name)
+            ) from None
+    return registry
+
+
+def get_harness(registry: Mapping[str, Harness], name: str) -> Harness:
+    try:
+        return registry[name]
+    except KeyError:
+        known = ", ".join(registry) or "none"
+        raise UserError(
+            f"unknown harness '{name}'.{did_you_mean(name, registry)} Configured harnesses: "
+            f"{known} (add one under the top-level `harnesses:` key)."
+        ) from None
+
+
+class Upstream(BaseModel):
+    """Where the model gateway's answers come from, for one run.
+
+    ``corrupt_fraction``/``seed``: replace the final answer of that share of reference
+    rollouts with a wrong one. ``latency_s``: delay every offline answer (a stand-in for a
+    model's think time in tests and benches).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    mode: UpstreamMode = "reference"
+    base_url: str | None = None
+    api_key_env: str | None = None
+    model: str | None = None
+    corrupt_fraction: float = Field(default=0.0, ge=0.0, le=1.0, strict=True)
+    seed: int = Field(default=0, strict=True)
+    latency_s: float = Field(default=0.0, ge=0.0, allow_inf_nan=False, strict=True)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Upstream:
+        if self.mode == "openai" and not (self.base_url and self.api_key_env):
+            raise ValueError(
+                "the openai upstream needs a base URL (--base-url) and the name of the "
+                "environment variable holding its API key (--api-key-env)"
+            )
+        if self.mode != "openai" and (self.base_url or self.api_key_env):
+            raise ValueError("a base URL and an API-key variable only apply to --upstream openai")
+        if self.api_key_env is not None and not _ENV_NAME.match(self.api_key_env):
+            raise ValueError(
+                "api_key_env is the NAME of an environment variable (e.g. OPENAI_API_KEY), "
+                "not the key itself"
+            )
+        if self.corrupt_fraction and self.mode != "reference":
+            raise ValueError("corrupting answers only applies to the reference upstream")
+        if self.latency_s and self.mode == "openai":
+            raise ValueError("simulated latency only applies to the offline upstreams")
+        return self
+
+    def api_key(self) -> str | None:
+        """The key from the environment at run time (None when no variable is named)."""
+        if self.api_key_env is None:
+            return None
+        value = os.environ.get(self.api_key_env)
+        if not value:
+            raise UserError(
+                f"environment variable {self.api_key_env} is not set; export the API key "
+                "under that name before running"
+            )
+        return value
+
+
+@dataclass(frozen=True)
+class ResolvedHarness:
+    """A harness as a run uses it: the interface chosen and the runtime version it runs."""
+
+    harness: Harness
+    interface: Interface
+    runtime_version: str
+
+    def metadata(self) -> dict[str, str]:
+        return {
+            "harness": self.harness.name,
+            "kind": self.harness.kind,
+            "interface": self.interface,
+            "runtime_version": self.runtime_version,
+        }
+
+
+def _located(harness: Harness) -> None:
+    """A command whose ``{config_dir}`` could not be filled (the registry was read from a config
+    built in code, not from a file) cannot run."""
+    if any(CONFIG_DIR in arg for arg in harness.command):
+        raise UserError(
+            f"harness '{harness.name}': its command uses {CONFIG_DIR}, but the registry was not "
+            "read from a config file; load the configs tree, or give the program's absolute path"
+        )
+
+
+def resolve_interface(harness: Harness) -> Interface:
+    """``session`` when asked for and the agent has every session handler (inherited ones
+    count), else the legacy ``/run`` relay when the agent has a ``run``; neither is refused."""
+    cls = agent_class(harness.agent_implementation)
+    if harness.interface == "session" and all(
+        callable(getattr(cls, handler, None)) for handler in SESSION_HANDLERS
+    ):
+        return "session"
+    if callable(getattr(cls, "run", None)):
+        return "legacy_run"
+    missing = (
+        f"session handlers ({', '.join(SESSION_HANDLERS)}) nor a legacy run"
+        if harness.interface == "session"
+        else "legacy run"
+    )
+    raise UserError(
+        f"harness '{harness.name}': agent implementation '{harness.agent_implementation}' has "
+        f"no {missing}; pick another implementation or interface"
+    )
+
+
+def runtime_version(harness: Harness) -> str:
+    """The configured ``version``; else a builtin's is the package's, a command's is the first
+    line its program prints for ``--version`` (a program that cannot answer is refused)."""
+    if harness.version is not None:
+        return harness.version
+    if harness.kind == "builtin":
+        return f"gym-assets {gym_version()}"
+    _located(harness)
+    shown = " ".join([*harness.command, "--version"])
+    try:
+        version = version_of(harness.command)
+    except (OSError, subprocess.SubprocessError) as exc:
+        said = getattr(exc, "stderr", None) or b""
+        last = said.decode(errors="replace").strip().splitlines()[-1:] if said else []
+        raise UserError(
+            f"harness '{harness.name}': `{shown}` failed ({type(exc).__name__}"
+            f"{': ' + last[0] if last else ''}); fix the command or pin the runtime with "
+            "`version:` in the harness entry"
+        ) from None
+    if not version:
+        raise UserError(
+            f"harness '{harness.name}': `{shown}` printed nothing; make the program print its "
+            "version or pin it with `version:` in the harness entry"
+        )
+    return version
+
+
+class HarnessUnavailable(UserError):
+    """A ``cli`` harness that is not installed (or not at its pinned version) here."""
+
+
+def require_installed(harness: Harness) -> None:
+    """A ``cli`` harness must be installed at its pinned version (its program in its install
+    folder) before anything runs."""
+    reason = unavailable_reason(harness)
+    if reason is not None:
+        raise HarnessUnavailable(reason)
+
+
+def resolve(harness: Harness) -> ResolvedHarness:
+    """Interface and runtime version, settled before a run writes anything (a ``cli`` harness
+    that is not installed is refused here)."""
+    require_installed(harness)
+    return ResolvedHarness(harness, resolve_interface(harness), runtime_version(harness))
+
+
+def with_harness(
+    config: Mapping[str, Any],
+    harness: Harness,
+    environment_servers: Iterable[str],
+    *,
+    episodes_dir: Path | None = None,
+) -> tuple[dict[str, Any], list[str]]:
+    """The config with the agent each server's results belong to running ``harness``, and the
+    servers that credit no single agent (their agents run as configured).
+
+    Only the implementation changes; the instance keeps its name and settings (a command
+    harness adds its command, wall time and, with ``episodes_dir``, where its activation
+    directories go). With the ``legacy_run`` interface the server becomes a ``legacy_agent``
+    relay in front of the agent. Agents a server merely talks to (e.g. a simulated user) are
+    left alone. The input is not modified.
+    """
+    _located(harness)
+    legacy = resolve_interface(harness) == "legacy_run"
+    data = dict(config)
+    instances = server_instances(config)
+    unchanged = []
+    for server in environment_servers:
+        agent = attributed_agent(instances[server].config) if server in instances else None
+        if agent is None or agent not in instances:
+            unchanged.append(server)
+            continue
+        settings = dict(instances[agent].config)
+        if harness.kind != "builtin":
+            settings |= {"harness": harness.name, "wall_time_s": harness.timeout_s}
+            if harness.kind == "command":
+                settings["command"] = list(harness.command)
+            else:
+                settings["adapter"] = adapter_settings(harness)
+            if episodes_dir is not None:
+                settings["episodes_dir"] = str(episodes_dir)
+        data[agent] = {**config[agent], AGENTS: {harness.agent_implementation: settings}}
+        if legacy:  # the relay keeps the server's resources binding (reference scripts)
+            relay = {"agent_server": {"type": AGENTS, "name": agent}}
+            bound = instances[server].config.get("resources_server")
+            relay |= {} if bound is None else {"resources_server": bound}
+            data[server] = {ENVIRONMENTS: {LEGACY_RELAY: relay}}
+    return data, unchanged
+
+
+def adapter_settings(harness: Harness) -> dict[str, Any]:
+    """What ``command_agent`` needs to drive a ``cli`` harness through its adapter."""
+    return {
+        "name": harness.adapter,
+        "install_dir": str(harness.install_dir),
+        "api": harness.api,
+        "stream": harness.stream,
+        "offline_env": dict(harness.offline.env),
+        "offline_args": list(harness.offline.args),
+    }
+
+
+def upstream_of(**fields: Any) -> Upstream:
+    """An ``Upstream`` from flags or resource config; inconsistencies are refusals."""
+    try:
+        return Upstream.model_validate(fields)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        message = error["msg"].removeprefix("Value error, ")
+        where = ".".join(str(part) for part in error["loc"])
+        raise UserError(f"upstream: {where + ': ' if where else ''}{message}") from None

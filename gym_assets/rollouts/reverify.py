@@ -1,0 +1,349 @@
+"""Reverify: re-score a finished run's records with the current verifiers, calling no model
+(NeMo Gym PR #3818) — after a verifier fix, say, without paying for the rollouts again.
+
+    run/rollouts_materialized_inputs.jsonl ─┐ the task, as dispatched (materialized or flat)
+    run/rollouts.jsonl ─────────────────────┴► resources.verify(task + saved answer)
+                                                   │
+    out/rollouts.jsonl          the records, graded anew ◄┘
+    out/reward_diff.jsonl       one line per rollout whose reward or masking changed
+    out/reverify_summary.json   counts, and the reward mean and pass@1 before and after
+
+What is verified is what the episode verified: the task input from the run's inventory (a
+materialized task or a flat row, whichever the run dispatched) with the answer the record kept
+(``response``, and ``conversation`` for dialogues), in a freshly seeded resources session. The
+record keeps its stamps and evidence; only the verifier's fields change. Two kinds of record are
+kept as they are: one whose model call failed for good never reached a verifier (there is no
+answer to grade), and one whose verifier grades what the episode did in its session (a support
+ticket filed through a tool), which a saved record cannot replay
+(``SessionResources.grades_saved_answer``). The run's failure sidecar and inventory are copied
+and the aggregate metrics recomputed, so the new directory reads as a run. Verifiers that run
+model code do it in the sandbox, exactly as in a run; its warm workers are closed when reverify
+ends.
+
+``out`` is its own product (``reverified-run``), built aside and swapped in at the end: never the
+run itself, never inside it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import time
+import uuid
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, TypeGuard
+
+from gym_assets.errors import UserError, reported
+from gym_assets.fileio import atomic_write_text, json_line
+from gym_assets.limits import DEFAULT_CONCURRENCY
+from gym_assets.outputs.claims import rebuilt_dir
+from gym_assets.outputs.markers import REVERIFIED_RUN
+from gym_assets.outputs.targets import Target, is_within
+from gym_assets.records.contracts import ResourcesServer
+from gym_assets.rollouts.collection.files import RunFiles, read_jsonl
+from gym_assets.rollouts.collection.inputs import ROLLOUT_INDEX, TASK_INDEX, RolloutInput
+from gym_assets.rollouts.collection.ledger import Key
+from gym_assets.rollouts.collection.metrics import RunTotals, latest_rows, summarize
+from gym_assets.rollouts.collection.records import (
+    AGENT_REQUEST_FAILED,
+    COPIED_ROW_KEYS,
+    success_record,
+)
+from gym_assets.rollouts.episodes.failures import describe
+from gym_assets.rollouts.run import reference_task_data, resources_by_server
+from gym_assets.sandbox import SandboxPolicy
+from gym_assets.tasks.catalog import Catalog
+
+ANSWER_KEYS = ("response", "conversation")  # what the agent produced, as the record kept it
+EVIDENCE_KEYS = ("ng_agent_observations", "ng_trajectory", "ng_model_call_capture")
+REQUEST_KEY = "responses_create_params"
+REWARD_DIFF = "reward_diff.jsonl"
+SUMMARY = "reverify_summary.json"
+MAX_SHOWN = 10  # changes kept in memory for the screen; the diff file has them all
+NEVER_GRADED = "never_graded"  # a model call that failed for good: no answer reached a verifier
+SESSION_STATE = "grades_session_state"  # the verifier grades the episode's session, not a body
+# Reverify keys rollouts by (task, rollout) and reads only their input and server; a flat row's
+# taskset name (which only a benchmark's config knows) names nothing here.
+UNNAMED_TASKSET = ""
+
+
+@dataclass(frozen=True)
+class ReverifyResult:
+    out_dir: Path
+    records: int
+    rescored: int
+    kept: dict[str, int]  # records kept as they were, by why (NEVER_GRADED, SESSION_STATE)
+    changed: int  # rollouts whose reward or masking changed
+    tasks_changed: int
+    before: RunTotals
+    after: RunTotals
+    seconds: float
+    shown: list[dict[str, Any]]  # the first lines of the diff, for the screen
+
+    @property
+    def diff_path(self) -> Path:
+        return self.out_dir / REWARD_DIFF
+
+    @property
+    def summary_path(self) -> Path:
+        return self.out_dir / SUMMARY
+
+
+def default_out(run_dir: Path) -> Path:
+    """``<run>-reverified`` beside the run."""
+    run_dir = Path(run_dir).absolute()
+    return run_dir.with_name(f"{run_dir.name}-reverified")
+
+
+def _never_graded(record: Mapping[str, Any]) -> bool:
+    return (
+        record.get("failure_kind") == AGENT_REQUEST_FAILED
+        and record.get("evaluation_completed") is False
+    )
+
+
+def verification_request(
+    task_input: Mapping[str, Any], record: Mapping[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``(seed data, verify body)`` for a saved record: the task as the environment server
+    gave it to the resources server, and the task with the record's answer."""
+    task = reference_task_data(task_input)
+    seed = {k: v for k, v in task.items() if k != REQUEST_KEY}
+    answer = {k: record[k] for k in ANSWER_KEYS if k in record}
+    return seed, {**task, **answer}
+
+
+def _kept_fields(record: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``(stamps, evidence)`` a re-scored record carries over from the original."""
+    stamps = {k: v for k, v in record.items() if k.startswith("_ng_") or k in COPIED_ROW_KEYS}
+    evidence = {k: record[k] for k in EVIDENCE_KEYS if k in record}
+    return stamps, evidence
+
+
+def _unverifiable(body: Mapping[str, Any], exc: Exception) -> dict[str, Any]:
+    """The current verifier raised: masked, as a verifier that reports its own error would."""
+    return {
+        **body,
+        "reward": 0.0,
+        "evaluation_completed": False,
+        "mask_sample": True,
+        "failure_kind": "verifier_error",
+        "failure_reason": f"reverify: {describe(exc)}",
+    }
+
+
+def _change(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The diff line of one rollout, or None when its grade is the same."""
+    before, after = old.get("reward"), new.get("reward")
+    masked = (old.get("mask_sample"), new.get("mask_sample"))
+    if before == after and masked[0] == masked[1]:
+        return None
+    return {
+        TASK_INDEX: old.get(TASK_INDEX),
+        ROLLOUT_INDEX: old.get(ROLLOUT_INDEX),
+        "_ng_task_id": old.get("_ng_task_id"),
+        "reward_before": before,
+        "reward_after": after,
+        "reward_delta": after - before if _number(before) and _number(after) else None,
+        "mask_sample_before": masked[0],
+        "mask_sample_after": masked[1],
+    }
+
+
+@dataclass
+class _Rescorer:
+    inventory: Mapping[Key, RolloutInput]
+    resources: Mapping[str, ResourcesServer]
+    records_path: Path
+
+    async def rescore(self, line: int, record: dict[str, Any]) -> dict[str, Any] | str:
+        """The record graded anew, or why it is kept as it is."""
+        if _never_graded(record):
+            return NEVER_GRADED
+        task, rollout = key = (record.get(TASK_INDEX), record.get(ROLLOUT_INDEX))
+        item = None
+        if isinstance(task, int) and isinstance(rollout, int):
+            item = self.inventory.get((task, rollout))
+        if item is None:
+            raise UserError(
+                f"{self.records_path}:{line}: record {key} has no materialized input in the "
+                "run's inventory; reverify reads only whole runs that gym-assets rollouts wrote"
+            )
+        resources = self.resources.get(item.server)
+        if resources is None:
+            raise UserError(
+                f"{self.records_path}:{line}: environment server '{item.server}' binds no "
+                "resources server in the current configs, so nothing can verify its records"
+            )
+        # Servers outside the bundled base need not declare it; not re-grading is the safe side.
+        if not getattr(resources, "grades_saved_answer", False):
+            return SESSION_STATE
+        seed, body = verification_request(item.task_input(), record)
+        session = f"reverify-session-{uuid.uuid4().hex}"
+        episode = f"reverify-{key[0]}-{key[1]}"
+        await resources.seed_session(session, episode, seed)
+        try:
+            verified = await resources.verify(session, body)
+        except UserError:
+            raise  # a refusal (a sandbox that cannot be made, ...) stops reverify
+        except Exception as exc:  # a verifier crash is a grade of this record, not the end
+            verified = _unverifiable(body, exc)
+        finally:
+            await resources.close_session(session, episode)
+        stamps, evidence = _kept_fields(record)
+        return success_record(dict(verified), stamps, evidence)
+
+
+@dataclass
+class _Tally:
+    rescored: int = 0
+    changed: int = 0
+    kept: Counter[str] = field(default_factory=Counter)
+    tasks: set[str] = field(default_factory=set)
+    shown: list[dict[str, Any]] = field(default_factory=list)
+
+    def add(self, change: dict[str, Any]) -> None:
+        self.changed += 1
+        self.tasks.add(json.dumps(change["_ng_task_id"], sort_keys=True))
+        if len(self.shown) < MAX_SHOWN:
+            self.shown.append(change)
+
+
+async def _rescore_all(
+    rescorer: _Rescorer, run: RunFiles, records: IO[bytes], diff: IO[bytes], concurrency: int
+) -> _Tally:
+    """Re-score every record, ``concurrency`` at a time, writing both files in record order
+    (so the output does not depend on which verification finished first)."""
+    tally = _Tally()
+    batch: list[tuple[int, dict[str, Any]]] = []
+
+    async def flush() -> None:
+        graded = await asyncio.gather(*(rescorer.rescore(n, r) for n, r in batch))
+        for (_, old), new in zip(batch, graded, strict=True):
+            if isinstance(new, str):
+                records.write(json_line(old))
+                tally.kept[new] += 1
+                continue
+            records.write(json_line(new))
+            tally.rescored += 1
+            change = _change(old, new)
+            if change is not None:
+                diff.write(json_line(change))
+                tally.add(change)
+        batch.clear()
+
+    for line, record in enumerate(read_jsonl(run.records), start=1):
+        batch.append((line, record))
+        if len(batch) >= concurrency:
+            await flush()
+    if batch:
+        await flush()
+    return tally
+
+
+def _totals_json(totals: RunTotals) -> dict[str, Any]:
+    return {"outcomes": totals.to_json()["outcomes"], **totals.key_metrics}
+
+
+def reverify_run(
+    catalog: Catalog,
+    run_dir: Path,
+    out_dir: Path | None = None,
+    *,
+    allow_unsandboxed: bool = False,
+    concurrency: int = DEFAULT_CONCURRENCY,
+) -> ReverifyResult:
+    """Re-score ``run_dir`` into ``out_dir`` (default ``<run>-reverified``); see the module."""
+    if concurrency < 1:
+        raise UserError(f"concurrency must be at least 1, got {concurrency}")
+    run = RunFiles(Path(run_dir).absolute())
+    missing = [p.name for p in (run.records, run.materialized_inputs) if not p.is_file()]
+    if missing:
+        raise UserError(
+            f"{run.out_dir}: not a rollouts run (no {' or '.join(missing)}); pass the --out "
+            "directory of a `gym-assets rollouts` run"
+        )
+    out = Path(out_dir).absolute() if out_dir is not None else default_out(run.out_dir)
+    if is_within(out, run.out_dir) or is_within(run.out_dir, out):
+        raise UserError(
+            f"--out {out} is the run or overlaps it; reverify never writes over the run it "
+            "reads: choose a directory beside it (the default is <run>-reverified)"
+        )
+    started = time.monotonic()
+    inputs = [RolloutInput.of(row, UNNAMED_TASKSET) for row in read_jsonl(run.materialized_inputs)]
+    inventory = {item.key: item for item in inputs}
+    servers = list(dict.fromkeys(item.server for item in inputs))
+    sandbox = SandboxPolicy(allow_unsandboxed=allow_unsandboxed)
+    with sandbox, rebuilt_dir(Target.of(out, REVERIFIED_RUN, catalog.roots)) as staging:
+        resources = resources_by_server(catalog.loaded.data, servers, sandbox)
+        new = RunFiles(staging)
+        rescorer = _Rescorer(inventory, resources, run.records)
+        with (
+            reported(staging),
+            new.records.open("wb") as records,
+            (staging / REWARD_DIFF).open("wb") as diff,
+        ):
+            tally = asyncio.run(_rescore_all(rescorer, run, records, diff, concurrency))
+        for path in (run.failures, run.materialized_inputs):
+            if path.is_file():
+                with reported(staging):
+                    shutil.copyfile(path, staging / path.name)
+        failures = latest_rows(read_jsonl(run.failures))
+        old_records = latest_rows(read_jsonl(run.records))
+        new_records = latest_rows(read_jsonl(new.records))
+        before = summarize(inputs, old_records, failures)
+        after = summarize(inputs, new_records, failures)
+        # Imported here, as in ``run``: pandas is for the commands that analyse.
+        from gym_assets.rollouts.analysis.publish import aggregate_entries
+        from gym_assets.rollouts.analysis.tables import task_table
+
+        table = task_table(inputs, new_records, failures, benchmark="", harness="")
+        metrics = aggregate_entries(inputs, new_records, failures, table)
+        atomic_write_text(new.aggregate_metrics, json.dumps(metrics, indent=2) + "\n")
+        summary = {
+            "records": len(old_records),
+            "rescored": tally.rescored,
+            "kept": dict(sorted(tally.kept.items())),
+            "changed": tally.changed,
+            "tasks_changed": len(tally.tasks),
+            "before": _totals_json(before),
+            "after": _totals_json(after),
+        }
+        atomic_write_text(staging / SUMMARY, json.dumps(summary, indent=2) + "\n")
+    return ReverifyResult(
+        out_dir=out,
+        records=len(old_records),
+        rescored=tally.rescored,
+        kept=dict(sorted(tally.kept.items())),
+        changed=tally.changed,
+        tasks_changed=len(tally.tasks),
+        before=before,
+        after=after,
+        seconds=time.monotonic() - started,
+        shown=tally.shown,
+    )
+
+
+def describe_change(change: Mapping[str, Any]) -> str:
+    """One line for the screen: ``units-001 #0: 1.000 -> 0.000 (-1.000)``."""
+    task = change.get("_ng_task_id")
+    name = task.get("task_id") if isinstance(task, Mapping) else change.get(TASK_INDEX)
+    before, after, delta = (change[k] for k in ("reward_before", "reward_after", "reward_delta"))
+    text = f"{name} #{change.get(ROLLOUT_INDEX)}: {_fmt(before)} -> {_fmt(after)}"
+    if delta is not None:
+        text += f" ({delta:+.3f})"
+    if change["mask_sample_before"] != change["mask_sample_after"]:
+        text += f", mask_sample {change['mask_sample_before']} -> {change['mask_sample_after']}"
+    return text
+
+
+def _number(value: object) -> TypeGuard[float]:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _fmt(value: Any) -> str:
+    return f"{value:.3f}" if _number(value) else "-"

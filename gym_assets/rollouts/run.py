@@ -1,0 +1,454 @@
+"""``run_rollouts``: collect one benchmark with one harness — the path the CLI and asset share.
+
+    inventory ──► ledger (what is done) ──► gateway + environment servers ──► dispatch
+        └──────────────────────── aggregate metrics (from the files) ◄─────────┘
+
+A fresh run deletes the previous outputs of the directory and writes the inventory (one
+materialized input per rollout) before dispatching anything. A resume reads that inventory
+back (so repeats, limits and rollout ids stay those of the first run), skips what is done,
+and appends. Either way the aggregate metrics are recomputed over everything on disk.
+
+The directory is a product (``gym_assets.outputs``), locked for the whole run: it must be
+missing, empty or a run gym-assets wrote, and a fresh run refuses to delete anything a run
+does not write there. A resume refuses a damaged line in the run's files, or moves the file
+aside with ``quarantine_corrupt``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from pydantic import ValidationError
+
+from gym_assets.config.model import (
+    MODELS,
+    ServerInstance,
+    attributed_agent,
+    bound_resources_server,
+)
+from gym_assets.config.model import server_instances as instances_of
+from gym_assets.errors import OutputError, UserError
+from gym_assets.fileio import atomic_write_text
+from gym_assets.limits import DEFAULT_CONCURRENCY, DEFAULT_MAX_ATTEMPTS
+from gym_assets.outputs.claims import State, claim_dir, claimed_dir, preflight_dir
+from gym_assets.outputs.markers import CAPTURES, ROLLOUTS_RUN
+from gym_assets.outputs.targets import Target
+from gym_assets.plans.model import load_plan
+from gym_assets.records.contracts import EnvironmentServer, ResourcesServer, Step
+from gym_assets.rollouts.collection.corruption import corrupt, corrupted_keys
+from gym_assets.rollouts.collection.dispatch import Dispatcher, ScriptFor
+from gym_assets.rollouts.collection.files import (
+    AppendLog,
+    CorruptRunFile,
+    RunFiles,
+    read_jsonl,
+    write_jsonl_atomic,
+)
+from gym_assets.rollouts.collection.gateway_process import GatewayProcess
+from gym_assets.rollouts.collection.inputs import (
+    RolloutInput,
+    materialize_inputs,
+)
+from gym_assets.rollouts.collection.ledger import Ledger
+from gym_assets.rollouts.collection.metrics import RunTotals, latest_rows, summarize
+from gym_assets.rollouts.collection.model_gateway import require_ready
+from gym_assets.rollouts.collection.overrides import RunOverrides
+from gym_assets.rollouts.collection.plan_gate import PlanGate
+from gym_assets.rollouts.collection.progress import Progress
+from gym_assets.rollouts.episodes.legacy import LEGACY_RELAY
+from gym_assets.rollouts.episodes.registry import build_environment, build_resources
+from gym_assets.rollouts.harnesses.adapters import adapter_named
+from gym_assets.rollouts.harnesses.registry import Harness, Upstream, resolve, with_harness
+from gym_assets.sandbox import SandboxPolicy
+from gym_assets.tasks.catalog import Benchmark, Catalog
+from gym_assets.tasks.pipeline import collated_path
+from gym_assets.tasks.task_inputs import SingleAgentTurnTaskInput
+
+if TYPE_CHECKING:
+    from gym_assets.rollouts.analysis.publish import Analysis
+
+DEFAULT_MODEL = ("policy", "policy_model")  # (model id, model server) when the config names none
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    repeats: int | None = None
+    concurrency: int = DEFAULT_CONCURRENCY
+    limit: int | None = None
+    resume: bool = False
+    allow_plan_drift: bool = False
+    timeout_s: float | None = None
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS
+    script: Sequence[Step] | None = None  # what the scripted upstream plays
+    allow_unsandboxed: bool = False  # verify model code without isolation if none can be made
+    quarantine_corrupt: bool = False  # resume: move a damaged run file aside instead of refusing
+    overrides: RunOverrides = field(default_factory=RunOverrides)  # flat rows only
+
+
+@dataclass
+class RunResult:
+    """What a run did and where it left it."""
+
+    files: RunFiles
+    rollouts: int  # planned (the inventory)
+    dispatched: int  # in this invocation
+    seconds: float
+    totals: RunTotals  # the metrics over every rollout
+    metrics: list[dict[str, Any]]  # one entry per environment server
+    analysis: Analysis  # statistics, comparison with the previous run, the report
+    drifted: list[tuple[str, str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    harness: dict[str, str] = field(default_factory=dict)  # name, kind, interface, version
+
+    @property
+    def rollouts_per_second(self) -> float:
+        return self.dispatched / self.seconds if self.seconds > 0 else 0.0
+
+
+def _check_logs(files: RunFiles, quarantine: bool, notes: list[str]) -> None:
+    """Read every file a resume relies on; a damaged one is refused, or moved aside."""
+    for path in files.logs():
+        try:
+            for _ in read_jsonl(path):
+                pass
+        except CorruptRunFile as exc:
+            if not quarantine:
+                raise
+            moved = files.quarantine(path)
+            notes.append(
+                f"{exc.path}:{exc.line}: damaged line; moved the file to {moved.name} (its "
+                "rollouts run again)"
+            )
+
+
+def _refuse_foreign(files: RunFiles, target: Target) -> None:
+    foreign = files.foreign()
+    if foreign is not None:
+        raise OutputError(
+            f"holds {foreign}, which a rollouts run does not write, and a fresh run replaces "
+            f"the run's files; {target.cleanup_hint()}",
+            path=files.out_dir,
+        )
+
+
+def check_run_dir(catalog: Catalog, out_dir: Path, resume: bool) -> None:
+    """Refuse an output directory a run may not use, before any product is made for it
+    (``run_rollouts`` checks again, under the directory's lock)."""
+    files = RunFiles(Path(out_dir))
+    target = Target.of(files.out_dir, ROLLOUTS_RUN, catalog.roots)
+    if preflight_dir(target) is State.OURS and not resume:
+        _refuse_foreign(files, target)
+
+
+def _planned_inputs(
+    files: RunFiles, benchmark: Benchmark, catalog: Catalog, options: RunOptions, notes: list[str]
+) -> tuple[list[RolloutInput], bool]:
+    """The run's inventory and whether it is new (to publish); reads only."""
+    if options.resume and files.materialized_inputs.is_file():
+        rows = read_jsonl(files.materialized_inputs)
+        inputs = [RolloutInput.of(row, benchmark.taskset) for row in rows]
+        if options.overrides != RunOverrides():
+            notes.append(
+                "run-level overrides apply to a fresh run's inventory; this resume continues "
+                "the recorded one"
+            )
+        return inputs, False
+    if options.resume:
+        notes.append(f"nothing to resume in {files.out_dir} (no inventory); starting fresh")
+    taskset = collated_path(catalog.layout.taskset_dir(benchmark.name), benchmark)
+    if not taskset.is_file():
+        raise UserError(
+            f"benchmark '{benchmark.name}' has no collated taskset at {taskset}; run "
+            f"`gym-assets collate --benchmark {benchmark.selector}` (or "
+            "materialize collated_taskset)"
+        )
+    inputs = materialize_inputs(
+        taskset,
+        benchmark,
+        catalog.loaded.data,
+        repeats=options.repeats,
+        limit=options.limit,
+        overrides=options.overrides,
+    )
+    if options.overrides.changes_input and not options.allow_plan_drift:
+        raise UserError(
+            "run-level responses_create_params overrides and num_repeats_add_seed change each "
+            f"task's input, which the plan of '{benchmark.name}' pins by digest; pass "
+            "--allow-plan-drift to run them anyway"
+        )
+    return inputs, True
+
+
+def _publish_inventory(files: RunFiles, target: Target, inputs: list[RolloutInput]) -> None:
+    """A fresh run: replace the run's own files (only those) with the new inventory."""
+    _refuse_foreign(files, target)
+    files.clear()
+    write_jsonl_atomic(files.materialized_inputs, [item.row for item in inputs])
+
+
+def _model_names(config: Mapping[str, Any], agents: Sequence[str | None]) -> tuple[str, str]:
+    """The model id and model server the benchmark's agents are configured to use."""
+    instances = instances_of(config)
+    for agent in agents:
+        ref = instances[agent].config.get("model_server") if agent in instances else None
+        name = ref.get("name") if isinstance(ref, Mapping) else None
+        if name in instances and instances[name].kind == MODELS:
+            return str(instances[name].config.get("model") or DEFAULT_MODEL[0]), name
+    return DEFAULT_MODEL
+
+
+def reference_task_data(task_input: Mapping[str, Any]) -> dict[str, Any]:
+    """What a resources server derives a reference script from: the task data together with
+    the request (as verification sees them), or the task input as is for other protocols."""
+    try:
+        parsed = SingleAgentTurnTaskInput.model_validate(dict(task_input))
+    except ValidationError:
+        return dict(task_input)
+    params = parsed.responses_create_params.model_dump(exclude_unset=True)
+    return {**parsed.task_data, "responses_create_params": params}
+
+
+def resources_by_server(
+    config: Mapping[str, Any], servers: Sequence[str], sandbox: SandboxPolicy
+) -> dict[str, ResourcesServer]:
+    """The resources server each environment server's episodes use (servers using none are
+    left out), built on their own: for reference scripts and for verification outside an
+    episode. That is the one the server binds; a ``legacy_agent`` relay binding none runs
+    episodes on its agent's own resources server."""
+    instances = instances_of(config)
+    return {
+        server: build_resources(config, name, sandbox)
+        for server in servers
+        if server in instances
+        if (name := _episode_resources(instances, server)) is not None
+    }
+
+
+def _episode_resources(instances: Mapping[str, ServerInstance], server: str) -> str | None:
+    settings = instances[server].config
+    bound = bound_resources_server(settings)
+    agent = attributed_agent(settings)
+    if bound is not None or instances[server].implementation != LEGACY_RELAY or agent is None:
+        return bound
+    return bound_resources_server(instances[agent].config) if agent in instances else None
+
+
+def _reference_scripts(
+    config: Mapping[str, Any],
+    servers: Sequence[str],
+    inputs: Sequence[RolloutInput],
+    upstream: Upstream,
+    sandbox: SandboxPolicy,
+    finish_command: str | None,
+) -> ScriptFor:
+    resources = resources_by_server(config, servers, sandbox)
+    unbound = [server for server in servers if server not in resources]
+    if unbound:  # refused before any rollout runs, not as each rollout's script is built
+        raise UserError(
+            f"environment server(s) {', '.join(unbound)} bind no resources server, so the "
+            "reference model has no answers to script for their tasks; bind one "
+            "(resources_server) or run them against another upstream (--upstream)"
+        )
+    wrong = corrupted_keys((i.key for i in inputs), upstream.corrupt_fraction, upstream.seed)
+
+    def script_for(item: RolloutInput) -> list[Step]:
+        steps = resources[item.server].reference_script(reference_task_data(item.task_input()))
+        steps = corrupt(steps) if item.key in wrong else list(steps)
+        return finishing(steps, finish_command)
+
+    return script_for
+
+
+def finishing(steps: Sequence[Step], finish_command: str | None) -> list[Step]:
+    """The script as a harness that ends its episode only through a shell command needs it
+    played: each final answer (a text step making no call) also runs that command."""
+    if finish_command is None:
+        return list(steps)
+    return [
+        {**step, "tool": finish_command}
+        if "text" in step and "call" not in step and "tool" not in step
+        else step
+        for step in steps
+    ]
+
+
+def _finish_command(harness: Harness) -> str | None:
+    return adapter_named(harness.adapter).finish_command if harness.adapter else None
+
+
+@dataclass
+class _Servers:
+    """What a run dispatches to, built (and so validated) before the run writes anything."""
+
+    gateway: GatewayProcess
+    environments: dict[str, EnvironmentServer]
+    agents: dict[str, str | None]
+    script_for: ScriptFor | None
+
+
+def _build_servers(
+    catalog: Catalog,
+    harness: Harness,
+    upstream: Upstream,
+    options: RunOptions,
+    files: RunFiles,
+    inputs: list[RolloutInput],
+    notes: list[str],
+    sandbox: SandboxPolicy,
+) -> _Servers:
+    """The gateway (not started) and the environment servers running ``harness``: a bad
+    server setting, or no sandbox for model-written code, is refused here."""
+    servers = list(dict.fromkeys(item.server for item in inputs))
+    config, unchanged = with_harness(catalog.loaded.data, harness, servers)
+    notes += [
+        f"environment server '{server}' credits no single agent, so harness '{harness.name}' "
+        "does not replace its agents; they run as configured"
+        for server in unchanged
+    ]
+    instances = instances_of(config)
+    agents = {s: attributed_agent(instances[s].config) if s in instances else None for s in servers}
+    model_name, model_server = _model_names(config, list(agents.values()))
+    gateway = GatewayProcess(
+        upstream,
+        files.capture_dir,
+        model_name=model_name,
+        model_server_name=model_server,
+        script=options.script,
+    )
+    return _Servers(
+        gateway=gateway,
+        environments={s: build_environment(config, s, gateway, sandbox) for s in servers},
+        agents=agents,
+        script_for=(
+            _reference_scripts(config, servers, inputs, upstream, sandbox, _finish_command(harness))
+            if upstream.mode == "reference"
+            else None
+        ),
+    )
+
+
+def _dispatch(
+    servers: _Servers,
+    options: RunOptions,
+    files: RunFiles,
+    todo: list[tuple[RolloutInput, int]],
+    ledger: Ledger,
+    gate: PlanGate,
+    progress_stream: TextIO | None,
+) -> None:
+    """Start the gateway, run ``todo`` on the environment servers, stop the gateway: all on
+    one event loop (Ctrl-C cancels the dispatch, and the gateway still stops cleanly)."""
+    progress = Progress(len(todo), progress_stream)
+    records, failures = AppendLog(files.records), AppendLog(files.failures)
+    dispatcher = Dispatcher(
+        servers=servers.environments,
+        agents=servers.agents,
+        gateway=servers.gateway,
+        gate=gate,
+        ledger=ledger,
+        records=records,
+        failures=failures,
+        progress=progress,
+        script_for=servers.script_for,
+        timeout_s=options.timeout_s,
+    )
+
+    async def serve_and_dispatch() -> None:
+        async with servers.gateway:
+            await dispatcher.run(todo, options.concurrency)
+
+    try:
+        asyncio.run(serve_and_dispatch())
+    finally:
+        for log in (records, failures):
+            with contextlib.suppress(OSError):
+                log.close()
+        progress.finish()
+
+
+def run_rollouts(
+    catalog: Catalog,
+    benchmark_name: str,
+    harness: Harness,
+    out_dir: Path,
+    upstream: Upstream,
+    options: RunOptions | None = None,
+    *,
+    progress_stream: TextIO | None = None,
+) -> RunResult:
+    """Collect ``benchmark_name`` with ``harness`` into ``out_dir`` (see the module docstring).
+
+    The benchmark's collated taskset and plan must exist (``data_root/tasksets``,
+    ``data_root/plans``); refusals are ``UserError``s and leave ``out_dir`` untouched.
+    """
+    options = options or RunOptions()
+    if options.concurrency < 1:
+        raise UserError(f"concurrency must be at least 1, got {options.concurrency}")
+    if options.timeout_s is not None and options.timeout_s <= 0:
+        raise UserError(f"timeout must be positive, got {options.timeout_s}")
+    require_ready(upstream, options.script)
+    resolved = resolve(harness)
+    benchmark = catalog.get(benchmark_name)
+    plan = load_plan(catalog.layout.plan_path(benchmark.name))
+    files = RunFiles(Path(out_dir))
+    target = Target.of(files.out_dir, ROLLOUTS_RUN, catalog.roots)
+    notes: list[str] = []
+    sandbox = SandboxPolicy(allow_unsandboxed=options.allow_unsandboxed)
+    with claimed_dir(target), sandbox:
+        if options.resume:
+            _check_logs(files, options.quarantine_corrupt, notes)
+        inputs, fresh = _planned_inputs(files, benchmark, catalog, options, notes)
+        servers = _build_servers(catalog, harness, upstream, options, files, inputs, notes, sandbox)
+        if fresh:
+            _publish_inventory(files, target, inputs)
+        claim_dir(Target.of(files.capture_dir, CAPTURES, catalog.roots))
+        ledger = Ledger.read(files, options.max_attempts)
+        todo = ledger.pending(inputs)
+        gate = PlanGate(plan, allow_drift=options.allow_plan_drift)
+        started = time.monotonic()
+        if todo:
+            _dispatch(servers, options, files, todo, ledger, gate, progress_stream)
+        seconds = time.monotonic() - started
+        done = latest_rows(read_jsonl(files.records))
+        failed = latest_rows(read_jsonl(files.failures))
+        totals = summarize(inputs, done, failed)
+        # Imported here: pandas and matplotlib cost a second, which loading the Dagster
+        # definitions or a command that runs nothing should not pay.
+        from gym_assets.rollouts.analysis.publish import aggregate_entries, analyse
+
+        analysis = analyse(
+            files,
+            inputs,
+            done,
+            failed,
+            benchmark=benchmark.name,
+            harness=harness.name,
+            totals=totals,
+            roots=catalog.roots,
+            now=datetime.now(UTC),
+        )
+        metrics = aggregate_entries(inputs, done, failed, analysis.table)
+        notes += analysis.notes
+        atomic_write_text(
+            files.aggregate_metrics, json.dumps(metrics, indent=2, ensure_ascii=False) + "\n"
+        )
+    return RunResult(
+        files=files,
+        rollouts=len(inputs),
+        dispatched=len(todo),
+        seconds=seconds,
+        totals=totals,
+        metrics=metrics,
+        analysis=analysis,
+        drifted=gate.drifted(),
+        notes=notes,
+        harness=resolved.metadata(),
+    )
