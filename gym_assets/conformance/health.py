@@ -33,6 +33,7 @@ from gym_assets.conformance.engine import Check, Kind, Results, Tier
 from gym_assets.conformance.record_view import RecordView, response_metadata, token_stats
 from gym_assets.conformance.scope import EvidenceScope
 from gym_assets.errors import ConfigError
+from gym_assets.records import keys
 from gym_assets.records.evidence import is_failure_row
 
 HEALTHY = "healthy"
@@ -70,9 +71,9 @@ Identity = tuple[str, str]  # (task index, rollout index) as canonical JSON: sav
 
 def rollout_identity(record: Mapping[str, Any]) -> Identity | None:
     """The ``(task, rollout)`` a row claims; ``None`` without a task index (nothing claimed)."""
-    if "_ng_task_index" not in record:
+    if keys.TASK_INDEX not in record:
         return None
-    task, rollout = record["_ng_task_index"], record.get("_ng_rollout_index", 0)
+    task, rollout = record[keys.TASK_INDEX], record.get(keys.ROLLOUT_INDEX, 0)
     return json.dumps(task, sort_keys=True), json.dumps(rollout, sort_keys=True)
 
 
@@ -174,7 +175,7 @@ def _missing_token_counts(view: RecordView) -> str:
 def _capture_mismatch(view: RecordView) -> str:
     """The capture attachment and the trajectory must list the same call ids, same multiplicity."""
     calls = _model_calls(view)
-    capture = view.row.get("ng_model_call_capture")
+    capture = view.row.get(keys.MODEL_CALL_CAPTURE)
     if calls is None:
         return UNOBSERVED
     if capture is None:

@@ -22,6 +22,7 @@ from functools import cached_property
 from typing import Any
 
 from gym_assets.conformance.refs import is_valid_ref, resolve_unique
+from gym_assets.records import keys
 
 
 def as_mapping(value: Any) -> Mapping[str, Any]:
@@ -71,7 +72,7 @@ class RecordView:
 
     @cached_property
     def trajectory(self) -> Mapping[str, Any]:
-        return as_mapping(self.row.get("ng_trajectory"))
+        return as_mapping(self.row.get(keys.TRAJECTORY))
 
     @cached_property
     def calls(self) -> list[Any]:
@@ -99,7 +100,7 @@ class RecordView:
 
     @cached_property
     def observation_records(self) -> list[Any]:
-        return as_list(as_mapping(self.row.get("ng_agent_observations")).get("records"))
+        return as_list(as_mapping(self.row.get(keys.AGENT_OBSERVATIONS)).get("records"))
 
     def observations_of(self, kind: str) -> list[tuple[int, Mapping[str, Any]]]:
         """(index, record) of producer observations of one kind."""

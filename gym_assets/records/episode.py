@@ -8,14 +8,22 @@ retry, masking and reporting decisions can key on them.
 
 from __future__ import annotations
 
-import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-ROLLOUT_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-_ATTEMPT_SUFFIX = re.compile(r"-a\d+$")
+from gym_assets.records import keys
+from gym_assets.records.evidence import FailureSidecarRow
+from gym_assets.records.ids import ATTEMPT_SUFFIX, ROLLOUT_ID_PATTERN, attempt_key, is_rollout_id
+
 MAX_FAILURE_REASON = 2000
+ENVIRONMENT_SERVER_FAILED = "environment_server_failed"
+
+
+def clip_reason(text: str) -> str:
+    """A failure reason cut to ``MAX_FAILURE_REASON`` characters, marked as cut."""
+    return text if len(text) <= MAX_FAILURE_REASON else text[: MAX_FAILURE_REASON - 1] + "…"
+
 
 FailureStage = Literal["admission", "seed", "agent", "verification", "cleanup"]
 
@@ -30,7 +38,7 @@ FAILURE_KINDS = frozenset(
         "agent_request_failed",
         "agent_timeout",
         "agent_command_not_allowed",
-        "environment_server_failed",
+        ENVIRONMENT_SERVER_FAILED,
         "protocol_violation",
         "judge_failed",
         "judge_unparseable",
@@ -75,15 +83,15 @@ class EpisodeId(BaseModel):
 
     @model_validator(mode="after")
     def _check_rollout_id(self) -> EpisodeId:
-        if not ROLLOUT_ID_PATTERN.match(self.rollout_id):
-            raise ValueError("rollout_id must match ^[A-Za-z0-9][A-Za-z0-9._-]*$")
-        if _ATTEMPT_SUFFIX.search(self.rollout_id):
+        if not is_rollout_id(self.rollout_id):
+            raise ValueError(f"rollout_id must match {ROLLOUT_ID_PATTERN.pattern}")
+        if ATTEMPT_SUFFIX.search(self.rollout_id):
             raise ValueError("rollout_id must not end in -a<N>; pass the attempt separately")
         return self
 
     @property
     def capture_key(self) -> str:
-        return self.rollout_id if self.attempt == 0 else f"{self.rollout_id}-a{self.attempt}"
+        return attempt_key(self.rollout_id, self.attempt)
 
 
 class MaterializedTask(BaseModel):
@@ -120,10 +128,25 @@ class EpisodeFailure(BaseModel):
         stage: FailureStage | None = None,
         **extra: Any,
     ) -> EpisodeFailure:
-        text = (
-            reason if len(reason) <= MAX_FAILURE_REASON else reason[: MAX_FAILURE_REASON - 1] + "…"
+        return cls(
+            failure_reason=clip_reason(reason),
+            terminal=terminal,
+            failure_kind=kind,
+            stage=stage,
+            **extra,
         )
-        return cls(failure_reason=text, terminal=terminal, failure_kind=kind, stage=stage, **extra)
+
+    def sidecar(self) -> FailureSidecarRow:
+        """The failure-sidecar row this failure becomes (the agent's observations, evidence
+        rather than a detail of the failure, are not part of it)."""
+        return FailureSidecarRow(
+            failure_class=ENVIRONMENT_SERVER_FAILED,
+            failure_terminal=self.terminal,
+            failure_message=self.failure_reason,
+            failure_kind=self.failure_kind,
+            failure_stage=self.stage,
+            failure_partial_response=(self.model_extra or {}).get("partial_response"),
+        )
 
 
 class EpisodeResponse(BaseModel):
@@ -142,7 +165,7 @@ class EpisodeResponse(BaseModel):
 
 
 # Keys a result may not carry: collection owns them.
-RESERVED_RESULT_KEYS = frozenset({"ng_trajectory", "ng_model_call_capture", "ng_perf"})
+RESERVED_RESULT_KEYS = frozenset({keys.TRAJECTORY, keys.MODEL_CALL_CAPTURE, keys.PERF})
 
 
 def reserved_keys_in(result: dict[str, Any]) -> list[str]:

@@ -18,12 +18,15 @@ Layout (see the conformance reference §1):
 
 from __future__ import annotations
 
-import re
 from collections import Counter
+from collections.abc import Mapping
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+
+from gym_assets.records import keys
+from gym_assets.records.ids import ROLLOUT_ID_PATTERN
 
 TRAJECTORY_SCHEMA_VERSION = "1.0"
 MODEL_SERVER_TYPE = "responses_api_models"
@@ -59,32 +62,6 @@ class _Strict(BaseModel):
 
 
 # --------------------------------------------------------------------------- identity (§1.2)
-
-ROLLOUT_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-
-
-def make_rollout_id(
-    task_index: int,
-    rollout_index: int,
-    attempt_index: int = 0,
-    explicit: str | None = None,
-) -> str:
-    """The rollout id: explicit id (validated, never sanitised) or ``<task>-<rollout>[-a<n>]``.
-
-    The same id is the model URL prefix segment and the capture file stem, so a malformed
-    explicit id is refused rather than repaired.
-    """
-    if explicit is not None:
-        if not ROLLOUT_ID_PATTERN.match(explicit):
-            raise ValueError(
-                "explicit rollout id must match ^[A-Za-z0-9][A-Za-z0-9._-]*$; "
-                "choose an id made of letters, digits, '.', '_' and '-'"
-            )
-        base = explicit
-    else:
-        base = f"{task_index}-{rollout_index}"
-    return f"{base}-a{attempt_index}" if attempt_index > 0 else base
-
 
 # --------------------------------------------------------------------------- references (§1.7)
 
@@ -457,13 +434,13 @@ class RolloutRecord(BaseModel):
 
     model_config = ConfigDict(strict=True, extra="allow", populate_by_name=True)
 
-    task_index: int | None = Field(default=None, alias="_ng_task_index")
-    rollout_index: int | None = Field(default=None, alias="_ng_rollout_index")
+    task_index: int | None = Field(default=None, alias=keys.TASK_INDEX)
+    rollout_index: int | None = Field(default=None, alias=keys.ROLLOUT_INDEX)
     attempt_index: Annotated[int, Field(ge=0)] | None = Field(
-        default=None, alias="_ng_attempt_index"
+        default=None, alias=keys.ATTEMPT_INDEX
     )
     rollout_id: Annotated[str, StringConstraints(pattern=ROLLOUT_ID_PATTERN.pattern)] | None = (
-        Field(default=None, alias="_ng_rollout_id")
+        Field(default=None, alias=keys.ROLLOUT_ID)
     )
     reward: Annotated[float, Field(allow_inf_nan=False)] | None = None
     evaluation_completed: bool | None = None
@@ -481,37 +458,47 @@ class RolloutRecord(BaseModel):
 
 
 class FailureSidecarRow(BaseModel):
-    """One failed attempt in ``<stem>_failures.jsonl``; never read as a rollout by the checks."""
+    """One failed attempt in ``<stem>_failures.jsonl``; never read as a rollout by the checks.
 
-    model_config = ConfigDict(strict=True, extra="allow", populate_by_name=True)
+    Producers build it by field name and write :meth:`to_row`; every key on disk is the field
+    name behind ``_ng_`` (``failure_class`` is ``_ng_failure_class``). Unknown
+    ``_ng_failure_*`` details a legacy server reported are kept as extras."""
 
-    failure_class: NonBlank = Field(alias="_ng_failure_class")
-    failure_terminal: bool | None = Field(default=None, alias="_ng_failure_terminal")
-    failure_message: str | None = Field(default=None, alias="_ng_failure_message")
-    failure_stage: str | None = Field(default=None, alias="_ng_failure_stage")
-    failure_type: str | None = Field(default=None, alias="_ng_failure_type")
-    failure_http_status: int | None = Field(default=None, alias="_ng_failure_http_status")
-    failure_response_body: Annotated[str, Field(max_length=2001)] | None = Field(
-        default=None, alias="_ng_failure_response_body"
+    model_config = ConfigDict(
+        strict=True,
+        extra="allow",
+        populate_by_name=True,
+        alias_generator=lambda field: keys.COLLECTOR_PREFIX + field,
     )
-    no_persist: bool | None = Field(default=None, alias="_ng_no_persist")
 
+    failure_class: NonBlank
+    failure_terminal: bool | None = None
+    failure_message: str | None = None
+    failure_kind: str | None = None
+    failure_stage: str | None = None
+    failure_type: str | None = None
+    failure_http_status: int | None = None
+    failure_response_body: Annotated[str, Field(max_length=2001)] | None = None
+    failure_partial_response: Any = None
+    no_persist: bool | None = None
 
-FAILURE_CLASS_KEY = "_ng_failure_class"
-NO_PERSIST_KEY = "_ng_no_persist"
+    def to_row(self, stamps: Mapping[str, Any] | None = None) -> JsonObject:
+        """The JSON row: the failure's set keys, then the attempt's stamps."""
+        row = self.model_dump(mode="json", by_alias=True, exclude_none=True)
+        return row if stamps is None else {**row, **stamps}
 
 
 def is_failure_row(row: object) -> bool:
     """A failure-sidecar row (presence of ``_ng_failure_class`` marks a failure)."""
-    return isinstance(row, dict) and FAILURE_CLASS_KEY in row
+    return isinstance(row, dict) and keys.FAILURE_CLASS in row
 
 
 # --------------------------------------------------------------------------- schemas
 
 EVIDENCE_MODELS: dict[str, type[BaseModel]] = {
-    "ng_trajectory": TrajectoryRecord,
-    "ng_agent_observations": AgentObservations,
-    "ng_model_call_capture": ModelCallCapture,
+    keys.TRAJECTORY: TrajectoryRecord,
+    keys.AGENT_OBSERVATIONS: AgentObservations,
+    keys.MODEL_CALL_CAPTURE: ModelCallCapture,
     "capture_exchange": CaptureExchange,
     "model_call_ref": ModelCallRef,
     "rollout": RolloutRecord,

@@ -43,14 +43,16 @@ from gym_assets.limits import DEFAULT_CONCURRENCY
 from gym_assets.outputs.claims import rebuilt_dir
 from gym_assets.outputs.markers import REVERIFIED_RUN
 from gym_assets.outputs.targets import Target, is_within
+from gym_assets.records import keys
 from gym_assets.records.contracts import ResourcesServer
+from gym_assets.records.keys import ROLLOUT_INDEX, TASK_INDEX
+from gym_assets.records.stamps import COPIED_ROW_KEYS
 from gym_assets.rollouts.collection.files import RunFiles, read_jsonl
-from gym_assets.rollouts.collection.inputs import ROLLOUT_INDEX, TASK_INDEX, RolloutInput
+from gym_assets.rollouts.collection.inputs import RolloutInput
 from gym_assets.rollouts.collection.ledger import Key
 from gym_assets.rollouts.collection.metrics import RunTotals, latest_rows, summarize
 from gym_assets.rollouts.collection.records import (
     AGENT_REQUEST_FAILED,
-    COPIED_ROW_KEYS,
     success_record,
 )
 from gym_assets.rollouts.episodes.failures import describe
@@ -59,7 +61,7 @@ from gym_assets.sandbox import SandboxPolicy
 from gym_assets.tasks.catalog import Catalog
 
 ANSWER_KEYS = ("response", "conversation")  # what the agent produced, as the record kept it
-EVIDENCE_KEYS = ("ng_agent_observations", "ng_trajectory", "ng_model_call_capture")
+EVIDENCE_KEYS = (keys.AGENT_OBSERVATIONS, keys.TRAJECTORY, keys.MODEL_CALL_CAPTURE)
 REQUEST_KEY = "responses_create_params"
 REWARD_DIFF = "reward_diff.jsonl"
 SUMMARY = "reverify_summary.json"
@@ -119,7 +121,7 @@ def verification_request(
 
 def _kept_fields(record: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """``(stamps, evidence)`` a re-scored record carries over from the original."""
-    stamps = {k: v for k, v in record.items() if k.startswith("_ng_") or k in COPIED_ROW_KEYS}
+    stamps = {k: v for k, v in record.items() if keys.is_collector_key(k) or k in COPIED_ROW_KEYS}
     evidence = {k: record[k] for k in EVIDENCE_KEYS if k in record}
     return stamps, evidence
 
@@ -145,7 +147,7 @@ def _change(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any] | 
     return {
         TASK_INDEX: old.get(TASK_INDEX),
         ROLLOUT_INDEX: old.get(ROLLOUT_INDEX),
-        "_ng_task_id": old.get("_ng_task_id"),
+        keys.TASK_ID: old.get(keys.TASK_ID),
         "reward_before": before,
         "reward_after": after,
         "reward_delta": after - before if _number(before) and _number(after) else None,
@@ -208,7 +210,7 @@ class _Tally:
 
     def add(self, change: dict[str, Any]) -> None:
         self.changed += 1
-        self.tasks.add(json.dumps(change["_ng_task_id"], sort_keys=True))
+        self.tasks.add(json.dumps(change[keys.TASK_ID], sort_keys=True))
         if len(self.shown) < MAX_SHOWN:
             self.shown.append(change)
 
@@ -330,7 +332,7 @@ def reverify_run(
 
 def describe_change(change: Mapping[str, Any]) -> str:
     """One line for the screen: ``units-001 #0: 1.000 -> 0.000 (-1.000)``."""
-    task = change.get("_ng_task_id")
+    task = change.get(keys.TASK_ID)
     name = task.get("task_id") if isinstance(task, Mapping) else change.get(TASK_INDEX)
     before, after, delta = (change[k] for k in ("reward_before", "reward_after", "reward_delta"))
     text = f"{name} #{change.get(ROLLOUT_INDEX)}: {_fmt(before)} -> {_fmt(after)}"

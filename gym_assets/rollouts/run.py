@@ -53,10 +53,7 @@ from gym_assets.rollouts.collection.files import (
     write_jsonl_atomic,
 )
 from gym_assets.rollouts.collection.gateway_process import GatewayProcess
-from gym_assets.rollouts.collection.inputs import (
-    RolloutInput,
-    materialize_inputs,
-)
+from gym_assets.rollouts.collection.inputs import RolloutInput, materialize_inputs
 from gym_assets.rollouts.collection.ledger import Ledger
 from gym_assets.rollouts.collection.metrics import RunTotals, latest_rows, summarize
 from gym_assets.rollouts.collection.model_gateway import require_ready

@@ -34,14 +34,10 @@ from gym_assets.conformance.witness_log import WitnessLog
 from gym_assets.errors import UserError
 from gym_assets.fileio import atomic_write_text, json_line
 from gym_assets.records.contracts import RunGateway
+from gym_assets.records.keys import ENVIRONMENT_SERVER, ROLLOUT_INDEX, TASK_INDEX
 from gym_assets.rollouts.collection.dispatch import Dispatcher
 from gym_assets.rollouts.collection.files import AppendLog, RunFiles
-from gym_assets.rollouts.collection.inputs import (
-    ENVIRONMENT_SERVER,
-    ROLLOUT_INDEX,
-    TASK_INDEX,
-    RolloutInput,
-)
+from gym_assets.rollouts.collection.inputs import RolloutInput
 from gym_assets.rollouts.collection.ledger import Ledger
 from gym_assets.rollouts.collection.progress import Progress
 from gym_assets.rollouts.episodes.registry import build_environment

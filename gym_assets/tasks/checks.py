@@ -23,6 +23,7 @@ from gym_assets.errors import ConfigError
 from gym_assets.fileio import iter_jsonl
 from gym_assets.json_shapes import is_mapping
 from gym_assets.limits import MAX_PRODUCT_NESTING
+from gym_assets.records import keys
 from gym_assets.tasks.catalog import Benchmark, Catalog
 from gym_assets.tasks.materialize import ID_FIELDS, is_materialized, source_task_id
 
@@ -133,7 +134,7 @@ def stable_task_ids(collated: Path) -> CheckOutcome:
         total += 1
         task_input = row.get("task_input")
         has_own = is_mapping(task_input) and source_task_id(task_input) is not None
-        if not has_own and "_ng_task_index" not in row:
+        if not has_own and keys.TASK_INDEX not in row:
             positional += 1
             if len(examples) < MAX_LISTED:
                 examples.append(str(row["task_id"].get("task_id")))

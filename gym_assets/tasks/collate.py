@@ -36,6 +36,7 @@ from gym_assets.fileio import (
     parse_json_bytes,
 )
 from gym_assets.modes import COLLATION_MODES, CollationMode, ValidationLevel, ValidationMode
+from gym_assets.records import keys
 from gym_assets.spill import HashSpill
 from gym_assets.tasks.collation_model import (
     CollationInput,
@@ -533,7 +534,7 @@ def _task_of(
         task = materialize_task(row, taskset, state.source_task_index, own_id=own_text)
     except MaterializeError as exc:
         raise UserError(str(exc), path=summary.source, line=line) from None
-    if own_id is None and "_ng_task_index" not in row:
+    if own_id is None and keys.TASK_INDEX not in row:
         summary.positional_ids += 1
     elif state.track_duplicates:
         state.record(taskset, task["task_id"]["task_id"])

@@ -11,10 +11,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gym_assets.records import keys
+
 ID_FIELDS = ("task_id", "problem_id", "instance_id")
 ROUTING_KEYS = frozenset({"agent_ref", "task_source", "skills_ref"})
 COLLECTOR_PREFIX = "_ng_"
-IDENTITY_KEYS = ("_ng_task_index", "_ng_rollout_index", "_ng_rollout_id", "_ng_attempt_index")
+IDENTITY_KEYS = (keys.TASK_INDEX, keys.ROLLOUT_INDEX, keys.ROLLOUT_ID, keys.ATTEMPT_INDEX)
 ALREADY_MATERIALIZED = "Expected a flat dataset row, not an already materialized task"
 LISTED_ID_ROWS = 10
 
@@ -141,7 +143,7 @@ def task_input_of(row: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _index_id(row: Mapping[str, Any], task_index: int | None) -> str:
-    index = row.get("_ng_task_index", task_index)
+    index = row.get(keys.TASK_INDEX, task_index)
     if isinstance(index, bool) or not isinstance(index, int) or index < 0:
         raise MaterializeError(
             "A flat row without a task ID requires a non-negative task_index "
@@ -154,7 +156,7 @@ def stable_task_id(row: Mapping[str, Any]) -> str | None:
     """The task ID a row has wherever it stands: its own ID, else its own ``_ng_task_index``;
     None for a row whose ID would be its position."""
     task_id = source_task_id(row)
-    if task_id is None and "_ng_task_index" in row:
+    if task_id is None and keys.TASK_INDEX in row:
         task_id = _index_id(row, None)
     return task_id
 

@@ -22,6 +22,7 @@ from gym_assets.outputs.claims import rebuilt_dir
 from gym_assets.outputs.markers import RUN_REPORT
 from gym_assets.outputs.targets import Roots, Target
 from gym_assets.plans.canonical import short_digest
+from gym_assets.records.keys import ENVIRONMENT_SERVER
 from gym_assets.rollouts.analysis.compare import Comparison, compare_tables
 from gym_assets.rollouts.analysis.estimates import (
     RunStatistics,
@@ -32,7 +33,7 @@ from gym_assets.rollouts.analysis.history import read_snapshot, snapshots, write
 from gym_assets.rollouts.analysis.report import ReportInput, render
 from gym_assets.rollouts.analysis.tables import table_rows, task_table
 from gym_assets.rollouts.collection.files import RunFiles
-from gym_assets.rollouts.collection.inputs import ENVIRONMENT_SERVER, RolloutInput
+from gym_assets.rollouts.collection.inputs import RolloutInput
 from gym_assets.rollouts.collection.ledger import Key
 from gym_assets.rollouts.collection.metrics import RunTotals, aggregate
 

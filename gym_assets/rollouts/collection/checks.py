@@ -7,6 +7,7 @@ from collections import defaultdict
 from gym_assets.check_outcome import CheckOutcome
 from gym_assets.limits import DEFAULT_MAX_FAILURE_RATE, DEFAULT_MAX_MASKED_SHARE
 from gym_assets.plans.model import Plan
+from gym_assets.records import keys
 from gym_assets.rollouts.collection.files import RunFiles, read_jsonl
 from gym_assets.rollouts.collection.inputs import RolloutInput
 from gym_assets.rollouts.collection.ledger import Key
@@ -112,9 +113,9 @@ def evidence_present(files: RunFiles) -> CheckOutcome:
     missing: list[str] = []
     for record in read_jsonl(files.records):
         records += 1
-        trajectory = record.get("ng_trajectory")
+        trajectory = record.get(keys.TRAJECTORY)
         if not (isinstance(trajectory, dict) and trajectory.get("model_calls")):
-            missing.append(f"{record.get('_ng_task_index')}-{record.get('_ng_rollout_index')}")
+            missing.append(f"{record.get(keys.TASK_INDEX)}-{record.get(keys.ROLLOUT_INDEX)}")
     return CheckOutcome(
         not missing,
         f"{records - len(missing)} of {records} records carry trajectory evidence",

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gym_assets.records import keys
 from gym_assets.records.contracts import EnvironmentServer, RunGateway, Step
 from gym_assets.records.episode import (
     EpisodeId,
@@ -28,15 +29,14 @@ from gym_assets.records.episode import (
     TaskId,
     reserved_keys_in,
 )
-from gym_assets.records.evidence import FAILURE_CLASS_KEY
+from gym_assets.records.stamps import RolloutStamps
 from gym_assets.rollouts.collection.files import AppendLog
-from gym_assets.rollouts.collection.inputs import ATTEMPT_INDEX, RolloutInput
+from gym_assets.rollouts.collection.inputs import RolloutInput
 from gym_assets.rollouts.collection.ledger import Ledger
 from gym_assets.rollouts.collection.plan_gate import PLAN_MISMATCH, PlanGate
 from gym_assets.rollouts.collection.progress import Progress
 from gym_assets.rollouts.collection.records import (
     AGENT_REQUEST_FAILED,
-    FAILURE_KIND_KEY,
     environment_failure_row,
     failed_call_record,
     failure_row,
@@ -90,13 +90,13 @@ class Dispatcher:
         """Append one attempt's rows in order (a failure row before its masked record, so a
         run killed in between re-dispatches the rollout rather than losing the failure)."""
         for row in rows:
-            if FAILURE_CLASS_KEY in row:
+            if keys.FAILURE_CLASS in row:
                 self.failures.write(row)
                 self.ledger.failed(row)
             else:
                 self.records.write(row)
                 self.ledger.succeeded(row)
-        self.progress.tick(failed=any(FAILURE_CLASS_KEY in row for row in rows))
+        self.progress.tick(failed=any(keys.FAILURE_CLASS in row for row in rows))
 
     async def _attempt(self, item: RolloutInput, attempt: int) -> list[dict[str, Any]]:
         """The rows one attempt leaves: a record, a failure row, or a failure row and then the
@@ -125,11 +125,11 @@ class Dispatcher:
                 f"{type(exc).__name__}: {exc}",
                 terminal=False,
                 kind="agent_run_error",
-                type=type(exc).__name__,
+                error_type=type(exc).__name__,
             )
             return [row]
         row = self._row(item, episode_id, stamped, reply)
-        if FAILURE_CLASS_KEY not in row:
+        if keys.FAILURE_CLASS not in row:
             return [row]
         return [row, *self._failed_call_records(item, episode_id, stamped, row, reply)]
 
@@ -146,32 +146,29 @@ class Dispatcher:
             return EpisodeRequest(episode_id=episode_id, task=task)
         if episode_id.attempt == 0:
             return dict(item.row)
-        return {**item.row, ATTEMPT_INDEX: episode_id.attempt}
+        return {**item.row, keys.ATTEMPT_INDEX: episode_id.attempt}
 
     def _row(
         self,
         item: RolloutInput,
         episode_id: EpisodeId,
-        stamped: dict[str, Any],
+        stamped: RolloutStamps,
         reply: EpisodeResponse | dict,
     ) -> dict[str, Any]:
         if isinstance(reply, EpisodeResponse):
-            if (
-                reply.episode_id != episode_id
-                or reply.task_id.model_dump() != stamped["_ng_task_id"]
-            ):
+            if reply.episode_id != episode_id or reply.task_id != stamped.task_id:
                 return _violation(stamped, "the reply names another episode or task")
             if reply.failure is not None:
                 return environment_failure_row(stamped, reply.failure)
             result = dict(reply.result or {})
-        elif isinstance(reply, dict) and FAILURE_CLASS_KEY in reply:  # a legacy flat failure
-            terminal = reply.get("_ng_failure_terminal") is True
-            message = str(reply.get("_ng_failure_message") or reply[FAILURE_CLASS_KEY])
-            row = failure_row(stamped, str(reply[FAILURE_CLASS_KEY]), message, terminal=terminal)
-            details = {k: v for k, v in reply.items() if k.startswith("_ng_failure_")}
+        elif isinstance(reply, dict) and keys.FAILURE_CLASS in reply:  # a legacy flat failure
+            terminal = reply.get(keys.FAILURE_TERMINAL) is True
+            message = str(reply.get(keys.FAILURE_MESSAGE) or reply[keys.FAILURE_CLASS])
+            row = failure_row(stamped, str(reply[keys.FAILURE_CLASS]), message, terminal=terminal)
+            details = {k: v for k, v in reply.items() if k.startswith(keys.FAILURE_PREFIX)}
             return {**details, **row}
         elif isinstance(reply, dict):
-            result = {k: v for k, v in reply.items() if not k.startswith("_ng_")}
+            result = {k: v for k, v in reply.items() if not keys.is_collector_key(k)}
         else:
             return _violation(stamped, f"the server answered a {type(reply).__name__}")
         reserved = reserved_keys_in(result) if isinstance(reply, EpisodeResponse) else []
@@ -181,19 +178,19 @@ class Dispatcher:
         resolved = result.get("resolved")
         capture, trajectory = project(
             read_capture(self.gateway.capture_dir, key),
-            result.get("ng_agent_observations"),
+            result.get(keys.AGENT_OBSERVATIONS),
             task_id=item.task_id,
             rollout_id=key,
             resolved=resolved if isinstance(resolved, bool) else None,
         )
-        evidence = {"ng_trajectory": trajectory, "ng_model_call_capture": capture}
-        return success_record(result, stamped, evidence)
+        evidence = {keys.TRAJECTORY: trajectory, keys.MODEL_CALL_CAPTURE: capture}
+        return success_record(result, stamped.to_row(), evidence)
 
     def _failed_call_records(
         self,
         item: RolloutInput,
         episode_id: EpisodeId,
-        stamped: dict[str, Any],
+        stamped: RolloutStamps,
         failure: dict[str, Any],
         reply: EpisodeResponse | dict,
     ) -> list[dict[str, Any]]:
@@ -203,8 +200,8 @@ class Dispatcher:
         still got after its retries. A call that got no answer at all (the connection broke)
         proves nothing about the model and stays a sidecar row, dispatched again on resume."""
         if (
-            failure.get(FAILURE_KIND_KEY) != AGENT_REQUEST_FAILED
-            or failure.get("_ng_failure_stage") != "agent"
+            failure.get(keys.FAILURE_KIND) != AGENT_REQUEST_FAILED
+            or failure.get(keys.FAILURE_STAGE) != "agent"
         ):
             return []
         key = episode_id.capture_key
@@ -215,9 +212,9 @@ class Dispatcher:
             return []
         if isinstance(reply, EpisodeResponse):
             extra = (reply.failure.model_extra if reply.failure else None) or {}
-            observations = extra.get("ng_agent_observations")
+            observations = extra.get(keys.AGENT_OBSERVATIONS)
         else:
-            observations = reply.get("ng_agent_observations")
+            observations = reply.get(keys.AGENT_OBSERVATIONS)
         capture, trajectory = project(
             captured, observations, task_id=item.task_id, rollout_id=key, resolved=None
         )
@@ -225,11 +222,11 @@ class Dispatcher:
         request = task_input.get("responses_create_params")
         record = failed_call_record(
             stamped,
-            str(failure["_ng_failure_message"]),
+            str(failure[keys.FAILURE_MESSAGE]),
             request=request if isinstance(request, dict) else None,
-            response=failure.get("_ng_failure_partial_response"),
+            response=failure.get(keys.FAILURE_PARTIAL_RESPONSE),
             observations=observations,
-            evidence={"ng_trajectory": trajectory, "ng_model_call_capture": capture},
+            evidence={keys.TRAJECTORY: trajectory, keys.MODEL_CALL_CAPTURE: capture},
         )
         return [record]
 
@@ -240,6 +237,6 @@ class Dispatcher:
                 path.unlink()
 
 
-def _violation(stamped: dict[str, Any], message: str) -> dict[str, Any]:
+def _violation(stamped: RolloutStamps, message: str) -> dict[str, Any]:
     kind = "protocol_violation"
     return failure_row(stamped, kind, message, terminal=True, kind=kind)

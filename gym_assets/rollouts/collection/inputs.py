@@ -23,19 +23,20 @@ from gym_assets.errors import UserError
 from gym_assets.fileio import iter_jsonl
 from gym_assets.limits import MAX_PRODUCT_NESTING, MAX_REPEATS
 from gym_assets.plans.canonical import canonical_json
-from gym_assets.records.evidence import make_rollout_id
+from gym_assets.records import keys
+from gym_assets.records.ids import make_rollout_id
 from gym_assets.rollouts.collection.overrides import RunOverrides
 from gym_assets.tasks.catalog import Benchmark
 from gym_assets.tasks.materialize import is_materialized, source_task_id, task_input_of
 from gym_assets.tasks.row_routing import FlatRowAgents, environment_server_for_row
 
-TASK_INDEX = "_ng_task_index"
-ROLLOUT_INDEX = "_ng_rollout_index"
-ATTEMPT_INDEX = "_ng_attempt_index"
-ROLLOUT_ID = "_ng_rollout_id"
-ENVIRONMENT_SERVER = "_ng_environment_server"
-RESULT_TYPE = "_ng_result_type"
-TASK_ID = "_ng_task_id"
+TASK_INDEX = keys.TASK_INDEX
+ROLLOUT_INDEX = keys.ROLLOUT_INDEX
+ATTEMPT_INDEX = keys.ATTEMPT_INDEX
+ROLLOUT_ID = keys.ROLLOUT_ID
+ENVIRONMENT_SERVER = keys.ENVIRONMENT_SERVER
+RESULT_TYPE = keys.RESULT_TYPE
+TASK_ID = keys.TASK_ID
 
 
 @dataclass(frozen=True)

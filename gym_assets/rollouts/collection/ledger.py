@@ -13,8 +13,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gym_assets.limits import DEFAULT_MAX_ATTEMPTS
+from gym_assets.records import keys
+from gym_assets.records.keys import ROLLOUT_INDEX, TASK_INDEX
 from gym_assets.rollouts.collection.files import RunFiles, read_jsonl, repair_tail
-from gym_assets.rollouts.collection.inputs import ROLLOUT_INDEX, TASK_INDEX, RolloutInput
+from gym_assets.rollouts.collection.inputs import RolloutInput
 
 Key = tuple[int, int]
 
@@ -64,7 +66,7 @@ class Ledger:
             return
         state = self.states.setdefault(key, RolloutState())
         state.failed_attempts += 1
-        state.terminal |= row.get("_ng_failure_terminal") is True
+        state.terminal |= row.get(keys.FAILURE_TERMINAL) is True
         state.last_failure = row
 
     def next_attempt(self, key: Key) -> int | None:

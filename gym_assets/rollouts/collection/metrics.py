@@ -26,7 +26,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from gym_assets.rollouts.collection.inputs import ENVIRONMENT_SERVER, RolloutInput
+from gym_assets.records import keys
+from gym_assets.records.keys import ENVIRONMENT_SERVER
+from gym_assets.rollouts.collection.inputs import RolloutInput
 from gym_assets.rollouts.collection.ledger import Key
 from gym_assets.rollouts.collection.records import failure_kind_of, outcome_of
 
@@ -36,9 +38,9 @@ STRIPPED_FIELDS = frozenset(
     {
         "response",
         "responses_create_params",
-        "ng_agent_observations",
-        "ng_model_call_capture",
-        "ng_trajectory",
+        keys.AGENT_OBSERVATIONS,
+        keys.MODEL_CALL_CAPTURE,
+        keys.TRAJECTORY,
     }
 )
 
@@ -119,7 +121,7 @@ def pass_at_k_estimate(measured: int, passes: int, k: int) -> float:
 
 
 def _key(row: dict[str, Any]) -> Key:
-    return row["_ng_task_index"], row["_ng_rollout_index"]
+    return row[keys.TASK_INDEX], row[keys.ROLLOUT_INDEX]
 
 
 def _numeric_fields(record: dict[str, Any]) -> Iterable[tuple[str, float]]:

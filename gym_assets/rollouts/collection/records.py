@@ -13,60 +13,43 @@ kept as a masked record with reward 0 beside its sidecar row, which keeps the fa
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal
 
-from gym_assets.records.episode import MAX_FAILURE_REASON, EpisodeFailure
-from gym_assets.records.evidence import FAILURE_CLASS_KEY
-from gym_assets.rollouts.collection.inputs import (
-    ATTEMPT_INDEX,
-    ENVIRONMENT_SERVER,
-    RESULT_TYPE,
-    ROLLOUT_ID,
-    ROLLOUT_INDEX,
-    TASK_ID,
-    TASK_INDEX,
-    RolloutInput,
-)
+from gym_assets.records import keys
+from gym_assets.records.episode import EpisodeFailure, TaskId, clip_reason
+from gym_assets.records.evidence import FailureSidecarRow
+from gym_assets.records.stamps import RolloutStamps
+from gym_assets.rollouts.collection.inputs import RolloutInput
 
 AGENT_REQUEST_FAILED = "agent_request_failed"
-COPIED_ROW_KEYS = ("agent_ref", "task_source", "skills_ref")
-ENVIRONMENT_FAILURE = "environment_server_failed"
-FAILURE_KIND_KEY = "_ng_failure_kind"
 Outcome = Literal["measured", "masked", "unscored"]
 
 
-def stamps(item: RolloutInput, attempt: int, result_type: str, agent: str | None) -> dict:
-    """The collector keys every row of this attempt carries (success or failure)."""
-    row = item.row
-    stamped: dict[str, Any] = {TASK_INDEX: row[TASK_INDEX], ROLLOUT_INDEX: row[ROLLOUT_INDEX]}
-    if attempt > 0:
-        stamped[ATTEMPT_INDEX] = attempt
-    if ROLLOUT_ID in row:
-        stamped[ROLLOUT_ID] = row[ROLLOUT_ID]
-    for key in COPIED_ROW_KEYS:
-        if key in row:
-            stamped[key] = row[key]
-    if "agent_ref" not in stamped and agent is not None:
-        stamped["agent_ref"] = {"name": agent}
-    stamped[ENVIRONMENT_SERVER] = item.server
-    stamped[RESULT_TYPE] = result_type
-    stamped[TASK_ID] = {"taskset": item.taskset, "task_id": item.task_id}
-    return stamped
+def stamps(item: RolloutInput, attempt: int, result_type: str, agent: str | None) -> RolloutStamps:
+    """The collector stamps every row of this attempt carries (success or failure)."""
+    task_id = TaskId(taskset=item.taskset, task_id=item.task_id)
+    return RolloutStamps.of_input(
+        item.row, task_id, attempt=attempt, result_type=result_type, agent=agent
+    )
 
 
-def success_record(result: dict[str, Any], stamped: dict[str, Any], evidence: dict) -> dict:
-    """The result, then the evidence collection owns, then the stamps (stamps win)."""
-    return {**result, **evidence, **stamped}
+def success_record(
+    result: dict[str, Any], stamps_row: Mapping[str, Any], evidence: dict[str, Any]
+) -> dict[str, Any]:
+    """The result, then the evidence collection owns, then the stamps (stamps win); the
+    stamps as written (``RolloutStamps.to_row``, or as a re-verified record carried them)."""
+    return {**result, **evidence, **stamps_row}
 
 
 def failed_call_record(
-    stamped: dict[str, Any],
+    stamped: RolloutStamps,
     reason: str,
     *,
     request: dict[str, Any] | None,
     response: dict[str, Any] | None,
     observations: Any,
-    evidence: dict,
+    evidence: dict[str, Any],
 ) -> dict[str, Any]:
     """The masked record of a rollout whose model call failed for good: reward 0, not a
     measurement (``mask_sample``), never verified (``evaluation_completed: false``).
@@ -82,49 +65,39 @@ def failed_call_record(
         "evaluation_completed": False,
         "mask_sample": True,
         "failure_kind": AGENT_REQUEST_FAILED,
-        "failure_reason": _clip(reason),
-        "ng_agent_observations": observations,
+        "failure_reason": clip_reason(reason),
+        keys.AGENT_OBSERVATIONS: observations,
     }
-    return success_record(result, stamped, evidence)
-
-
-def _clip(text: str) -> str:
-    return text if len(text) <= MAX_FAILURE_REASON else text[: MAX_FAILURE_REASON - 1] + "…"
+    return success_record(result, stamped.to_row(), evidence)
 
 
 def failure_row(
-    stamped: dict[str, Any],
+    stamped: RolloutStamps,
     failure_class: str,
     message: str,
     *,
     terminal: bool,
     kind: str | None = None,
-    **extra: Any,
+    stage: str | None = None,
+    error_type: str | None = None,
+    partial_response: Any = None,
 ) -> dict[str, Any]:
     """A sidecar row: ``_ng_failure_class`` (presence marks a failure) and its details."""
-    row: dict[str, Any] = {
-        FAILURE_CLASS_KEY: failure_class,
-        "_ng_failure_terminal": terminal,
-        "_ng_failure_message": _clip(message),
-    }
-    if kind is not None:
-        row[FAILURE_KIND_KEY] = kind
-    row.update({f"_ng_failure_{name}": value for name, value in extra.items() if value is not None})
-    return {**row, **stamped}
-
-
-def environment_failure_row(stamped: dict[str, Any], failure: EpisodeFailure) -> dict[str, Any]:
-    """A failure the environment server handled and reported (§3.4)."""
-    partial = (failure.model_extra or {}).get("partial_response")
-    return failure_row(
-        stamped,
-        ENVIRONMENT_FAILURE,
-        failure.failure_reason,
-        terminal=failure.terminal,
-        kind=failure.failure_kind,
-        stage=failure.stage,
-        partial_response=partial,
+    failure = FailureSidecarRow(
+        failure_class=failure_class,
+        failure_terminal=terminal,
+        failure_message=clip_reason(message),
+        failure_kind=kind,
+        failure_stage=stage,
+        failure_type=error_type,
+        failure_partial_response=partial_response,
     )
+    return failure.to_row(stamped.to_row())
+
+
+def environment_failure_row(stamped: RolloutStamps, failure: EpisodeFailure) -> dict[str, Any]:
+    """A failure the environment server handled and reported (§3.4)."""
+    return failure.sidecar().to_row(stamped.to_row())
 
 
 def outcome_of(record: dict[str, Any]) -> Outcome:
@@ -138,4 +111,4 @@ def outcome_of(record: dict[str, Any]) -> Outcome:
 
 def failure_kind_of(row: dict[str, Any]) -> str:
     """The vocabulary name of a failure row: its kind when known, else its class."""
-    return str(row.get(FAILURE_KIND_KEY) or row[FAILURE_CLASS_KEY])
+    return str(row.get(keys.FAILURE_KIND) or row[keys.FAILURE_CLASS])

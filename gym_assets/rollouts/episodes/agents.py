@@ -16,6 +16,7 @@ from typing import Any, ClassVar, Protocol
 from openai import AsyncOpenAI
 from pydantic import Field
 
+from gym_assets.records import keys
 from gym_assets.records.contracts import GatewayHandle, ResourcesServer
 from gym_assets.records.episode import EpisodeId, TaskId
 from gym_assets.rollouts.episodes.model_calls import ModelSettings, create_turn, open_client
@@ -237,5 +238,5 @@ def stopped(partial: Mapping[str, Any] | None, reason: str) -> dict[str, Any]:
     """The response of an activation stopped from outside (``cancelled``) or by its deadline
     (``wall_time``): what it had so far, incomplete, saying why."""
     response = dict(partial or {"object": "response", "output": [], "usage": None})
-    metadata = {**(response.get("metadata") or {}), "ng_termination_reason": reason}
+    metadata = {**(response.get("metadata") or {}), keys.TERMINATION_REASON: reason}
     return {**response, "status": "incomplete", "metadata": metadata}

@@ -13,14 +13,19 @@ from typing import Any, TypeVar
 import openai
 from pydantic import BaseModel, ValidationError
 
-from gym_assets.records.episode import EpisodeFailure, FailureStage, is_retryable_status
+from gym_assets.records.episode import (
+    ENVIRONMENT_SERVER_FAILED,
+    EpisodeFailure,
+    FailureStage,
+    is_retryable_status,
+)
 from gym_assets.rollouts.episodes.sessions import SessionConflict
 
 M = TypeVar("M", bound=BaseModel)
 
 # The failure kind an unclassified exception gets at each stage.
 _STAGE_KINDS: dict[str, str] = {
-    "seed": "environment_server_failed",
+    "seed": ENVIRONMENT_SERVER_FAILED,
     "agent": "agent_run_error",
     "verification": "verifier_error",
     "cleanup": "session_release_failed",
@@ -69,7 +74,7 @@ def classify(exc: BaseException, stage: str) -> tuple[bool, str]:
         return False, "transport_unreachable"
     if isinstance(exc, ProtocolViolation | SessionConflict):
         return True, "protocol_violation"
-    return True, _STAGE_KINDS.get(stage, "environment_server_failed")
+    return True, _STAGE_KINDS.get(stage, ENVIRONMENT_SERVER_FAILED)
 
 
 def describe(exc: BaseException) -> str:

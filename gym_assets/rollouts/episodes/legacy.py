@@ -7,27 +7,29 @@ from collections.abc import Mapping
 from typing import Any
 
 from gym_assets.json_shapes import is_mapping
+from gym_assets.records import keys
 from gym_assets.records.episode import EpisodeFailure, EpisodeId, EpisodeRequest
+from gym_assets.records.ids import base_rollout_id
 from gym_assets.tasks.materialize import COLLECTOR_PREFIX, source_task_id, task_input_of
 
-ENVIRONMENT_SERVER_STAMP = "_ng_environment_server"
+ENVIRONMENT_SERVER_STAMP = keys.ENVIRONMENT_SERVER
 LEGACY_RELAY = "legacy_agent"  # the implementation of the relay in front of such an agent
 
 
 def episode_id_of(row: Mapping[str, Any]) -> EpisodeId:
     """``_ng_rollout_id`` if given, else ``<task index>-<rollout index>``; attempt separate."""
-    explicit = row.get("_ng_rollout_id")
-    rollout_id = (
-        str(explicit)
-        if explicit is not None
-        else f"{row.get('_ng_task_index', 0)}-{row.get('_ng_rollout_index', 0)}"
+    explicit = row.get(keys.ROLLOUT_ID)
+    rollout_id = base_rollout_id(
+        row.get(keys.TASK_INDEX, 0),
+        row.get(keys.ROLLOUT_INDEX, 0),
+        None if explicit is None else str(explicit),
     )
-    return EpisodeId(rollout_id=rollout_id, attempt=int(row.get("_ng_attempt_index", 0)))
+    return EpisodeId(rollout_id=rollout_id, attempt=int(row.get(keys.ATTEMPT_INDEX, 0)))
 
 
 def episode_request_of(row: Mapping[str, Any], taskset: str) -> EpisodeRequest:
     """The episode a flat row describes (its task input: every non-routing, non-``_ng_`` key)."""
-    task_id = source_task_id(row) or str(row.get("_ng_task_index", 0))
+    task_id = source_task_id(row) or str(row.get(keys.TASK_INDEX, 0))
     return EpisodeRequest.model_validate(
         {
             "episode_id": episode_id_of(row).model_dump(),
@@ -62,9 +64,9 @@ def flat_row_of_request(request: EpisodeRequest, agent: str) -> dict[str, Any]:
     """``flat_row_of_task`` for an episode request: its episode identity becomes the row's
     ``_ng_rollout_id`` (and ``_ng_attempt_index`` after the first attempt)."""
     episode = request.episode_id
-    identity: dict[str, Any] = {"_ng_rollout_id": episode.rollout_id}
+    identity: dict[str, Any] = {keys.ROLLOUT_ID: episode.rollout_id}
     if episode.attempt:
-        identity["_ng_attempt_index"] = episode.attempt
+        identity[keys.ATTEMPT_INDEX] = episode.attempt
     task = {"task_id": request.task.task_id.model_dump(), "task_input": request.task.task_input}
     return flat_row_of_task({**task, **identity}, agent)
 
@@ -72,18 +74,8 @@ def flat_row_of_request(request: EpisodeRequest, agent: str) -> dict[str, Any]:
 def failure_row(failure: EpisodeFailure) -> dict[str, Any]:
     """A failure as the flat ``_ng_failure_*`` answer of a legacy ``run`` (with the agent's
     observations, which collection projects into the record of a failed model call)."""
-    row: dict[str, Any] = {
-        "_ng_failure_class": "environment_server_failed",
-        "_ng_failure_terminal": failure.terminal,
-        "_ng_failure_message": failure.failure_reason,
-    }
-    if failure.stage is not None:
-        row["_ng_failure_stage"] = failure.stage
-    if failure.failure_kind is not None:
-        row["_ng_failure_kind"] = failure.failure_kind
-    extra = failure.model_extra or {}
-    if extra.get("partial_response") is not None:
-        row["_ng_failure_partial_response"] = extra["partial_response"]
-    if extra.get("ng_agent_observations") is not None:  # evidence, not a sidecar detail
-        row["ng_agent_observations"] = extra["ng_agent_observations"]
+    row = failure.sidecar().to_row()
+    observations = (failure.model_extra or {}).get(keys.AGENT_OBSERVATIONS)
+    if observations is not None:
+        row[keys.AGENT_OBSERVATIONS] = observations
     return row

@@ -14,7 +14,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from gym_assets.records import keys
 from gym_assets.records.episode import (
+    ENVIRONMENT_SERVER_FAILED,
     EpisodeFailure,
     EpisodeRequest,
     EpisodeResponse,
@@ -154,7 +156,7 @@ def _unhandled(exc: BaseException) -> EpisodeFailure:
     return EpisodeFailure.of(
         f"Unhandled environment server error: {describe(exc)}",
         terminal=True,
-        kind="environment_server_failed",
+        kind=ENVIRONMENT_SERVER_FAILED,
     )
 
 
@@ -163,7 +165,7 @@ def _with_evidence(
 ) -> EpisodeFailure:
     evidence = {
         "partial_response": episode.partial_response,
-        "ng_agent_observations": episode.merged_observations(),
+        keys.AGENT_OBSERVATIONS: episode.merged_observations(),
         "cleanup_error": "; ".join(cleanup_errors) or None,
     }
     return EpisodeFailure.model_validate({**failure.model_dump(), **evidence})

@@ -38,8 +38,8 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from gym_assets.records.contracts import GATEWAY_KEEP_ALIVE_S, Step
-from gym_assets.records.episode import ROLLOUT_ID_PATTERN
 from gym_assets.records.evidence import ModelRef
+from gym_assets.records.ids import ROLLOUT_ID_PATTERN, is_rollout_id
 from gym_assets.rollouts.gateway.capture import (
     CaptureWriter,
     client_session_id,
@@ -391,7 +391,7 @@ def rollout_url(origin: str, rollout_id: str, invocation_id: str | None = None) 
 
 
 def _check_rollout_id(rollout_id: str) -> None:
-    if not ROLLOUT_ID_PATTERN.match(rollout_id):
+    if not is_rollout_id(rollout_id):
         raise ValueError(f"rollout id {rollout_id!r} must match {ROLLOUT_ID_PATTERN.pattern}")
 
 
@@ -399,7 +399,7 @@ def _refused_path(request: Request) -> Response | None:
     """A 400 for a rollout or invocation id in the URL that ids may not look like."""
     for key in ("rollout_id", "invocation_id"):
         value = request.path_params.get(key)
-        if value is not None and not ROLLOUT_ID_PATTERN.match(value):
+        if value is not None and not is_rollout_id(value):
             return _bad_rollout_id(value)
     return None
 

@@ -30,7 +30,7 @@ ITEM = RolloutInput.of(ROW, "units")
 def test_success_record_carries_result_stamps_and_validates():
     stamped = stamps(ITEM, 0, "single_agent_turn", "units_simple_agent")
     result = {"reward": 1.0, "mask_sample": False, "evaluation_completed": True, "extra": 3}
-    record = success_record(result, stamped, {})
+    record = success_record(result, stamped.to_row(), {})
     assert record["_ng_task_index"] == 4 and record["_ng_rollout_index"] == 1
     assert "_ng_attempt_index" not in record
     assert record["_ng_environment_server"] == "units_environment"
@@ -39,7 +39,7 @@ def test_success_record_carries_result_stamps_and_validates():
     assert record["agent_ref"] == {"name": "units_simple_agent"}
     assert record["extra"] == 3
     RolloutRecord.model_validate(record)
-    assert stamps(ITEM, 2, "x", None)["_ng_attempt_index"] == 2
+    assert stamps(ITEM, 2, "x", None).to_row()["_ng_attempt_index"] == 2
 
 
 def test_environment_failure_row_matches_the_sidecar_shape():
@@ -55,7 +55,7 @@ def test_environment_failure_row_matches_the_sidecar_shape():
     assert row["_ng_attempt_index"] == 1
     assert "reward" not in row and "response" not in row
     FailureSidecarRow.model_validate(row)
-    clipped = failure_row({}, "agent_run_error", "x" * 5000, terminal=False)
+    clipped = failure_row(stamps(ITEM, 0, "x", None), "agent_run_error", "x" * 5000, terminal=False)
     assert len(clipped["_ng_failure_message"]) == 2000
     FailureSidecarRow.model_validate(clipped)
 

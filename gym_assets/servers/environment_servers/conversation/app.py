@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import Field
 
+from gym_assets.records import keys
 from gym_assets.records.contracts import ResourcesServer
 from gym_assets.rollouts.episodes.agents import Agent, ToolGrant
 from gym_assets.rollouts.episodes.cleanup import CleanupEntry
@@ -105,7 +106,7 @@ class Conversation(RunnerServer):
             body = {**task_input, "conversation": transcript, "response": response}
             verified = await self.resources.verify(resources_session, body)
         resources_close.retry_later()
-        return {**verified, "ng_agent_observations": episode.merged_observations()}
+        return {**verified, keys.AGENT_OBSERVATIONS: episode.merged_observations()}
 
     async def _seed(
         self,

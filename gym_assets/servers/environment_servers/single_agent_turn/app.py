@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
+from gym_assets.records import keys
 from gym_assets.records.contracts import ResourcesServer
 from gym_assets.rollouts.episodes.agents import Agent, ToolGrant
 from gym_assets.rollouts.episodes.failures import ProtocolViolation, parse_task_input, stage
@@ -74,7 +75,7 @@ class SingleAgentTurn(RunnerServer):
             body = {**task.task_data, "responses_create_params": params, "response": response}
             verified = await self.resources.verify(resources_session, body)
         resources_close.retry_later()
-        return {**verified, "ng_agent_observations": episode.merged_observations()}
+        return {**verified, keys.AGENT_OBSERVATIONS: episode.merged_observations()}
 
 
 def _require_echo(reply: Mapping[str, Any], key: str, expected: str) -> None:

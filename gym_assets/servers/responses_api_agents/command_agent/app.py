@@ -30,6 +30,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from gym_assets.fileio import atomic_write_text
+from gym_assets.records import keys
 from gym_assets.records.contracts import GatewayHandle, ResourcesServer
 from gym_assets.records.evidence import AgentObservations, GapCode, SandboxObservation
 from gym_assets.rollouts.episodes.agents import ActivationSettings, AgentSession, SessionAgent
@@ -155,8 +156,8 @@ class CommandAgent(SessionAgent):
             response = {**response, "usage": _captured_usage(calls)}
         metadata = {
             **(response.get("metadata") or {}),
-            "ng_termination_reason": "completed",
-            "ng_harness_exit_code": str(exit_code),
+            keys.TERMINATION_REASON: "completed",
+            keys.HARNESS_EXIT_CODE: str(exit_code),
         }
         return {**response, "metadata": metadata}
 

@@ -23,6 +23,7 @@ from typing import Any
 from openai import AsyncOpenAI
 from pydantic import Field
 
+from gym_assets.records import keys
 from gym_assets.records.contracts import GatewayHandle, ResourcesServer
 from gym_assets.records.evidence import ToolStatus
 from gym_assets.rollouts.episodes.agents import (
@@ -169,7 +170,7 @@ class SimpleAgent(SessionAgent):
             verified = await resources.verify(resources_session, {**body, "response": response})
         finally:
             await resources.close_session(resources_session, episode.capture_key)
-        return {**verified, "ng_agent_observations": receipt.get("agent_observations")}
+        return {**verified, keys.AGENT_OBSERVATIONS: receipt.get("agent_observations")}
 
 
 def _merged_tools(params: Mapping[str, Any], session: AgentSession) -> list[Mapping[str, Any]]:
@@ -186,7 +187,7 @@ def _response(
     last: Mapping[str, Any], outputs: list[dict[str, Any]], usage: Any, reason: str
 ) -> dict[str, Any]:
     """The activation's response: the last model response carrying every output item."""
-    metadata = {**(last.get("metadata") or {}), "ng_termination_reason": reason}
+    metadata = {**(last.get("metadata") or {}), keys.TERMINATION_REASON: reason}
     return {
         **last,
         "output": list(outputs),

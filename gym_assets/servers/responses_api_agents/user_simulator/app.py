@@ -13,6 +13,7 @@ from typing import Any
 
 from openai import AsyncOpenAI
 
+from gym_assets.records import keys
 from gym_assets.records.contracts import GatewayHandle, ResourcesServer
 from gym_assets.rollouts.episodes.agents import ActivationSettings, AgentSession, SessionAgent
 from gym_assets.rollouts.episodes.observations import Invocation
@@ -45,7 +46,7 @@ class UserSimulator(SessionAgent):
     ) -> dict[str, Any]:
         instructions = persona(session.task_data or {})
         turn = await self._model_turn(client, invocation, {**params, "instructions": instructions})
-        metadata = {**(turn.get("metadata") or {}), "ng_termination_reason": "completed"}
+        metadata = {**(turn.get("metadata") or {}), keys.TERMINATION_REASON: "completed"}
         return {**turn, "metadata": metadata}
 
 

@@ -9,6 +9,7 @@ from jsonschema import Draft202012Validator
 from pydantic import ValidationError
 
 from gym_assets.records import evidence as ev
+from gym_assets.records.ids import make_rollout_id
 from gym_assets_tests.conformance.fixtures import baseline_record, calls, set_path, turns
 
 
@@ -98,13 +99,13 @@ def test_observation_records_are_discriminated_by_kind() -> None:
     ],
 )
 def test_rollout_id(args, expected: str) -> None:
-    assert ev.make_rollout_id(*args) == expected
+    assert make_rollout_id(*args) == expected
 
 
 @pytest.mark.parametrize("explicit", ["", "-x", "a/b", "a b", ".hidden"])
 def test_malformed_explicit_rollout_id_is_refused(explicit: str) -> None:
     with pytest.raises(ValueError):
-        ev.make_rollout_id(0, 0, explicit=explicit)
+        make_rollout_id(0, 0, explicit=explicit)
 
 
 @pytest.mark.parametrize(
