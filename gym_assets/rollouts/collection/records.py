@@ -114,7 +114,7 @@ def failure_row(
 
 
 def environment_failure_row(stamped: dict[str, Any], failure: EpisodeFailure) -> dict[str, Any]:
-    """A failure the environment server handled and reported (§3.4)."""
+    """A failure the environment server handled and reported: one failure-sidecar row."""
     partial = (failure.model_extra or {}).get("partial_response")
     return failure_row(
         stamped,
