@@ -5,6 +5,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "gym_assets"
+TESTS = ROOT / "gym_assets_tests"
 DOCS = [*sorted((ROOT / "docs").glob("*.md")), ROOT / "README.md", ROOT / "bench" / "README.md"]
 
 # "reference §1.8", "(§4.4)", "taskset.md §8.3": sections of the specification the project was
@@ -14,9 +15,11 @@ LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)\s]*)?\)")
 
 
 def test_no_module_cites_a_section_of_the_reference():
+    sources = [*PACKAGE.rglob("*.py"), *TESTS.rglob("*.py")]
     offenders = [
         f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
-        for path in sorted(PACKAGE.rglob("*.py"))
+        for path in sorted(sources)
+        if path != Path(__file__).resolve()
         for number, line in enumerate(path.read_text("utf-8").splitlines(), 1)
         if SECTION_CITATION.search(line)
     ]

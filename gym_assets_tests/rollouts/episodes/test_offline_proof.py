@@ -1,4 +1,4 @@
-"""Offline proof (issue 12 §2): each installed third-party harness runs one scripted activation
+"""Offline proof: each installed third-party harness runs one scripted activation
 in the harness sandbox against the gateway, completes the scripted shell step, and contacts
 nothing but the gateway: its ``network.jsonl`` holds gateway connections and no looked-up name
 and no outside attempt beyond the ones listed below for a harness, each with its reason.
