@@ -23,7 +23,7 @@ from gym_assets.errors import UserError
 
 Status = Literal["ok", "warn", "FAIL"]
 DISTRIBUTION = "gym-assets"
-PINNED = ("dagster", "dagster-webserver")  # the family pinned together (dagster.md, §0)
+PINNED = ("dagster", "dagster-webserver")  # pinned together: one version for all
 MINIMUM_PYTHON = (3, 11)
 GiB = 1024**3
 DISK_WARN_BYTES = 2 * GiB

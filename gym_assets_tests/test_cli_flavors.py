@@ -1,5 +1,5 @@
 """``--benchmark NAME[/FLAVOR]`` for ``plan``, ``collate``, ``prepare`` and ``rollouts``, the
-listing's tokens, and ``plan --prepare`` (plan.md §1.3, §1.6, §3.1), through ``cli.main``."""
+listing's tokens, and ``plan --prepare`` (docs/config-reference.md), through ``cli.main``."""
 
 from __future__ import annotations
 

@@ -5,10 +5,11 @@ Inspection exit codes are a contract for CI: 0 the P0 gate is met, 1 it is not, 
 could not be judged (unknown profile, bad bundle, inputs changed, conflicting report, an
 ``--output`` that is refused or cannot be written) — in which case nothing was published.
 Input errors are therefore handled here, not left to the dispatcher, which would map them to 1.
-``run`` follows the same contract (reference §4.6): 0 every harness meets the P0 gate, 1 some
-scenario does not or a harness is unavailable (a ``cli`` harness not installed: reported with
-its install command), 2 an episode could not run or be judged, or the run was refused (its
-output exists, a bad timeout, an unknown harness or scenario) — then nothing is written.
+``run`` follows the same contract (docs/conformance.md#exit-codes): 0 every harness meets
+the P0 gate, 1 some scenario does not or a harness is unavailable (a ``cli`` harness not
+installed: reported with its install command), 2 an episode could not run or be judged, or the
+run was refused (its output exists, a bad timeout, an unknown harness or scenario) — then
+nothing is written.
 """
 
 from __future__ import annotations

@@ -120,7 +120,8 @@ def _check_environment_server(
 
 
 def taskset_environment_server(config: Mapping[str, Any], taskset: str) -> ServerInstance:
-    """The environment server a taskset is routed to (reference §5.1 steps 1–2)."""
+    """The environment server a taskset's route names: one instance with exactly one
+    implementation under ``environment_servers``, else a ``ConfigError``."""
     locate = locator_of(config)
     routes = config.get(ROUTES)
     target = routes.get(taskset) if is_mapping(routes) else None
@@ -168,8 +169,9 @@ def resolve_dataset_agent(
 ) -> str | None:
     """The agent a dataset's rows are credited to (None: a multi-agent server decides).
 
-    With a taskset the route is validated (§5.1); without one the first matching rule of
-    §5.2 decides. Every refusal is a ``ConfigError`` saying how to fix the config.
+    With a taskset its route decides, once validated against the declaring instance; without
+    one, :func:`flat_dataset_agent` does (docs/config-reference.md, "Routes and routing
+    modes"). Every refusal is a ``ConfigError`` saying how to fix the config.
     """
     if taskset is not None:
         locate = _check_declaring(config, declaring_instance)
@@ -180,7 +182,8 @@ def resolve_dataset_agent(
 def flat_dataset_agent(
     config: Mapping[str, Any], declaring_instance: str, pin: str | None = None
 ) -> str:
-    """The agent that runs a flat dataset's rows (§5.2): never None, or a ``ConfigError``."""
+    """The agent that runs a flat dataset's rows: the declaring agent, or the one agent bound
+    to the declaring resources server (or its pin). Never None, or a ``ConfigError``."""
     locate = _check_declaring(config, declaring_instance)
     return _flat_agent(config, declaring_instance, pin, locate)
 
@@ -312,7 +315,8 @@ def servers_by_agent(config: Mapping[str, Any]) -> dict[str, list[str]]:
 
 
 def environment_server_for_agent(config: Mapping[str, Any], agent: str) -> str:
-    """The one environment server that runs rows routed by ``agent`` (§8.5)."""
+    """The one environment server fronting ``agent``, which runs rows routed by it (none or
+    several: refused)."""
     locate = locator_of(config)
     instances = server_instances(config)
     if agent not in instances or not instances[agent].is_agent:
@@ -348,7 +352,7 @@ def refuse_unfronted(
 
     ``subject`` says whose rows they are ("Row agent_ref 'a'", ...); ``at`` is where to fix it
     (the row's file and line, or the config node that routed the rows). The message lists the
-    agents the server does front (§8.5), so the user can see which route or agent is wrong.
+    agents the server does front, so the user can see which route or agent is wrong.
     A server that references no agent (or is unknown here) is not judged.
     """
     instance = server_instances(config).get(server)
@@ -369,9 +373,9 @@ def flat_route(
 ) -> tuple[str, str]:
     """``(environment server, agent)`` for the rows of a flat dataset (no taskset).
 
-    The agent is §5.2's; the server is the routing mode's (§8.2): in ``agent`` mode the one
-    server fronting that agent, in ``legacy`` mode ``environment_server_name``, which must then
-    front the agent (a flat row carries no route of its own to fall back on).
+    The agent is :func:`flat_dataset_agent`'s; the server is the routing mode's: in ``agent``
+    mode the one server fronting that agent, in ``legacy`` mode ``environment_server_name``,
+    which must then front the agent (a flat row carries no route of its own to fall back on).
     """
     locate = locator_of(config)
     agent = flat_dataset_agent(config, declaring_instance, pin)
@@ -389,7 +393,7 @@ def flat_route(
 
 
 def environment_server_for_taskset(config: Mapping[str, Any], taskset: object) -> str | None:
-    """The server a row of ``taskset`` is stamped with before dispatch (§8.2); a flat row
+    """The server a row of ``taskset`` is stamped with before dispatch (its route); a flat row
     (``taskset`` None, or not a usable name) follows the routing mode, where None means "find
     it by agent". Reading the taskset off a row is ``gym_assets.tasks.row_routing``'s job."""
     locate = locator_of(config)

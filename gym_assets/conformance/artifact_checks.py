@@ -1,4 +1,4 @@
-"""The 56 P0 artifact checks as data (reference §2.4), in execution order.
+"""The 56 P0 artifact checks as data (docs/conformance-checks.md), in execution order.
 
 Each :class:`ArtifactCheck` is a definition: id, kind, TE labels, location, reason, declared
 applicability (:class:`Applies`, a rule over the scope), prerequisites, and either a JSON Schema

@@ -1,4 +1,4 @@
-"""Check objects and the one executor that turns them into result rows (reference §2.1).
+"""Check objects and the one executor that turns them into result rows.
 
 A :class:`Check` is an immutable, already-bound definition: what it is (id, tier, kind, TE
 labels), where it looks (location), what it says on failure (reason), what must pass first

@@ -1,4 +1,4 @@
-"""Read-only access to a record's designated evidence locations (reference §1.10).
+"""Read-only access to a record's designated evidence locations (docs/evidence-format.md).
 
 Model calls, steps, invocations and tool executions are read from ``$.ng_trajectory`` only;
 grades from the top-level row; sandbox outcomes and compaction helpers from

@@ -1,4 +1,4 @@
-"""Model-call references: the grammar of a valid ref and exact resolution (reference §1.7).
+"""Model-call references: the grammar of a valid ref and exact resolution.
 
 A ref identifies a call either by ``model_call_id`` or by ``model_ref`` + ``response_id``
 (response ids are only unique per model server). Every key present and non-null must be

@@ -1,4 +1,4 @@
-"""The per-record checker result (reference §2.5): rows, TE verdicts, findings, gate.
+"""The per-record checker result: rows, TE verdicts, findings, gate.
 
 The verdict is the P0 gate over *all* rows handed in — artifact, behavioral and health alike —
 so a behavioral failure fails the record while leaving the artifact TE verdicts intact. TE

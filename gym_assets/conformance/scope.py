@@ -1,4 +1,4 @@
-"""What the caller declares in scope for one record (reference §2.3).
+"""What the caller declares in scope for one record (docs/evidence-format.md#scope).
 
 Applicability is declared, never inferred: an absent collection does not make a check
 not-applicable, it makes it fail. The runner derives the scope from the scenario

@@ -8,7 +8,7 @@ hiding the whole record. The models are therefore as strict as a producer should
 a model accepts is shaped the way the checks expect — while the model-level invariants below
 (unique ids, container identity copied into turns) are the ones the P0 profile leaves to them.
 
-Layout (see the conformance reference §1):
+Layout (docs/evidence-format.md describes each part):
 - ``ng_trajectory`` (:class:`TrajectoryRecord`, schema ``1.0``): invocations, turns,
   model_calls, tool_calls, gaps — the designated evidence surface.
 - ``ng_agent_observations`` (:class:`AgentObservations`): the producer's unordered records.
@@ -61,9 +61,7 @@ class _Strict(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid", populate_by_name=True)
 
 
-# --------------------------------------------------------------------------- identity (§1.2)
-
-# --------------------------------------------------------------------------- references (§1.7)
+# --------------------------------------------------------------------------- references
 
 
 class ModelRef(_Strict):
@@ -109,7 +107,7 @@ class ModelCallRef(_Strict):
         return self
 
 
-# --------------------------------------------------------------------------- gaps (§1.8)
+# --------------------------------------------------------------------------- gaps
 
 
 class GapCode(StrEnum):
@@ -158,7 +156,7 @@ _STEP_GAPS = frozenset(
 
 
 def gap_effect(code: str) -> GapEffect | None:
-    """Classify a gap code by prefix/equality rules of the reference §1.8."""
+    """Classify a gap code by its prefix or exact value; ``None``: informational only."""
     if code.startswith("model_call_capture") or code == GapCode.AGENT_OBSERVATION_JOIN_FAILED:
         return GapEffect.CAPTURE
     if code.startswith("model_call_reference") or code == GapCode.MODEL_CALL_OWNERSHIP_UNAVAILABLE:
@@ -178,7 +176,7 @@ class ObservationGap(_Strict):
     detail: str | None = None
 
 
-# --------------------------------------------------------------------------- observations (§1.5)
+# --------------------------------------------------------------------------- observations
 
 
 class AgentInvocation(_Strict):
@@ -264,7 +262,7 @@ class AgentObservations(_Strict):
         return self
 
 
-# --------------------------------------------------------------------------- trajectory (§1.6)
+# --------------------------------------------------------------------------- trajectory
 
 
 class ResponseMetadata(_Strict):
@@ -340,7 +338,7 @@ class TrajectoryRecord(_Strict):
 
     @model_validator(mode="after")
     def _invariants(self) -> TrajectoryRecord:
-        """Invariants the P0 profile leaves to the model (reference §1.6)."""
+        """Invariants the P0 checks leave to the model: unique ids, identity in every turn."""
         _require_unique([i.invocation_id for i in self.invocations], "invocation_id")
         _require_unique([c.model_call_id for c in self.model_calls], "model_call_id")
         _require_unique(
@@ -358,7 +356,7 @@ def _require_unique(values: list[Any], what: str) -> None:
         raise ValueError(f"duplicate {what} values: {len(duplicates)}")
 
 
-# --------------------------------------------------------------------------- capture (§1.3, §1.4)
+# --------------------------------------------------------------------------- capture
 
 
 class CaptureExchange(_Strict):
@@ -422,7 +420,7 @@ class ModelCallCapture(_Strict):
     gaps: list[ObservationGap] = Field(default_factory=list)
 
 
-# --------------------------------------------------------------------------- rows (§1.1, §1.9)
+# --------------------------------------------------------------------------- rows
 
 
 class RolloutRecord(BaseModel):

@@ -68,10 +68,10 @@ MODEL_SERVER = "policy_model"
 RESOURCES = "conformance_resources"
 AGENT = "conformance_agent"
 ENVIRONMENT = "conformance_environment"
-COLLECTION_GRACE_S = 10.0  # collection's limit is the harness budget plus this (§4.4)
-# Which environment server drives a harness of each interface (§4.3): the agent-session path
-# (seed, activate, close through ``single_agent_turn``), or the legacy relay of ``/run`` for an
-# agent that runs whole episodes itself (it is handed a flat row).
+COLLECTION_GRACE_S = 10.0  # collection's limit is the harness budget plus this
+# Which environment server drives a harness of each interface (docs/harnesses.md): the session
+# path (seed, activate, close through ``single_agent_turn``), or the legacy relay of ``/run``
+# for an agent that runs whole episodes itself (it is handed a flat row).
 ENVIRONMENT_FOR_INTERFACE: dict[Interface, str] = {
     "session": "single_agent_turn",
     "legacy_run": "legacy_agent",

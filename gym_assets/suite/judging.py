@@ -1,5 +1,5 @@
-"""Judge one finished episode (reference §4.5): artifact, behavioral and health checks over what
-the episode left on disk, and ``scenario_result.json``.
+"""Judge one finished episode: artifact, behavioral and health checks over what the episode
+left on disk, and ``scenario_result.json``.
 
 The record is the one normal row of ``rollouts.jsonl`` (read strictly); the witness is
 ``witness.json``; the health engine reads ``rollouts.jsonl`` and the failure sidecar and leaves
@@ -50,7 +50,7 @@ from gym_assets.suite.scenarios import Scenario
 from gym_assets.suite.supervise import Execution
 
 Verdict = Literal["fulfilled", "not_fulfilled"]
-# What "could not inspect" covers (§4.5): input, I/O and decoding failures of our own reading.
+# What "could not inspect" covers: input, I/O and decoding failures of our own reading.
 INSPECTION_ERRORS = (UserError, OSError, ValueError, TypeError, KeyError, AttributeError,
                      RecursionError)  # fmt: skip
 

@@ -1,4 +1,5 @@
-"""Where an episode keeps what it writes, under ``<output>/<harness>/<scenario>/`` (§4.7)."""
+"""Where an episode keeps what it writes, under ``<output>/<harness>/<scenario>/``
+(docs/conformance.md#output-layout)."""
 
 WITNESS_FILE = "witness.json"
 RUNTIME_FILE = "runtime.json"

@@ -1,5 +1,6 @@
-"""The reports a person reads after a suite run (reference §5.1): ``conformance_report.md`` and a
-self-contained ``conformance_report.html``, both rendered from one in-memory :class:`Report`.
+"""The reports a person reads after a suite run: ``conformance_report.md`` and a self-contained
+``conformance_report.html``, both rendered from one in-memory :class:`Report`
+(docs/conformance.md#reading-the-report).
 
 Per harness, one table: a row per check (grouped Schema / Semantic / Behavioral / Health, in
 first-seen order across the harness's scenarios), a column per scenario, a compact symbol per

@@ -1,5 +1,5 @@
 """``run_suite``: every selected harness × scenario as a supervised episode, judged, reported
-(reference §4.6-§4.7).
+(docs/conformance.md: its exit codes and output layout).
 
     <output>/suite.json                     written first: manifest, harnesses, sources
     <output>/<harness>/<scenario>/...       one episode directory each (see ``episode``)

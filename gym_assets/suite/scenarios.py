@@ -1,4 +1,4 @@
-"""The scripted conformance scenarios: suite ``harness-p0-probes/v1`` (reference §3.1-§3.2).
+"""The scripted conformance scenarios: suite ``harness-p0-probes/v1`` (docs/conformance.md).
 
 A scenario is what the scripted provider and the conformance resources server prescribe for
 one episode; it never reaches the harness (the task the harness sees is only the prompt of
@@ -39,7 +39,7 @@ class Scenario:
     health_expectations: Mapping[str, str] = field(default_factory=dict)
 
     def scope(self) -> EvidenceScope:
-        """Which evidence classes the scenario puts in scope (reference §2.3)."""
+        """Which evidence classes the scenario puts in scope (docs/evidence-format.md#scope)."""
         return EvidenceScope.for_scenario(
             tool_steps=self.tool_steps, terminal_error=self.terminal_error, steps=self.steps
         )

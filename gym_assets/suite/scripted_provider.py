@@ -1,5 +1,5 @@
 """The scripted conformance provider ("probe"): an upstream of the model gateway that plays one
-scenario (reference §3.3) and witnesses every exchange.
+scenario and witnesses every exchange (docs/conformance.md#the-scripted-provider-in-brief).
 
 Served by the project's own ``ModelGateway``, so each exchange is captured exactly like a run
 against a real model; the probe decides only what the model says and writes down what it saw.

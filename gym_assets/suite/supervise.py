@@ -1,4 +1,4 @@
-"""Run one episode process under supervision (reference §4.4).
+"""Run one episode process under supervision (docs/conformance.md#how-an-episode-runs).
 
 The episode gets its own session and process group, closed stdin, and its output in
 ``episode.log``. Harness CLIs start sessions and process groups of their own, so killing the
@@ -29,7 +29,7 @@ from gym_assets.process_tree import Tracked, signal_all
 POLL_S = 0.1
 TERM_GRACE_S = 2.0
 EXIT_GRACE_S = 3.0
-SUPERVISION_GRACE_S = 30.0  # the runner kills an episode at its timeout plus this (§4.4)
+SUPERVISION_GRACE_S = 30.0  # the runner kills an episode at its timeout plus this
 _KEPT_VARIABLES = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "TZ", "PYTHONPATH")
 
 

@@ -30,8 +30,9 @@ class FlatRowAgents:
     """The agent each flat row runs on, checked against the server it is routed to.
 
     A row names its agent through ``agent_ref``, else through ``task_source`` (the instance
-    that declared its dataset, resolved as §5.2 says, with that dataset's pin from ``pins``).
-    Each (name, server) pair is resolved once, so a large taskset costs one lookup per row.
+    that declared its dataset, resolved by ``flat_dataset_agent``, with that dataset's pin
+    from ``pins``). Each (name, server) pair is resolved once, so a large taskset costs one
+    lookup per row.
     """
 
     def __init__(self, config: Mapping[str, Any], pins: Mapping[str, str | None]):

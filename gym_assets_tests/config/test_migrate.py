@@ -1,5 +1,5 @@
 """``add_environment_servers``: append relays, update renamed references in place; exit codes
-0 / 1 / 2 (taskset.md case 54 and the #4053 rules of §10)."""
+0 / 1 / 2 (NeMo Gym PR #4053's migration rules; docs/config-reference.md)."""
 
 from __future__ import annotations
 

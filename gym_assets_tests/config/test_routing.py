@@ -1,4 +1,4 @@
-"""Routing: ``resolve_dataset_agent`` (§5.1, §5.2), fronting (§8.5), rows (§8.2), modes (§8.1)."""
+"""Routing: ``resolve_dataset_agent`` with and without a taskset, fronting, rows, modes."""
 
 from __future__ import annotations
 
@@ -62,7 +62,7 @@ def config(*extra: str) -> dict[str, Any]:
 
 ROUTES = "environment_server_routes: {t: env_a}\n"
 
-# -- §5.1: with a taskset ----------------------------------------------------------------------
+# -- with a taskset ----------------------------------------------------------------------------
 
 
 def test_taskset_environment_server_returns_the_routed_instance():
@@ -165,7 +165,7 @@ def test_multi_agent_server_attributes_to_its_agent_server():
     assert resolve_dataset_agent(config(multi), "rs", taskset="t") == "agent_b"
 
 
-# -- §5.2: without a taskset -------------------------------------------------------------------
+# -- without a taskset -------------------------------------------------------------------------
 
 
 def test_flat_dataset_on_an_agent_runs_on_that_agent():
@@ -223,7 +223,7 @@ def test_datasets_must_be_declared_on_an_agent_or_resources_server(instance):
         resolve_dataset_agent(config(), instance)
 
 
-# -- fronting (§8.5) ---------------------------------------------------------------------------
+# -- fronting ----------------------------------------------------------------------------------
 
 
 def test_servers_by_agent_lists_each_server_once_in_config_order():
@@ -265,7 +265,7 @@ def test_unknown_agent_is_named_with_a_suggestion():
         environment_server_for_agent(config(), "agent_x")
 
 
-# -- rows by taskset (§8.2, cases 55-57; reading a row's taskset: tasks/test_row_routing) -------
+# -- rows by taskset (reading a row's taskset: tasks/test_row_routing) -------
 
 MODES = {
     "agent": "",
@@ -303,7 +303,7 @@ def test_unknown_routing_mode_is_refused_for_rows():
         environment_server_for_taskset(config("environment_routing_mode: magic\n"), None)
 
 
-# -- validation at load (§8.1 and routes), with file:line --------------------------------------
+# -- validation at load (modes and routes), with file:line --------------------------------------
 
 
 def load_with(write_configs, extra: str):
@@ -343,7 +343,7 @@ def test_errors_from_a_loaded_config_carry_file_and_line(write_configs):
     assert resolve_dataset_agent(loaded, "rs", taskset="t") == "agent_a"
 
 
-# -- flat rows and the server they are routed to (§5.2, §8.2, §8.5) -------------------------------
+# -- flat rows and the server they are routed to -------------------------------------------------
 
 DUO = """\
 sim:

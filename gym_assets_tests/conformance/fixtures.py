@@ -1,6 +1,6 @@
 """Fixture library for conformance tests: one conformant rollout record plus mutation helpers.
 
-The baseline is the reference's synthetic record (conformance §7): one invocation
+The baseline is the synthetic record of the specification's test cases: one invocation
 ``invocation`` making two Responses-dialect calls ``attempt-1``/``attempt-2``, each asking for
 tool ``read_value`` (``tool-1``/``tool-2``), two policy steps, two completed tool executions,
 reward 0.0, no gaps; the capture attachment and the observation bundle carry duplicate copies

@@ -1,4 +1,4 @@
-"""Reference cases 1–47 (§7): one mutation of the conformant baseline, expected statuses."""
+"""Artifact cases: one mutation of the conformant baseline, expected statuses."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Behavioral checks: retained evidence against the independent witness (reference §2.6, §7)."""
+"""Behavioral checks: retained evidence against the independent witness."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The strict bundle reader and its provenance (reference §4.8)."""
+"""The strict bundle reader and its provenance."""
 
 from __future__ import annotations
 

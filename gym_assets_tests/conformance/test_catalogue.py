@@ -1,4 +1,4 @@
-"""Invariants of the artifact catalogue, and its agreement with the reference tables (§2.4)."""
+"""Invariants of the artifact catalogue, and its agreement with the specification's tables."""
 
 from __future__ import annotations
 

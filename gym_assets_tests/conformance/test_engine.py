@@ -1,4 +1,4 @@
-"""The executor of §2.1 and the gate (reference cases 62–64, 66–70)."""
+"""The one check executor and the P0 gate."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Rollout health checks judged against scenario expectations (reference §2.7, cases 100-107)."""
+"""Rollout health checks judged against scenario expectations."""
 
 from __future__ import annotations
 

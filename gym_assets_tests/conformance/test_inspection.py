@@ -1,4 +1,4 @@
-"""The standalone inspector and its CLI (reference §4.8, cases 114-116)."""
+"""The standalone inspector and its CLI (docs/evidence-format.md)."""
 
 from __future__ import annotations
 

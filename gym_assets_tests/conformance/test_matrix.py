@@ -1,4 +1,4 @@
-"""The harness evidence matrix (reference §4.8 ``matrix``, case 117)."""
+"""The harness evidence matrix (``gym-assets conformance matrix``)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Reference grammar and resolution (§1.7) and item-schema cases 48–61 (§7)."""
+"""Model-call reference grammar and resolution, and the item-schema cases."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The plan builder: plan.md §6 cases 1-11, 21-26 (as they concern plans), 34-42."""
+"""The plan builder: order, ids, digests, repeats, flat rows and every refusal."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Canonical JSON (§2.2), digests (§2.3 vectors) and the fast exact parser."""
+"""Canonical JSON, digests (known vectors) and the fast exact parser."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from gym_assets.fileio import iter_jsonl, parse_json_bytes
 from gym_assets.plans.canonical import canonical_json, digest
 from gym_assets.tasks.materialize import task_input_of
 
-# (source row, canonical bytes of its task input, digest) -- plan.md §2.3.
+# (source row, canonical bytes of its task input, digest), as the reference planner gives them.
 VECTORS = [
     (
         '{"task_id": "a", "responses_create_params": {"input": [{"role": "user", '

@@ -1,4 +1,4 @@
-"""``gym-assets plan`` end to end through the real dispatcher (plan.md §6 cases 15-20, 45)."""
+"""``gym-assets plan`` end to end through the real dispatcher."""
 
 from __future__ import annotations
 

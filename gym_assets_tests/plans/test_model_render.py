@@ -1,4 +1,4 @@
-"""The v1 format: serialisation (§2.4), strict model and schema (§2.6), tolerant reader (§2.7)."""
+"""The v1 format: serialisation, strict model and schema, tolerant reader (docs/plans.md)."""
 
 from __future__ import annotations
 

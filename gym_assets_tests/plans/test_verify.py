@@ -1,4 +1,4 @@
-"""Plan vs tasks: added / removed / changed, repeats, flat rows, selection (plan.md §5)."""
+"""Plan vs tasks: added / removed / changed, repeats, flat rows, selection."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue §7 acceptance for ``command`` harnesses, through the conformance runner: the example
+"""Acceptance for ``command`` harnesses, through the conformance runner: the example
 harness of docs/harnesses.md passes all seven scenarios at P0, and a deliberately broken one
 (``gym_assets_tests/rollouts/harness_programs/broken_agent.py``) fails exactly the checks its
 defects must fail."""

@@ -1,4 +1,4 @@
-"""``gym-assets conformance run`` refuses before writing anything (reference test 84 and §4.6)."""
+"""``gym-assets conformance run`` refuses before writing anything (exit 2)."""
 
 from __future__ import annotations
 

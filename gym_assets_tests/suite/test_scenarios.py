@@ -1,4 +1,4 @@
-"""The suite harness-p0-probes/v1: the seven scenarios of reference §3.2, their scope, manifest."""
+"""The suite harness-p0-probes/v1: the seven scenarios, their scope, manifest."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The scripted conformance provider behind a real gateway: the protocol of reference §3.3.
+"""The scripted conformance provider behind a real gateway: its exact protocol.
 
 The test plays the harness over HTTP: it posts requests, runs the shell command it is given
 (the probe's own command, in the test's temporary workspace), and sends the output back.

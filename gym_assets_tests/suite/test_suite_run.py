@@ -1,4 +1,4 @@
-"""The suite end to end for the built-in ``simple_agent`` (issue §7), and what the runner makes
+"""The suite end to end for the built-in ``simple_agent``, and what the runner makes
 of an episode's files when they are tampered with (reference tests 77-89)."""
 
 from __future__ import annotations

@@ -136,7 +136,7 @@ class Dispatcher:
     def _request(self, item: RolloutInput, episode_id: EpisodeId) -> EpisodeRequest | dict:
         """An episode request for a task; the row itself for a flat row, and for a task sent
         to a ``legacy_agent`` relay, which rebuilds the flat row from it with the row's
-        collector keys (taskset.md §8.6)."""
+        collector keys (docs/rollouts.md, "What is dispatched")."""
         relayed = self.servers[item.server].implementation == LEGACY_RELAY
         if item.materialized and not relayed:
             task = MaterializedTask(

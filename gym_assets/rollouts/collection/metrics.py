@@ -1,4 +1,4 @@
-"""Aggregate metrics of a run, one entry per environment server (§3.6), computed from files.
+"""Aggregate metrics of a run, one entry per environment server, computed from files.
 
 Everything is derived from the inventory (materialized inputs), the success records and the
 failure rows, sorted by ``(task, rollout)`` first, so the same files give the same numbers.

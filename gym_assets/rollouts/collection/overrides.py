@@ -1,5 +1,5 @@
 """Run-level overrides of what a rollout sends: ``+responses_create_params.*``,
-``num_repeats_add_seed`` and ``skills`` (taskset.md §8.3, rollouts.md §3.1).
+``num_repeats_add_seed`` and ``skills`` (docs/config-reference.md, "Run-level overrides").
 
 They apply to flat rows only: the ``responses_create_params`` overrides are merged into the
 row's own (one level deep), ``num_repeats_add_seed`` writes ``seed = <rollout index>`` into
@@ -41,7 +41,8 @@ class RunOverrides:
         return bool(self.responses_create_params) or self.num_repeats_add_seed
 
     def refuse_materialized(self, path: Path, line: int | None = None) -> None:
-        """Refuse a converted row when any override is set (taskset.md §8.3, in its order)."""
+        """Refuse a converted row when any override is set, naming the first of: params,
+        skills, seed."""
         if self.responses_create_params:
             reason = (
                 "responses_create_params overrides are not supported for materialized task "

@@ -96,7 +96,7 @@ def failure_row(
 
 
 def environment_failure_row(stamped: RolloutStamps, failure: EpisodeFailure) -> dict[str, Any]:
-    """A failure the environment server handled and reported (§3.4)."""
+    """A failure the environment server handled and reported."""
     return failure.sidecar().to_row(stamped.to_row())
 
 

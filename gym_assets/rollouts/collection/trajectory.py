@@ -1,6 +1,6 @@
 """Project ``ng_trajectory`` (schema 1.0) from the gateway's capture and the agent's observations.
 
-Join (conformance reference §1.5): each model-call reference of each invocation is resolved
+Join: each model-call reference of each invocation is resolved
 against the captured calls — a unique match becomes the canonical ``{model_call_id, model_ref,
 response_id}`` triple and makes the invocation the call's owner; no match, several matches, or
 a call that already has an owner leave the reference as it was and record a
@@ -8,7 +8,7 @@ a call that already has an owner leave the reference as it was and record a
 (the ``x-session-id`` header) belongs to that invocation. Captured calls nobody owns are
 recorded as ``model_call_ownership_unavailable``.
 
-Projection (§1.6): every captured call becomes a trajectory model call; every call that
+Projection: every captured call becomes a trajectory model call; every call that
 produced a step (a 2xx answer) becomes one turn of its owner, carrying the failed attempts
 before it; tool calls take their model-visible output from the owner's conversation. What
 cannot be established is recorded as a gap, never filled in. After a successful projection the
@@ -38,7 +38,7 @@ def _gap(code: GapCode, invocation_id: str | None = None, detail: str | None = N
 
 
 def _matches(ref: Mapping[str, Any], call: Mapping[str, Any]) -> bool:
-    """Every non-null key of the reference equals the call's value (§1.7)."""
+    """Every non-null key of the reference equals the call's value (no fallback to fewer)."""
     if not (ref.get("model_call_id") or (ref.get("model_ref") and ref.get("response_id"))):
         return False
     for key in REF_KEYS:

@@ -1,8 +1,8 @@
 """The in-process agent contract and helpers for Responses objects.
 
-Agents are seeded, activated and closed by an environment server (the reference §2.4). Tool
-access is granted per episode: a ``ToolGrant`` names the resources server and the session whose
-tools the agent may call — the in-process form of the reference's ``direct_http`` grant.
+Agents are seeded, activated and closed by an environment server. Tool access is granted per
+episode: a ``ToolGrant`` names the resources server and the session whose tools the agent may
+call — the in-process form of NeMo Gym's ``direct_http`` grant.
 """
 
 from __future__ import annotations
@@ -87,8 +87,7 @@ class ActivationSettings(ModelSettings):
 
 
 class SessionAgent:
-    """The session state machine of the bundled agents (the reference §2.4, hardened as in
-    NeMo Gym PR #3554).
+    """The session state machine of the bundled agents (hardened as in NeMo Gym PR #3554).
 
     Identical seeds reuse the session and conflicting ones are refused; a session allows
     several sequential activations (``root``, then ``activation-N``); closing returns the

@@ -1,4 +1,4 @@
-"""The protocol-neutral half of an environment server's ``run`` (the reference §2.1).
+"""The protocol-neutral half of an environment server's ``run``.
 
 Admission, one cleanup stack per episode, the episode deadline, mapping every outcome to a
 result or an ``EpisodeFailure``, and attaching what the episode accumulated (partial response,

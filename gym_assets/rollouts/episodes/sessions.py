@@ -1,6 +1,6 @@
 """Session bookkeeping shared by resources servers and agents.
 
-Rules (the reference §1.2 and §2.4): a seed binds a session id to an immutable seed body; the
+Rules: a seed binds a session id to an immutable seed body; the
 identical seed again reuses the session, a different one is refused; closing stores a receipt
 and repeated closes return a copy of that same receipt; a seed after close is refused, so a
 late or retried seed cannot resurrect a closed session. A close whose release raises keeps the

@@ -1,6 +1,6 @@
 """Per-rollout model-call capture: one JSON line per exchange, and the attachment built from it.
 
-Writing (conformance reference §1.3): each exchange, success or failure, is appended to
+Writing: each exchange, success or failure, is appended to
 ``<capture_dir>/<rollout_id>.capture.jsonl`` and fsync'd. In this process a file is written by
 one thread at a time, in arrival order, so lines never interleave; an exclusive ``flock`` on
 the file keeps another process appending to the same file from interleaving with it. When a
@@ -10,7 +10,7 @@ the file under-reports rather than trusting it. Only a crash in the middle of a 
 leave a torn last line; the reader counts it as unreadable. Lines hold bodies only, never
 request headers: the ``authorization`` header cannot reach a capture.
 
-Reading (§1.4): :func:`read_capture` turns the file into the ``ng_model_call_capture``
+Reading: :func:`read_capture` turns the file into the ``ng_model_call_capture``
 attachment, with provider token usage normalised and capture gaps named.
 """
 
@@ -62,7 +62,7 @@ def incomplete_marker(capture_dir: Path, rollout_id: str) -> Path:
 
 
 def status_category(status: int) -> str | None:
-    """The §1.3 category of an HTTP status; ``None`` below 400."""
+    """The ``error_category`` of an HTTP status; ``None`` below 400."""
     if status < 400:
         return None
     if status in _STATUS_CATEGORIES:
@@ -196,7 +196,7 @@ class CaptureWriter:
             log.error("cannot mark capture of rollout %s incomplete: %s", rollout_id, exc.strerror)
 
 
-# --------------------------------------------------------------------------- reading (§1.4)
+# --------------------------------------------------------------------------- reading
 
 
 def _count(value: Any) -> int | None:

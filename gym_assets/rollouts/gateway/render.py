@@ -3,7 +3,8 @@
 Offline upstreams decide *what* the model says (text and/or function calls plus usage) once,
 as an :class:`AssistantTurn`; this module decides *how* it looks on the wire, so Chat and
 Responses, JSON and streaming, always agree with each other. The event sequences are the ones
-real harnesses were seen to accept (harnesses reference §2, findings 4).
+real harnesses were seen to accept (a Responses stream ends with ``response.completed``,
+carrying the response id and usage; a Chat stream ends with ``data: [DONE]``).
 """
 
 from __future__ import annotations

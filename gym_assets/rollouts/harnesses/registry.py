@@ -9,7 +9,7 @@ program, run by the ``command_agent`` implementation with the contract of docs/h
 ``cli`` is a third-party harness program (Codex CLI, pi, ...) at a pinned version, installed into
 the project-local ``.harnesses/<name>/`` and driven by a named adapter
 (``gym_assets.rollouts.harnesses.adapters``), also through ``command_agent``.
-``interface`` says how episodes reach the agent (the conformance reference §4.3): ``session``
+``interface`` says how episodes reach the agent (docs/harnesses.md): ``session``
 (seed, activate and close through the environment server) is preferred; an agent without
 session handlers (inherited ones count) falls back to ``legacy_run``, the ``/run`` relay. The
 choice is made from the implementation, before anything runs, so a failure while seeding,

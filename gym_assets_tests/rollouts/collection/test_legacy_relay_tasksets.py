@@ -1,4 +1,4 @@
-"""A ``legacy_agent`` relay serves tasksets (taskset.md §8.6, §8.7; rollouts.md §2.6).
+"""A ``legacy_agent`` relay serves tasksets (docs/rollouts.md).
 
 The same arith rows run twice through the relay with the ``legacy_run`` harness: once as the
 flat benchmark and once declared as a taskset (collated into materialized tasks). Real runs:

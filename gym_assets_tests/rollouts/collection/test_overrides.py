@@ -1,5 +1,5 @@
-"""Run-level overrides through ``gym-assets rollouts --override`` (taskset.md §8.3 and case 58,
-rollouts.md §3.1 and case 44): refused for converted rows, applied to flat ones."""
+"""Run-level overrides through ``gym-assets rollouts --override`` (docs/config-reference.md):
+refused for converted rows, applied to flat ones."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Agent-session hardening (rollouts reference §2.4, cases 21–23; NeMo Gym PR #3554).
+"""Agent-session hardening (NeMo Gym PR #3554).
 
 The agent below does its activation work under the test's control (an event it waits for),
 so joins, replays, refusals and stops are observed on the real ``SessionAgent`` machinery.

@@ -1,4 +1,4 @@
-"""The cleanup stack (rollouts reference §2.2): LIFO, one deadline, idempotent entries."""
+"""The cleanup stack: LIFO, one deadline, idempotent entries."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Environment-server lifecycle with recording participants (rollouts reference §7, 1–18)."""
+"""Environment-server lifecycle with recording participants."""
 
 from __future__ import annotations
 

@@ -1,12 +1,12 @@
-"""Offline proof (issue 12 §2): each installed third-party harness runs one scripted activation
+"""Offline proof: each installed third-party harness runs one scripted activation
 in the harness sandbox against the gateway, completes the scripted shell step, and contacts
 nothing but the gateway: its ``network.jsonl`` holds gateway connections and no looked-up name
 and no outside attempt beyond the ones listed below for a harness, each with its reason.
 
 The harnesses come from ``$GYM_ASSETS_HARNESSES_DIR/<name>`` (else ``.harnesses/<name>``); each
-is started with a minimal offline argv of its own here (the settings of
-/work/shared/reference/harnesses.md), not through its adapter, so the proof does not depend on
-one. A harness that is not installed, or a machine without namespaces, is a skip that says so.
+is started with a minimal offline argv of its own here (the settings docs/harnesses.md gives
+for each harness), not through its adapter, so the proof does not depend on one. A harness that
+is not installed, or a machine without namespaces, is a skip that says so.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Session bookkeeping shared by resources servers and agents (reference §1.2, §2.4, case 57)."""
+"""Session bookkeeping shared by resources servers and agents."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The simple agent (rollouts reference §5.2, §2.4; cases 49–56) and the legacy fronts."""
+"""The simple agent and the legacy fronts."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A relay in front of an agent that still runs whole episodes itself (the reference §1.4).
+"""A relay in front of an agent that still runs whole episodes itself.
 
 It forwards the flat row to the agent's legacy ``run`` and answers what the agent answers —
 including its errors, which the collector classifies. None of the episode limits apply: the

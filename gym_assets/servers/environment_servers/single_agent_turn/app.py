@@ -1,4 +1,4 @@
-"""The native single-agent-turn environment server (the reference §2.3).
+"""The native single-agent-turn environment server.
 
 One episode: seed resources, seed the agent (granting it the resources session's tools),
 activate it, close it (before verifying, so its observations are final), verify, and close

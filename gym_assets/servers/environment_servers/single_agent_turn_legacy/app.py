@@ -45,7 +45,7 @@ class SingleAgentTurnLegacy(SingleAgentTurn):
 
     def _misrouted(self, row: Mapping[str, Any]) -> str | None:
         """A row's ``task_source`` may name this server's resources server, its agent or the
-        server itself (§2.2); its ``agent_ref`` must name its agent (§8.5)."""
+        server itself; its ``agent_ref`` must name its agent (docs/config-reference.md)."""
         source = row.get("task_source")
         if source is not None and source not in (self.resources.name, self.agent.name, self.name):
             return (

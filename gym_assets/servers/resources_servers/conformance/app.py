@@ -1,4 +1,4 @@
-"""The conformance resources server: the seed/verify side of a scripted scenario (reference §3.3).
+"""The conformance resources server: the seed/verify side of a scripted scenario.
 
 It witnesses what the harness under test does with the episode, beside the scripted provider
 (``gym_assets.suite.scripted_provider``), in the same ``witness.json``:

@@ -141,7 +141,7 @@ class SimpleAgent(SessionAgent):
         return output
 
     async def run(self, row: Mapping[str, Any]) -> dict[str, Any]:
-        """Legacy self-orchestrated episode: seed, activate, verify, close (the reference §2.6).
+        """Legacy self-orchestrated episode: seed, activate, verify, close.
 
         The row's task fields are read as the single-agent-turn task input reads them, flat or
         nested under ``task_data`` (a task rebuilt by the relay keeps its nesting), and the

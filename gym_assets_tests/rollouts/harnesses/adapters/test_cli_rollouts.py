@@ -1,4 +1,4 @@
-"""Issue 12 §4: third-party CLI harnesses run the arith tool-use benchmark and HumanEval end to
+"""Third-party CLI harnesses run the arith tool-use benchmark and HumanEval end to
 end through the gateway on the reference upstream, graded by the real verifiers.
 
 The reference solution is played through whatever the harness offers: arith's ``calculate``
