@@ -13,66 +13,82 @@ produced a step (a 2xx answer) becomes one turn of its owner, carrying the faile
 before it; tool calls take their model-visible output from the owner's conversation. What
 cannot be established is recorded as a gap, never filled in. After a successful projection the
 payloads are dropped from the capture attachment (the trajectory owns them).
+
+The trajectory is built from the evidence models part by part (a part that breaks the schema
+fails the projection where it is made); it becomes JSON only when it is returned.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic import ValidationError
 
 from gym_assets.records.evidence import (
+    AgentInvocation,
     AgentObservations,
     GapCode,
+    ModelCallRef,
+    ObservationGap,
+    ResponseMetadata,
+    TokenStats,
+    TrajectoryModelCall,
     TrajectoryRecord,
+    TrajectoryToolCall,
+    TrajectoryTurn,
 )
 
 PAYLOAD_KEYS = ("request", "response", "request_raw", "response_raw")
-REF_KEYS = ("model_call_id", "model_ref", "response_id")
 JsonObject = dict[str, Any]
 
 
-def _gap(code: GapCode, invocation_id: str | None = None, detail: str | None = None) -> JsonObject:
-    return {"code": code.value, "invocation_id": invocation_id, "detail": detail}
+def _gap(
+    code: GapCode, invocation_id: str | None = None, detail: str | None = None
+) -> ObservationGap:
+    return ObservationGap(code=code.value, invocation_id=invocation_id, detail=detail)
 
 
-def _matches(ref: Mapping[str, Any], call: Mapping[str, Any]) -> bool:
-    """Every non-null key of the reference equals the call's value (no fallback to fewer)."""
-    if not (ref.get("model_call_id") or (ref.get("model_ref") and ref.get("response_id"))):
+def _matches(ref: ModelCallRef, call: Mapping[str, Any]) -> bool:
+    """Every non-null field of the reference equals the call's value."""
+    if not (ref.model_call_id or (ref.model_ref and ref.response_id)):
         return False
-    for key in REF_KEYS:
-        wanted = ref.get(key)
-        if wanted is None:
-            continue
-        found = call.get(key)
-        if key == "model_ref":
-            wanted = {"type": "responses_api_models", **wanted}
-        if wanted != found:
-            return False
-    return True
+    if ref.model_call_id is not None and ref.model_call_id != call.get("model_call_id"):
+        return False
+    if ref.model_ref is not None and ref.model_ref.model_dump() != call.get("model_ref"):
+        return False
+    return ref.response_id is None or ref.response_id == call.get("response_id")
 
 
-def _canonical_ref(call: Mapping[str, Any]) -> JsonObject:
-    return {
-        "model_call_id": call["model_call_id"],
-        "model_ref": call["model_ref"],
-        "response_id": call.get("response_id"),
-    }
+def _canonical_ref(call: Mapping[str, Any]) -> ModelCallRef:
+    return ModelCallRef.model_validate(
+        {
+            "model_call_id": call["model_call_id"],
+            "model_ref": call["model_ref"],
+            "response_id": call.get("response_id"),
+        }
+    )
 
 
 def _join(
-    invocations: list[JsonObject], calls: list[JsonObject], gaps: list[JsonObject]
-) -> dict[str, str]:
-    """Resolve references in place; return the owner invocation of each owned call id."""
+    invocations: Sequence[AgentInvocation], calls: list[JsonObject], gaps: list[ObservationGap]
+) -> tuple[list[AgentInvocation], dict[str, str]]:
+    """The invocations with their references resolved, and the owner invocation of each owned
+    call id."""
     owner: dict[str, str] = {}
+    joined_refs: dict[str, list[ModelCallRef]] = {}
     for invocation in invocations:
-        invocation_id = invocation["invocation_id"]
-        joined = []
-        for ref in invocation.get("model_calls") or []:
+        invocation_id = invocation.invocation_id
+        joined = joined_refs[invocation_id] = []
+        for ref in invocation.model_calls:
             found = [call for call in calls if _matches(ref, call)]
             detail = ",".join(
-                f"{k}={ref[k]}" for k in ("model_call_id", "response_id") if ref.get(k)
+                f"{name}={value}"
+                for name, value in (
+                    ("model_call_id", ref.model_call_id),
+                    ("response_id", ref.response_id),
+                )
+                if value
             )
             if not found:
                 gaps.append(_gap(GapCode.MODEL_CALL_REFERENCE_UNMATCHED, invocation_id, detail))
@@ -85,59 +101,70 @@ def _join(
                 joined.append(_canonical_ref(found[0]))
                 continue
             joined.append(ref)
-        invocation["model_calls"] = joined
-    _claim_by_session(invocations, calls, owner)
-    return owner
+    _claim_by_session(joined_refs, calls, owner)
+    resolved = [
+        invocation.model_copy(update={"model_calls": joined_refs[invocation.invocation_id]})
+        for invocation in invocations
+    ]
+    return resolved, owner
 
 
 def _claim_by_session(
-    invocations: list[JsonObject], calls: list[JsonObject], owner: dict[str, str]
+    joined_refs: dict[str, list[ModelCallRef]], calls: list[JsonObject], owner: dict[str, str]
 ) -> None:
     """Give an unowned call to the invocation whose id it was sent under (``x-session-id``):
     the retries a client made on its own, which the agent never saw and so never referenced."""
-    by_id = {invocation["invocation_id"]: invocation for invocation in invocations}
     claimed: set[str] = set()
     for call in calls:
         session = call.get("client_session_id")
-        if call["model_call_id"] not in owner and isinstance(session, str) and session in by_id:
+        if (
+            call["model_call_id"] not in owner
+            and isinstance(session, str)
+            and session in joined_refs
+        ):
             owner[call["model_call_id"]] = session
-            by_id[session]["model_calls"].append(_canonical_ref(call))
+            joined_refs[session].append(_canonical_ref(call))
             claimed.add(session)
     index = {call["model_call_id"]: call.get("call_index", 0) for call in calls}
     for session in claimed:
-        refs = by_id[session]["model_calls"]
-        refs.sort(key=lambda ref: index.get(ref.get("model_call_id") or "", len(calls)))
+        joined_refs[session].sort(key=lambda ref: index.get(ref.model_call_id or "", len(calls)))
 
 
-def _model_call(call: Mapping[str, Any]) -> JsonObject:
+def _model_call(call: Mapping[str, Any]) -> TrajectoryModelCall:
     request = call.get("request")
     response = call.get("response")
-    return {
-        "model_call_id": call["model_call_id"],
-        "started_at": call.get("started_at"),
-        "completed_at": call.get("completed_at"),
-        "duration_ms": call.get("latency_total_ms"),
-        "request": request if request is not None else call.get("request_raw"),
-        "response": response if response is not None else call.get("response_raw"),
-        "response_metadata": {
-            "response_id": call.get("response_id"),
-            "model_ref": call["model_ref"],
-            "model": call.get("model"),
-            "dialect": call["dialect"],
-            "status_code": call.get("status_code"),
-            "response_status": call.get("response_status"),
-            "finish_reason": call.get("finish_reason"),
-            "error_category": call.get("error_category"),
-            "latency_ttft_ms": call.get("latency_ttft_ms"),
-        },
-        "token_stats": {
-            "prompt_tokens": call.get("tokens_in"),
-            "completion_tokens": call.get("tokens_out"),
-            "reasoning_tokens": call.get("tokens_reasoning"),
-            "total_tokens": call.get("tokens_total"),
-            "cached_tokens": call.get("cached_tokens"),
-        },
-    }
+    return TrajectoryModelCall.model_validate(
+        {
+            "model_call_id": call["model_call_id"],
+            "started_at": call.get("started_at"),
+            "completed_at": call.get("completed_at"),
+            "duration_ms": call.get("latency_total_ms"),
+            "request": request if request is not None else call.get("request_raw"),
+            "response": response if response is not None else call.get("response_raw"),
+            "response_metadata": ResponseMetadata.model_validate(
+                {
+                    "response_id": call.get("response_id"),
+                    "model_ref": call["model_ref"],
+                    "model": call.get("model"),
+                    "dialect": call["dialect"],
+                    "status_code": call.get("status_code"),
+                    "response_status": call.get("response_status"),
+                    "finish_reason": call.get("finish_reason"),
+                    "error_category": call.get("error_category"),
+                    "latency_ttft_ms": call.get("latency_ttft_ms"),
+                }
+            ),
+            "token_stats": TokenStats.model_validate(
+                {
+                    "prompt_tokens": call.get("tokens_in"),
+                    "completion_tokens": call.get("tokens_out"),
+                    "reasoning_tokens": call.get("tokens_reasoning"),
+                    "total_tokens": call.get("tokens_total"),
+                    "cached_tokens": call.get("cached_tokens"),
+                }
+            ),
+        }
+    )
 
 
 def _produced_step(call: Mapping[str, Any]) -> bool:
@@ -166,19 +193,19 @@ def _answer(call: Mapping[str, Any]) -> Any:
 
 
 def _turns(
-    invocation: JsonObject,
+    invocation: AgentInvocation,
     by_id: dict[str, JsonObject],
     task_id: str,
     rollout_id: str,
-    gaps: list[JsonObject],
-) -> list[JsonObject]:
+    gaps: list[ObservationGap],
+) -> list[TrajectoryTurn]:
     """One turn per step-producing call, in reference order, with the failed tries before it."""
-    invocation_id = invocation["invocation_id"]
-    turns: list[JsonObject] = []
-    attempts: list[JsonObject] = []
+    invocation_id = invocation.invocation_id
+    turns: list[TrajectoryTurn] = []
+    attempts: list[ModelCallRef] = []
     seen_prompt = 0
-    for ref in invocation["model_calls"]:
-        call = by_id.get(ref.get("model_call_id") or "")
+    for ref in invocation.model_calls:
+        call = by_id.get(ref.model_call_id or "")
         if call is None:
             continue  # unresolved: its gap is recorded already
         attempts.append(ref)
@@ -193,51 +220,58 @@ def _turns(
         question = prompt[seen_prompt:] if isinstance(prompt, list) else prompt
         seen_prompt = len(prompt) if isinstance(prompt, list) else 0
         turns.append(
-            {
-                "invocation_id": invocation_id,
-                "task_id": task_id,
-                "rollout_id": rollout_id,
-                "turn_no": len(turns) + 1,
-                "timestamp": timestamp,
-                "question": question,
-                "answer": _answer(call),
-                "reasoning_content": call.get("reasoning_content"),
-                "resolved": None,
-                "step_count": len(turns) + 1,
-                "model_calls": attempts,
-            }
+            TrajectoryTurn(
+                invocation_id=invocation_id,
+                task_id=task_id,
+                rollout_id=rollout_id,
+                turn_no=len(turns) + 1,
+                timestamp=timestamp,
+                question=question,
+                answer=_answer(call),
+                reasoning_content=call.get("reasoning_content"),
+                resolved=None,
+                step_count=len(turns) + 1,
+                model_calls=attempts,
+            )
         )
         attempts = []
     unaccounted = [
         ref
         for ref in attempts
-        if not (isinstance(s := by_id[ref["model_call_id"]].get("status_code"), int) and s >= 400)
+        if not (
+            isinstance(s := by_id[ref.model_call_id or ""].get("status_code"), int) and s >= 400
+        )
     ]
     if unaccounted:
-        ids = ",".join(ref["model_call_id"] for ref in unaccounted)
+        ids = ",".join(ref.model_call_id or "" for ref in unaccounted)
         gaps.append(_gap(GapCode.TURN_MODEL_CALL_SCOPE_INCOMPLETE, invocation_id, ids))
     return turns
 
 
 def _tool_calls(
-    observations: AgentObservations, invocations: list[JsonObject], gaps: list[JsonObject]
-) -> list[JsonObject]:
+    observations: AgentObservations,
+    invocations: Sequence[AgentInvocation],
+    gaps: list[ObservationGap],
+) -> list[TrajectoryToolCall]:
     outputs: dict[tuple[str, str], Any] = {}
     for invocation in invocations:
-        for item in invocation.get("conversation") or []:
+        for item in invocation.conversation:
             if item.get("type") == "function_call_output" and isinstance(item.get("call_id"), str):
-                outputs[(invocation["invocation_id"], item["call_id"])] = item.get("output")
+                outputs[(invocation.invocation_id, item["call_id"])] = item.get("output")
     tools = []
     for record in observations.records:
         if record.kind != "tool_call":
             continue
-        tool = record.model_dump(mode="json")
         key = (record.invocation_id, record.tool_call_id)
         if key not in outputs:
             gaps.append(
                 _gap(GapCode.CONVERSATION_UNAVAILABLE, record.invocation_id, record.tool_call_id)
             )
-        tools.append({**tool, "output": outputs.get(key)})
+        tools.append(
+            TrajectoryToolCall.model_validate(
+                {**record.model_dump(mode="json"), "output": outputs.get(key)}
+            )
+        )
     return tools
 
 
@@ -249,7 +283,7 @@ def project(
     rollout_id: str,
     resolved: bool | None = None,
 ) -> tuple[JsonObject, JsonObject]:
-    """``(ng_model_call_capture, ng_trajectory)`` for one rollout.
+    """``(ng_model_call_capture, ng_trajectory)`` for one rollout, as JSON.
 
     ``capture`` is the attachment read from the gateway's capture file (with payloads);
     ``observations`` the agent's ``ng_agent_observations`` (None when it reported none);
@@ -259,15 +293,13 @@ def project(
         trajectory = _project(capture, observations, task_id, rollout_id, resolved)
     except (ValidationError, KeyError, TypeError, ValueError) as exc:
         gap = _gap(GapCode.TRAJECTORY_PROJECTION_FAILED, detail=type(exc).__name__)
-        minimal = TrajectoryRecord.model_validate(
-            {"task_id": task_id, "rollout_id": rollout_id, "gaps": [gap]}
-        )
+        minimal = TrajectoryRecord(task_id=task_id, rollout_id=rollout_id, gaps=[gap])
         return capture, minimal.model_dump(mode="json")
     stripped = {
         **capture,
         "calls": [{**call, **dict.fromkeys(PAYLOAD_KEYS)} for call in capture["calls"]],
     }
-    return stripped, trajectory
+    return stripped, trajectory.model_dump(mode="json")
 
 
 def _project(
@@ -276,9 +308,9 @@ def _project(
     task_id: str,
     rollout_id: str,
     resolved: bool | None,
-) -> JsonObject:
+) -> TrajectoryRecord:
     calls: list[JsonObject] = list(capture.get("calls") or [])
-    gaps: list[JsonObject] = [dict(g) for g in capture.get("gaps") or []]
+    gaps = [ObservationGap.model_validate(gap) for gap in capture.get("gaps") or []]
     bundle = AgentObservations(source="none")
     if observations is not None:
         try:
@@ -287,13 +319,10 @@ def _project(
             gaps.append(
                 _gap(GapCode.AGENT_OBSERVATIONS_INVALID, detail=f"{exc.error_count()} errors")
             )
-    invocations = [
-        record.model_dump(mode="json")
-        for record in bundle.records
-        if record.kind == "agent_invocation"
-    ]
-    gaps.extend(gap.model_dump(mode="json") for gap in bundle.gaps)
-    owner = _join(invocations, calls, gaps)
+    gaps.extend(bundle.gaps)
+    invocations, owner = _join(
+        [record for record in bundle.records if isinstance(record, AgentInvocation)], calls, gaps
+    )
     for call in calls:
         if call["model_call_id"] not in owner:
             detail = f"capture:{rollout_id}:call_index={call.get('call_index')}"
@@ -306,20 +335,17 @@ def _project(
         for invocation in invocations
         for turn in _turns(invocation, by_id, task_id, rollout_id, gaps)
     ]
-    turns.sort(key=lambda t: (t["timestamp"], t["invocation_id"], t["turn_no"]))
+    turns.sort(key=lambda t: (t.timestamp, t.invocation_id, t.turn_no))
     if turns:
-        turns[-1]["resolved"] = resolved
+        turns[-1] = turns[-1].model_copy(update={"resolved": resolved})
     else:
         gaps.append(_gap(GapCode.TURNS_UNAVAILABLE))
-    record = TrajectoryRecord.model_validate(
-        {
-            "task_id": task_id,
-            "rollout_id": rollout_id,
-            "invocations": invocations,
-            "turns": turns,
-            "model_calls": [_model_call(call) for call in calls],
-            "tool_calls": _tool_calls(bundle, invocations, gaps),
-            "gaps": gaps,
-        }
+    return TrajectoryRecord(
+        task_id=task_id,
+        rollout_id=rollout_id,
+        invocations=invocations,
+        turns=turns,
+        model_calls=[_model_call(call) for call in calls],
+        tool_calls=_tool_calls(bundle, invocations, gaps),
+        gaps=gaps,
     )
-    return record.model_dump(mode="json")
