@@ -164,9 +164,5 @@ class EpisodeResponse(BaseModel):
         return self
 
 
-# Keys a result may not carry: collection owns them.
-RESERVED_RESULT_KEYS = frozenset({keys.TRAJECTORY, keys.MODEL_CALL_CAPTURE, keys.PERF})
-
-
 def reserved_keys_in(result: dict[str, Any]) -> list[str]:
-    return sorted(k for k in result if k.startswith("_ng_") or k in RESERVED_RESULT_KEYS)
+    return sorted(k for k in result if keys.is_collector_key(k) or k in keys.RESERVED_RESULT_KEYS)

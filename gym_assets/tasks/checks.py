@@ -70,7 +70,7 @@ def _content_digest(row: Mapping[str, Any]) -> str:
     body = (
         row.get("task_input")
         if is_materialized(row)
-        else {k: v for k, v in row.items() if k != "task_source" and not k.startswith("_ng_")}
+        else {k: v for k, v in row.items() if k != "task_source" and not keys.is_collector_key(k)}
     )
     return hashlib.sha256(_CANONICAL.encode(body).encode()).hexdigest()
 

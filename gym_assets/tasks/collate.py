@@ -45,7 +45,6 @@ from gym_assets.tasks.collation_model import (
     OutputFile,
 )
 from gym_assets.tasks.materialize import (
-    IDENTITY_KEYS,
     IdTypeTally,
     MaterializeError,
     materialize_task,
@@ -538,7 +537,7 @@ def _task_of(
         summary.positional_ids += 1
     elif state.track_duplicates:
         state.record(taskset, task["task_id"]["task_id"])
-    for key in IDENTITY_KEYS:
+    for key in keys.IDENTITY_KEYS:
         if key in row:
             task[key] = row[key]
     return task

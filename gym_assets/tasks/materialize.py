@@ -15,8 +15,6 @@ from gym_assets.records import keys
 
 ID_FIELDS = ("task_id", "problem_id", "instance_id")
 ROUTING_KEYS = frozenset({"agent_ref", "task_source", "skills_ref"})
-COLLECTOR_PREFIX = "_ng_"
-IDENTITY_KEYS = (keys.TASK_INDEX, keys.ROLLOUT_INDEX, keys.ROLLOUT_ID, keys.ATTEMPT_INDEX)
 ALREADY_MATERIALIZED = "Expected a flat dataset row, not an already materialized task"
 LISTED_ID_ROWS = 10
 
@@ -138,7 +136,7 @@ def task_input_of(row: Mapping[str, Any]) -> dict[str, Any]:
     return {
         key: value
         for key, value in row.items()
-        if key not in ROUTING_KEYS and not key.startswith(COLLECTOR_PREFIX)
+        if key not in ROUTING_KEYS and not keys.is_collector_key(key)
     }
 
 

@@ -21,8 +21,9 @@ import orjson
 from pydantic import JsonValue, ValidationError
 
 from gym_assets.json_shapes import is_list, is_mapping
+from gym_assets.records import keys
 from gym_assets.spill import HashSpill
-from gym_assets.tasks.materialize import COLLECTOR_PREFIX, is_materialized
+from gym_assets.tasks.materialize import is_materialized
 from gym_assets.tasks.schemas import MetricsHook, MetricsHookError
 from gym_assets.tasks.task_inputs import TaskId, request_is_valid
 
@@ -257,7 +258,7 @@ class DatasetMetrics:
         if valid_request and is_mapping(params):
             self._add_run_request(params, repeats)
         else:
-            words = word_count({k: v for k, v in row.items() if not k.startswith(COLLECTOR_PREFIX)})
+            words = word_count({k: v for k, v in row.items() if not keys.is_collector_key(k)})
             for _ in range(repeats):
                 self.task_input_words.add(words)
         self.examples += repeats

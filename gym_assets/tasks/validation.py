@@ -21,7 +21,8 @@ from pydantic import JsonValue, ValidationError
 
 from gym_assets.errors import UserError
 from gym_assets.modes import VALIDATION_MODES, CollationMode, ValidationLevel
-from gym_assets.tasks.materialize import COLLECTOR_PREFIX, ID_FIELDS, ROUTING_KEYS, is_materialized
+from gym_assets.records import keys
+from gym_assets.tasks.materialize import ID_FIELDS, ROUTING_KEYS, is_materialized
 from gym_assets.tasks.schemas import TaskSchema
 
 MAX_REPORTED_ERRORS = 5
@@ -85,7 +86,7 @@ def normalize_row(row: dict[str, Any], *, task_input: bool = False) -> Normalize
         else {
             key: value
             for key, value in source.items()
-            if key not in ROUTING_KEYS and not key.startswith(COLLECTOR_PREFIX)
+            if key not in ROUTING_KEYS and not keys.is_collector_key(key)
         }
     )
     conflicts: list[str] = []

@@ -126,7 +126,7 @@ def _key(row: dict[str, Any]) -> Key:
 
 def _numeric_fields(record: dict[str, Any]) -> Iterable[tuple[str, float]]:
     for name, value in record.items():
-        if name in STRIPPED_FIELDS or name.startswith("_ng_") or isinstance(value, bool):
+        if name in STRIPPED_FIELDS or keys.is_collector_key(name) or isinstance(value, bool):
             continue
         if isinstance(value, int | float) and math.isfinite(value):
             yield name, value

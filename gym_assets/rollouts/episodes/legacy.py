@@ -10,9 +10,8 @@ from gym_assets.json_shapes import is_mapping
 from gym_assets.records import keys
 from gym_assets.records.episode import EpisodeFailure, EpisodeId, EpisodeRequest
 from gym_assets.records.ids import base_rollout_id
-from gym_assets.tasks.materialize import COLLECTOR_PREFIX, source_task_id, task_input_of
+from gym_assets.tasks.materialize import source_task_id, task_input_of
 
-ENVIRONMENT_SERVER_STAMP = keys.ENVIRONMENT_SERVER
 LEGACY_RELAY = "legacy_agent"  # the implementation of the relay in front of such an agent
 
 
@@ -55,7 +54,7 @@ def flat_row_of_task(task: Mapping[str, Any], agent: str) -> dict[str, Any]:
     collector = {
         key: value
         for key, value in task.items()
-        if key.startswith(COLLECTOR_PREFIX) and key != ENVIRONMENT_SERVER_STAMP
+        if keys.is_collector_key(key) and key != keys.ENVIRONMENT_SERVER
     }
     return {**task_input, **collector, "agent_ref": {"name": agent}}
 
