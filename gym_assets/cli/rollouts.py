@@ -140,11 +140,11 @@ def _rollouts(args: argparse.Namespace) -> int:
     from gym_assets.rollouts.collection.model_gateway import load_script
     from gym_assets.rollouts.collection.overrides import parse_overrides
     from gym_assets.rollouts.collection.products import ensure_products
+    from gym_assets.rollouts.gateway.upstream_config import upstream_config
     from gym_assets.rollouts.harnesses.registry import (
         get_harness,
         load_harnesses,
         require_installed,
-        upstream_of,
     )
     from gym_assets.rollouts.run import RunOptions, check_run_dir, run_rollouts
 
@@ -153,7 +153,7 @@ def _rollouts(args: argparse.Namespace) -> int:
     if missing:
         parser.error(f"the following arguments are required: {', '.join(missing)}")
     try:
-        upstream = upstream_of(
+        upstream = upstream_config(
             mode=args.upstream,
             base_url=args.base_url,
             api_key_env=args.api_key_env,

@@ -65,8 +65,9 @@ from gym_assets.rollouts.collection.plan_gate import PlanGate
 from gym_assets.rollouts.collection.progress import Progress
 from gym_assets.rollouts.episodes.legacy import LEGACY_RELAY
 from gym_assets.rollouts.episodes.registry import build_environment, build_resources
+from gym_assets.rollouts.gateway.upstream_config import UpstreamConfig
 from gym_assets.rollouts.harnesses.adapters import adapter_named
-from gym_assets.rollouts.harnesses.registry import Harness, Upstream, resolve, with_harness
+from gym_assets.rollouts.harnesses.registry import Harness, resolve, with_harness
 from gym_assets.sandbox import SandboxPolicy
 from gym_assets.tasks.catalog import Benchmark, Catalog
 from gym_assets.tasks.pipeline import collated_path
@@ -245,7 +246,7 @@ def _reference_scripts(
     config: Mapping[str, Any],
     servers: Sequence[str],
     inputs: Sequence[RolloutInput],
-    upstream: Upstream,
+    upstream: UpstreamConfig,
     sandbox: SandboxPolicy,
     finish_command: str | None,
 ) -> ScriptFor:
@@ -297,7 +298,7 @@ class _Servers:
 def _build_servers(
     catalog: Catalog,
     harness: Harness,
-    upstream: Upstream,
+    upstream: UpstreamConfig,
     options: RunOptions,
     files: RunFiles,
     inputs: list[RolloutInput],
@@ -379,7 +380,7 @@ def run_rollouts(
     benchmark_name: str,
     harness: Harness,
     out_dir: Path,
-    upstream: Upstream,
+    upstream: UpstreamConfig,
     options: RunOptions | None = None,
     *,
     progress_stream: TextIO | None = None,

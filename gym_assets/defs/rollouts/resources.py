@@ -15,7 +15,7 @@ from gym_assets.limits import (
 from gym_assets.modes import UpstreamMode
 from gym_assets.records.contracts import Step
 from gym_assets.rollouts.collection.model_gateway import load_script
-from gym_assets.rollouts.harnesses.registry import Upstream, upstream_of
+from gym_assets.rollouts.gateway.upstream_config import UpstreamConfig, upstream_config
 from gym_assets.rollouts.run import RunOptions
 from gym_assets.suite.run import DEFAULT_TIMEOUT_S, SuiteSummary, run_suite
 
@@ -35,8 +35,8 @@ class ModelEndpoint(dg.ConfigurableResource):
     seed: int = 0
     script_path: str | None = None
 
-    def upstream_config(self) -> Upstream:
-        return upstream_of(
+    def upstream_config(self) -> UpstreamConfig:
+        return upstream_config(
             mode=self.upstream,
             base_url=self.base_url,
             api_key_env=self.api_key_env,
