@@ -119,7 +119,8 @@ def library_rollouts(configs: Path, data: Path, benchmark: str, harness_name: st
     from gym_assets.rollouts.collection.files import RunFiles, run_dir
     from gym_assets.rollouts.gateway.upstream_config import upstream_config
     from gym_assets.rollouts.harnesses.registry import get_harness, load_harnesses
-    from gym_assets.rollouts.run import RunOptions, run_rollouts
+    from gym_assets.rollouts.options import RunOptions
+    from gym_assets.rollouts.run import run_rollouts
     from gym_assets.tasks.catalog import load_catalog
 
     started = time.perf_counter()

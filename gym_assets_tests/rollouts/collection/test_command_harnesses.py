@@ -23,7 +23,8 @@ from gym_assets.rollouts.harnesses.registry import (
     runtime_version,
     with_harness,
 )
-from gym_assets.rollouts.run import RunOptions, RunResult, run_rollouts
+from gym_assets.rollouts.options import RunOptions
+from gym_assets.rollouts.run import RunResult, run_rollouts
 from gym_assets_tests.rollouts.collection.conftest import REPO, Products
 
 ENVIRONMENTS = "environment_servers"

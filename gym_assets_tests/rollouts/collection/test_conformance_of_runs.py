@@ -12,7 +12,8 @@ from gym_assets.conformance.inspection import InspectionOptions, inspect_bundle
 from gym_assets.conformance.scope import EvidenceScope
 from gym_assets.rollouts.gateway.upstream_config import upstream_config
 from gym_assets.rollouts.harnesses.registry import load_harnesses
-from gym_assets.rollouts.run import RunOptions, run_rollouts
+from gym_assets.rollouts.options import RunOptions
+from gym_assets.rollouts.run import run_rollouts
 
 
 @pytest.mark.parametrize(

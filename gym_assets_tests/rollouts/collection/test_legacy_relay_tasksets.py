@@ -20,7 +20,8 @@ from gym_assets.rollouts.collection.files import RunFiles, read_jsonl
 from gym_assets.rollouts.episodes.legacy import flat_row_of_request, flat_row_of_task
 from gym_assets.rollouts.gateway.upstream_config import upstream_config
 from gym_assets.rollouts.harnesses.registry import Harness
-from gym_assets.rollouts.run import RunOptions, run_rollouts
+from gym_assets.rollouts.options import RunOptions
+from gym_assets.rollouts.run import run_rollouts
 from gym_assets.servers.responses_api_agents.simple_agent.app import SimpleAgent
 from gym_assets_tests.rollouts.collection.conftest import REPO, Products
 

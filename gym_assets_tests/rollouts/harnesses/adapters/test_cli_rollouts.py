@@ -17,7 +17,8 @@ from gym_assets.conformance.checker import check_record
 from gym_assets.conformance.scope import EvidenceScope
 from gym_assets.rollouts.collection.files import read_jsonl
 from gym_assets.rollouts.gateway.upstream_config import upstream_config
-from gym_assets.rollouts.run import RunOptions, run_rollouts
+from gym_assets.rollouts.options import RunOptions
+from gym_assets.rollouts.run import run_rollouts
 from gym_assets_tests.rollouts.collection.conftest import Products
 from gym_assets_tests.rollouts.harnesses.adapters.installed import installed_harness
 
