@@ -117,15 +117,19 @@ def library_rollouts(configs: Path, data: Path, benchmark: str, harness_name: st
     from gym_assets.plans.model import load_plan
     from gym_assets.rollouts.collection import checks
     from gym_assets.rollouts.collection.files import RunFiles, run_dir
-    from gym_assets.rollouts.harnesses.registry import get_harness, load_harnesses, upstream_of
-    from gym_assets.rollouts.run import RunOptions, run_rollouts
+    from gym_assets.rollouts.gateway.upstream_config import upstream_config
+    from gym_assets.rollouts.harnesses.registry import get_harness, load_harnesses
+    from gym_assets.rollouts.options import RunOptions
+    from gym_assets.rollouts.run import run_rollouts
     from gym_assets.tasks.catalog import load_catalog
 
     started = time.perf_counter()
     catalog = load_catalog(configs, data)
     harness = get_harness(load_harnesses(catalog.loaded.data), harness_name)
     out_dir = run_dir(catalog.layout.root, benchmark, harness_name)
-    run_rollouts(catalog, benchmark, harness, out_dir, upstream_of(mode="reference"), RunOptions())
+    run_rollouts(
+        catalog, benchmark, harness, out_dir, upstream_config(mode="reference"), RunOptions()
+    )
     files, taskset = RunFiles(out_dir), catalog.get(benchmark).taskset
     plan = load_plan(catalog.layout.plan_path(benchmark))
     outcomes = [

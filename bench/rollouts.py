@@ -64,7 +64,7 @@ from gym_assets.rollouts.episodes.model_calls import (
     open_client,
     shared_connections,
 )
-from gym_assets.rollouts.harnesses.registry import upstream_of
+from gym_assets.rollouts.gateway.upstream_config import upstream_config
 
 LATENCY_S = 0.2
 BASE = 16
@@ -230,7 +230,7 @@ async def _model_call_rates(root: Path, concurrency: int, requests: int) -> tupl
     """(raw requests/s, agents' client requests/s) of a units first turn, after a warm-up,
     over ``concurrency`` capture files."""
     gateway = GatewayProcess(
-        upstream_of(mode="scripted"),
+        upstream_config(mode="scripted"),
         root / "load-captures",
         model_name="policy",
         model_server_name="policy_model",

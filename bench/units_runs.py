@@ -15,8 +15,10 @@ import time
 from pathlib import Path
 
 from gym_assets.rollouts.collection.products import ensure_products
-from gym_assets.rollouts.harnesses.registry import load_harnesses, upstream_of
-from gym_assets.rollouts.run import RunOptions, RunResult, run_rollouts
+from gym_assets.rollouts.gateway.upstream_config import upstream_config
+from gym_assets.rollouts.harnesses.registry import load_harnesses
+from gym_assets.rollouts.options import RunOptions
+from gym_assets.rollouts.run import RunResult, run_rollouts
 from gym_assets.tasks.catalog import Catalog, load_catalog
 
 REPO = Path(__file__).resolve().parents[1]
@@ -63,7 +65,7 @@ def run_units(
             BENCHMARK,
             harness,
             out,
-            upstream_of(mode="reference", latency_s=latency_s),
+            upstream_config(mode="reference", latency_s=latency_s),
             RunOptions(concurrency=concurrency, limit=limit),
             progress_stream=quiet,
         )

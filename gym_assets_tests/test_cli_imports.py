@@ -27,8 +27,13 @@ PARSER_MODULES = {
     "gym_assets.conformance",  # its __init__ is a docstring
     "gym_assets.conformance.profiles",
     "gym_assets.errors",
+    "gym_assets.json_shapes",
     "gym_assets.limits",
     "gym_assets.modes",
+    "gym_assets.rollouts",  # its __init__ is empty
+    "gym_assets.rollouts.collection",  # its __init__ is empty
+    "gym_assets.rollouts.collection.overrides",  # what RunOptions carries
+    "gym_assets.rollouts.options",  # the run options' flags, defaults and help
     "gym_assets.settings",
 }
 HEAVY = ("openai", "dagster", "pydantic", "pydantic_core", "httpx", "starlette", "uvicorn")

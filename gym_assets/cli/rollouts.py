@@ -21,7 +21,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from gym_assets import settings
 from gym_assets.cli.flags import (
@@ -34,13 +34,13 @@ from gym_assets.cli.flags import (
 from gym_assets.errors import UserError
 from gym_assets.limits import (
     DEFAULT_CONCURRENCY,
-    DEFAULT_MAX_ATTEMPTS,
     DEFAULT_MAX_MASKED_SHARE,
     MAX_ATTEMPTS,
     MAX_CONCURRENCY,
     MAX_REPEATS,
 )
 from gym_assets.modes import UPSTREAM_MODES
+from gym_assets.rollouts.options import OPTIONS
 
 if TYPE_CHECKING:
     from gym_assets.rollouts.reverify import ReverifyResult
@@ -140,20 +140,21 @@ def _rollouts(args: argparse.Namespace) -> int:
     from gym_assets.rollouts.collection.model_gateway import load_script
     from gym_assets.rollouts.collection.overrides import parse_overrides
     from gym_assets.rollouts.collection.products import ensure_products
+    from gym_assets.rollouts.gateway.upstream_config import upstream_config
     from gym_assets.rollouts.harnesses.registry import (
         get_harness,
         load_harnesses,
         require_installed,
-        upstream_of,
     )
-    from gym_assets.rollouts.run import RunOptions, check_run_dir, run_rollouts
+    from gym_assets.rollouts.options import RunOptions
+    from gym_assets.rollouts.run import check_run_dir, run_rollouts
 
     parser: argparse.ArgumentParser = args.rollouts_parser
     missing = [flag for flag in RUN_FLAGS if getattr(args, flag[2:]) is None]
     if missing:
         parser.error(f"the following arguments are required: {', '.join(missing)}")
     try:
-        upstream = upstream_of(
+        upstream = upstream_config(
             mode=args.upstream,
             base_url=args.base_url,
             api_key_env=args.api_key_env,
@@ -178,19 +179,7 @@ def _rollouts(args: argparse.Namespace) -> int:
     if benchmark.dataset.taskset is not None:  # its rows are converted: refuse before products
         overrides.refuse_materialized(catalog.loaded.file_of(benchmark.instance))
     ensure_products(catalog, benchmark.name, _say)
-    options = RunOptions(
-        repeats=args.repeats,
-        concurrency=args.concurrency,
-        limit=args.limit,
-        resume=args.resume,
-        allow_plan_drift=args.allow_plan_drift,
-        timeout_s=args.timeout,
-        max_attempts=args.max_attempts,
-        script=script,
-        allow_unsandboxed=args.allow_unsandboxed,
-        quarantine_corrupt=args.quarantine_corrupt,
-        overrides=overrides,
-    )
+    options = RunOptions.of(args, script=script, overrides=overrides)
     result = run_rollouts(catalog, benchmark.name, harness, Path(args.out), upstream, options)
     for note in result.notes:
         _say(f"note: {note}")
@@ -283,13 +272,11 @@ def _compare(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_unsandboxed_flag(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--allow-unsandboxed",
-        action="store_true",
-        help="verify model-written code, and run command or cli harnesses, without isolation "
-        "when no sandbox can be made (records then say sandbox: none); see docs/security.md",
-    )
+def _add_option(parser: argparse.ArgumentParser, name: str, **how: Any) -> None:
+    """The flag of a run option: its name, default and help are the option's own (``OPTIONS``);
+    the parsed value lands under the option's name, where ``RunOptions.of`` reads it."""
+    option = OPTIONS[name]
+    parser.add_argument(option.flag, dest=name, default=option.default, help=option.help, **how)
 
 
 def _register_compare(commands: argparse._SubParsersAction) -> None:
@@ -326,7 +313,7 @@ def _register_reverify(commands: argparse._SubParsersAction) -> None:
         metavar="C",
         help="verifications at once",
     )
-    _add_unsandboxed_flag(reverify)
+    _add_option(reverify, "allow_unsandboxed", action="store_true")
     add_configs_flag(reverify)
     add_data_root_flag(reverify)
     reverify.set_defaults(handler=_reverify)
@@ -352,17 +339,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--model", metavar="NAME", help="model id to request (default: config)")
     parser.add_argument("--script", type=Path, metavar="FILE", help="scripted upstream: steps")
-    parser.add_argument(
-        "--repeats", type=_count(MAX_REPEATS), metavar="N", help="rollouts per task"
-    )
-    parser.add_argument(
-        "--concurrency", type=_count(MAX_CONCURRENCY), default=DEFAULT_CONCURRENCY, metavar="C"
-    )
-    parser.add_argument("--limit", type=_count(), metavar="N", help="first N tasks")
-    parser.add_argument("--timeout", type=_positive_float, metavar="S", help="per rollout")
-    parser.add_argument(
-        "--max-attempts", type=_count(MAX_ATTEMPTS), default=DEFAULT_MAX_ATTEMPTS, metavar="N"
-    )
+    _add_option(parser, "repeats", type=_count(MAX_REPEATS), metavar="N")
+    _add_option(parser, "concurrency", type=_count(MAX_CONCURRENCY), metavar="C")
+    _add_option(parser, "limit", type=_count(), metavar="N")
+    _add_option(parser, "timeout_s", type=_positive_float, metavar="S")
+    _add_option(parser, "max_attempts", type=_count(MAX_ATTEMPTS), metavar="N")
     parser.add_argument(
         "--override",
         action="append",
@@ -372,16 +353,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "of converted (materialized) rows, whose task input is the task as planned; the first "
         "two change a flat row's input, so they need --allow-plan-drift",
     )
-    parser.add_argument("--resume", action="store_true", help="continue the run in --out")
-    parser.add_argument(
-        "--quarantine-corrupt",
-        action="store_true",
-        help="with --resume: move a run file with a damaged line aside as <name>.corrupt-<n> "
-        "(its rollouts run again) instead of refusing",
-    )
-    parser.add_argument(
-        "--allow-plan-drift", action="store_true", help="dispatch tasks that differ from the plan"
-    )
+    _add_option(parser, "resume", action="store_true")
+    _add_option(parser, "quarantine_corrupt", action="store_true")
+    _add_option(parser, "allow_plan_drift", action="store_true")
     parser.add_argument(
         "--max-masked-share",
         type=_fraction,
@@ -390,7 +364,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="fail (exit 1) when more than this share of rollouts is masked "
         f"(default {DEFAULT_MAX_MASKED_SHARE})",
     )
-    _add_unsandboxed_flag(parser)
+    _add_option(parser, "allow_unsandboxed", action="store_true")
     parser.add_argument("--corrupt-fraction", type=_fraction, default=0.0, metavar="F")
     parser.add_argument("--seed", type=int, default=0, metavar="S")
     parser.add_argument(

@@ -37,7 +37,6 @@ from gym_assets.config.model import (
 from gym_assets.config.model import server_instances as instances_of
 from gym_assets.errors import OutputError, UserError
 from gym_assets.fileio import atomic_write_text
-from gym_assets.limits import DEFAULT_CONCURRENCY, DEFAULT_MAX_ATTEMPTS
 from gym_assets.outputs.claims import State, claim_dir, claimed_dir, preflight_dir
 from gym_assets.outputs.markers import CAPTURES, ROLLOUTS_RUN
 from gym_assets.outputs.targets import Target
@@ -62,8 +61,10 @@ from gym_assets.rollouts.collection.plan_gate import PlanGate
 from gym_assets.rollouts.collection.progress import Progress
 from gym_assets.rollouts.episodes.legacy import LEGACY_RELAY
 from gym_assets.rollouts.episodes.registry import build_environment, build_resources
+from gym_assets.rollouts.gateway.upstream_config import UpstreamConfig
 from gym_assets.rollouts.harnesses.adapters import adapter_named
-from gym_assets.rollouts.harnesses.registry import Harness, Upstream, resolve, with_harness
+from gym_assets.rollouts.harnesses.registry import Harness, resolve, with_harness
+from gym_assets.rollouts.options import RunOptions
 from gym_assets.sandbox import SandboxPolicy
 from gym_assets.tasks.catalog import Benchmark, Catalog
 from gym_assets.tasks.pipeline import collated_path
@@ -73,21 +74,6 @@ if TYPE_CHECKING:
     from gym_assets.rollouts.analysis.publish import Analysis
 
 DEFAULT_MODEL = ("policy", "policy_model")  # (model id, model server) when the config names none
-
-
-@dataclass(frozen=True)
-class RunOptions:
-    repeats: int | None = None
-    concurrency: int = DEFAULT_CONCURRENCY
-    limit: int | None = None
-    resume: bool = False
-    allow_plan_drift: bool = False
-    timeout_s: float | None = None
-    max_attempts: int = DEFAULT_MAX_ATTEMPTS
-    script: Sequence[Step] | None = None  # what the scripted upstream plays
-    allow_unsandboxed: bool = False  # verify model code without isolation if none can be made
-    quarantine_corrupt: bool = False  # resume: move a damaged run file aside instead of refusing
-    overrides: RunOverrides = field(default_factory=RunOverrides)  # flat rows only
 
 
 @dataclass
@@ -242,7 +228,7 @@ def _reference_scripts(
     config: Mapping[str, Any],
     servers: Sequence[str],
     inputs: Sequence[RolloutInput],
-    upstream: Upstream,
+    upstream: UpstreamConfig,
     sandbox: SandboxPolicy,
     finish_command: str | None,
 ) -> ScriptFor:
@@ -294,7 +280,7 @@ class _Servers:
 def _build_servers(
     catalog: Catalog,
     harness: Harness,
-    upstream: Upstream,
+    upstream: UpstreamConfig,
     options: RunOptions,
     files: RunFiles,
     inputs: list[RolloutInput],
@@ -376,7 +362,7 @@ def run_rollouts(
     benchmark_name: str,
     harness: Harness,
     out_dir: Path,
-    upstream: Upstream,
+    upstream: UpstreamConfig,
     options: RunOptions | None = None,
     *,
     progress_stream: TextIO | None = None,

@@ -25,6 +25,7 @@ from gym_assets.config.model import (
     DeclaredDataset,
     bound_resources_server,
 )
+from gym_assets.config.plugins import SERVERS_PACKAGE
 from gym_assets.config.routing import resolve_dataset_agent, taskset_environment_server
 from gym_assets.errors import ConfigError, UserError
 from gym_assets.fileio import (
@@ -60,7 +61,6 @@ from gym_assets.tasks.metrics import (
 from gym_assets.tasks.prompts import PromptConfig, load_prompt_config
 from gym_assets.tasks.schemas import (
     REQUEST_FIELD,
-    SERVERS_PACKAGE,
     SINGLE_AGENT_SCHEMA,
     SchemaLoadError,
     ServerDir,

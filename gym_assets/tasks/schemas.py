@@ -9,7 +9,6 @@ silently skipped schema would let bad data through.
 
 from __future__ import annotations
 
-import importlib
 import types
 import typing
 from collections.abc import Callable, Iterator, Mapping
@@ -26,10 +25,10 @@ from gym_assets.config.model import (
     bound_resources_server,
     server_instances,
 )
+from gym_assets.config.plugins import SERVERS_PACKAGE, server_module
 from gym_assets.json_shapes import is_mapping
 from gym_assets.tasks.task_inputs import SingleAgentTaskData
 
-SERVERS_PACKAGE = "gym_assets.servers"
 SINGLE_AGENT_ENVIRONMENTS = frozenset(
     {"single_agent_turn", "single_agent_turn_legacy", "legacy_agent"}
 )
@@ -132,23 +131,6 @@ def task_schema(name: str, task_data: Any) -> TaskSchema:
 SINGLE_AGENT_SCHEMA = replace(
     task_schema("SingleAgentTaskData", SingleAgentTaskData), request_only=True
 )
-
-
-def server_module(
-    kind: str, implementation: str, module: str, *, package: str = SERVERS_PACKAGE
-) -> types.ModuleType | None:
-    """Import ``<package>.<kind>.<implementation>.<module>``; None when it does not exist.
-
-    Only a missing module (or missing parent package) counts as absent; an import error raised
-    from inside an existing module propagates so that it can be reported.
-    """
-    dotted = f"{package}.{kind}.{implementation}.{module}"
-    try:
-        return importlib.import_module(dotted)
-    except ModuleNotFoundError as exc:
-        if exc.name is not None and (dotted + ".").startswith(exc.name + "."):
-            return None
-        raise
 
 
 def load_task_schema(

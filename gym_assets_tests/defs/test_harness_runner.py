@@ -1,18 +1,89 @@
 """The ``HarnessRunner`` resource runs the conformance suite for an asset: Dagster code asks,
-the library launches and supervises every process (a real instance, a real episode)."""
+the library launches and supervises every process (a real instance, a real episode). Its run
+settings are the run options ``gym-assets rollouts`` takes as flags: same names, same defaults."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
 
 import dagster as dg
 
+from gym_assets.cli import build_parser
 from gym_assets.config.loader import load_configs
 from gym_assets.defs.rollouts.resources import HarnessRunner
+from gym_assets.rollouts.options import OPTIONS, RunOptions
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "harnesses" / "minimal_agent.py"
+# The resource's settings that are no run option: the rollouts checks' budgets, the suite's.
+RESOURCE_ONLY = {
+    "max_failure_rate",
+    "max_masked_share",
+    "conformance_timeout_s",
+    "conformance_jobs",
+}
+# The run options only the command line sets: a partition runs every planned task, as planned.
+CLI_ONLY = {"limit", "allow_plan_drift"}
+
+
+def _run_flags() -> dict[str, argparse.Action]:
+    """The actions of ``gym-assets rollouts`` by the name their value is parsed into."""
+    (commands,) = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    return {action.dest: action for action in commands.choices["rollouts"]._actions}
+
+
+def test_the_command_line_the_resource_and_run_options_agree_on_every_option() -> None:
+    flags, fields, defaults = _run_flags(), HarnessRunner.model_fields, RunOptions()
+    for name, option in OPTIONS.items():
+        assert option.default == getattr(defaults, name), name
+        flag = flags[name]
+        assert flag.option_strings == [option.flag], name
+        assert (flag.default, flag.help) == (option.default, option.help), name
+        if name in CLI_ONLY:
+            assert name not in fields, name
+        else:
+            assert fields[name].default == option.default, name
+    assert set(fields) - set(OPTIONS) == RESOURCE_ONLY  # a renamed option fails here
+    # the masking budget judges a run rather than steering it, and both faces set it
+    assert flags["max_masked_share"].default == fields["max_masked_share"].default
+
+
+def test_the_resource_hands_a_run_every_option_it_sets() -> None:
+    changed = {
+        "concurrency": 3,
+        "repeats": 2,
+        "timeout_s": 5.0,
+        "resume": True,
+        "quarantine_corrupt": True,
+        "max_attempts": 7,
+        "allow_unsandboxed": True,
+    }
+    assert set(changed) == set(OPTIONS) - CLI_ONLY
+    assert all(value != OPTIONS[name].default for name, value in changed.items())
+    options = HarnessRunner(**changed).options([{"text": "done"}])
+    assert {name: getattr(options, name) for name in changed} == changed
+    assert options.script == [{"text": "done"}]
+    assert (options.limit, options.allow_plan_drift) == (None, False)
+
+
+def test_the_command_line_hands_a_run_every_option_it_parses() -> None:
+    argv = ["rollouts", "--repeats", "2", "--concurrency", "3", "--limit", "4", "--timeout", "5"]
+    argv += ["--max-attempts", "6", "--resume", "--quarantine-corrupt", "--allow-plan-drift"]
+    options = RunOptions.of(build_parser().parse_args([*argv, "--allow-unsandboxed"]))
+    parsed = {name: getattr(options, name) for name in OPTIONS}
+    assert parsed == {
+        "repeats": 2,
+        "concurrency": 3,
+        "limit": 4,
+        "resume": True,
+        "allow_plan_drift": True,
+        "timeout_s": 5.0,
+        "max_attempts": 6,
+        "allow_unsandboxed": True,
+        "quarantine_corrupt": True,
+    }
 
 
 def test_an_asset_runs_a_harness_through_the_resource(tmp_path, instance) -> None:

@@ -6,18 +6,16 @@ from typing import Any
 
 import dagster as dg
 
-from gym_assets.limits import (
-    DEFAULT_CONCURRENCY,
-    DEFAULT_MAX_ATTEMPTS,
-    DEFAULT_MAX_FAILURE_RATE,
-    DEFAULT_MAX_MASKED_SHARE,
-)
+from gym_assets.limits import DEFAULT_MAX_FAILURE_RATE, DEFAULT_MAX_MASKED_SHARE
 from gym_assets.modes import UpstreamMode
 from gym_assets.records.contracts import Step
 from gym_assets.rollouts.collection.model_gateway import load_script
-from gym_assets.rollouts.harnesses.registry import Upstream, upstream_of
-from gym_assets.rollouts.run import RunOptions
+from gym_assets.rollouts.gateway.upstream_config import UpstreamConfig, upstream_config
+from gym_assets.rollouts.options import RunOptions
 from gym_assets.suite.run import DEFAULT_TIMEOUT_S, SuiteSummary, run_suite
+
+# The run options' defaults: a field named like an option is that option (RunOptions.of).
+_RUN = RunOptions()
 
 
 class ModelEndpoint(dg.ConfigurableResource):
@@ -35,8 +33,8 @@ class ModelEndpoint(dg.ConfigurableResource):
     seed: int = 0
     script_path: str | None = None
 
-    def upstream_config(self) -> Upstream:
-        return upstream_of(
+    def upstream_config(self) -> UpstreamConfig:
+        return upstream_config(
             mode=self.upstream,
             base_url=self.base_url,
             api_key_env=self.api_key_env,
@@ -60,29 +58,20 @@ class HarnessRunner(dg.ConfigurableResource):
     aside instead of failing. `resume` continues the partition's last run; a run that
     re-executes a failed run (Dagster's run retry) resumes whatever `resume` says."""
 
-    concurrency: int = DEFAULT_CONCURRENCY
-    repeats: int | None = None
-    timeout_s: float | None = None
-    resume: bool = False
-    quarantine_corrupt: bool = False
-    max_attempts: int = DEFAULT_MAX_ATTEMPTS
+    concurrency: int = _RUN.concurrency
+    repeats: int | None = _RUN.repeats
+    timeout_s: float | None = _RUN.timeout_s
+    resume: bool = _RUN.resume
+    quarantine_corrupt: bool = _RUN.quarantine_corrupt
+    max_attempts: int = _RUN.max_attempts
     max_failure_rate: float = DEFAULT_MAX_FAILURE_RATE
     max_masked_share: float = DEFAULT_MAX_MASKED_SHARE
-    allow_unsandboxed: bool = False
+    allow_unsandboxed: bool = _RUN.allow_unsandboxed
     conformance_timeout_s: float = DEFAULT_TIMEOUT_S
     conformance_jobs: int | None = None
 
     def options(self, script: list[Step] | None) -> RunOptions:
-        return RunOptions(
-            repeats=self.repeats,
-            concurrency=self.concurrency,
-            resume=self.resume,
-            quarantine_corrupt=self.quarantine_corrupt,
-            timeout_s=self.timeout_s,
-            max_attempts=self.max_attempts,
-            script=script,
-            allow_unsandboxed=self.allow_unsandboxed,
-        )
+        return RunOptions.of(self, script=script)
 
     def run_conformance(
         self,

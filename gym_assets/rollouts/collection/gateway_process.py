@@ -40,7 +40,7 @@ from gym_assets.errors import UserError
 from gym_assets.records.contracts import Step
 from gym_assets.rollouts.collection.model_gateway import build_gateway
 from gym_assets.rollouts.gateway.server import rollout_url
-from gym_assets.rollouts.harnesses.registry import Upstream
+from gym_assets.rollouts.gateway.upstream_config import UpstreamConfig
 
 STOP_TIMEOUT_S = 30.0  # the gateway's own stop grace plus the capture writes still queued
 ANSWER_TIMEOUT_S = 60.0  # start-up (imports, then the gateway's own 15 s limit) or a command
@@ -59,7 +59,7 @@ class GatewayProcess:
 
     def __init__(
         self,
-        upstream: Upstream,
+        upstream: UpstreamConfig,
         capture_dir: Path,
         *,
         model_name: str,
@@ -205,7 +205,7 @@ def main() -> int:
     sys.stdout = sys.stderr  # nothing but replies may reach the control channel
     spec = json.loads(control_in.readline())
     gateway = build_gateway(
-        Upstream.model_validate(spec["upstream"]),
+        UpstreamConfig.model_validate(spec["upstream"]),
         Path(spec["capture_dir"]),
         model_name=spec["model_name"],
         model_server_name=spec["model_server_name"],

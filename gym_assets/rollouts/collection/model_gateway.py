@@ -16,11 +16,11 @@ from gym_assets.rollouts.gateway import (
     ReferenceUpstream,
     ScriptedUpstream,
     ScriptError,
+    Upstream,
     UpstreamReply,
 )
-from gym_assets.rollouts.gateway import Upstream as GatewayUpstream
 from gym_assets.rollouts.gateway.script import compile_script
-from gym_assets.rollouts.harnesses.registry import Upstream
+from gym_assets.rollouts.gateway.upstream_config import UpstreamConfig
 
 
 class _Latency:
@@ -45,7 +45,7 @@ class _Scripted(_Latency, ScriptedUpstream):
     pass
 
 
-def _upstream(config: Upstream, model: str, script: Sequence[Step] | None) -> GatewayUpstream:
+def _upstream(config: UpstreamConfig, model: str, script: Sequence[Step] | None) -> Upstream:
     if config.mode == "openai":
         assert config.base_url is not None and config.api_key_env is not None
         return OpenAIUpstream(config.base_url, config.api_key_env, model=config.model)
@@ -57,7 +57,7 @@ def _upstream(config: Upstream, model: str, script: Sequence[Step] | None) -> Ga
     return upstream  # type: ignore[return-value]
 
 
-def require_ready(config: Upstream, script: Sequence[Step] | None) -> None:
+def require_ready(config: UpstreamConfig, script: Sequence[Step] | None) -> None:
     """Refuse, before anything is written, an upstream that could not answer: an unset API-key
     variable, or a missing or malformed script."""
     if config.mode == "openai":
@@ -72,7 +72,7 @@ def require_ready(config: Upstream, script: Sequence[Step] | None) -> None:
 
 
 def build_gateway(
-    config: Upstream,
+    config: UpstreamConfig,
     capture_dir: Path,
     *,
     model_name: str,

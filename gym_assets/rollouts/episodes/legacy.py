@@ -70,7 +70,7 @@ def flat_row_of_request(request: EpisodeRequest, agent: str) -> dict[str, Any]:
     return flat_row_of_task({**task, **identity}, agent)
 
 
-def failure_row(failure: EpisodeFailure) -> dict[str, Any]:
+def flat_failure_answer(failure: EpisodeFailure) -> dict[str, Any]:
     """A failure as the flat ``_ng_failure_*`` answer of a legacy ``run`` (with the agent's
     observations, which collection projects into the record of a failed model call)."""
     row = failure.sidecar().to_row()

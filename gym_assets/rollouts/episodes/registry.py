@@ -10,7 +10,6 @@ see it.
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import typing
 from collections.abc import Mapping
@@ -28,6 +27,7 @@ from gym_assets.config.model import (
     bound_resources_server,
     server_instances,
 )
+from gym_assets.config.plugins import module_name, server_module
 from gym_assets.errors import ConfigError
 from gym_assets.records.contracts import EnvironmentServer, GatewayHandle, ResourcesServer
 from gym_assets.sandbox import SandboxPolicy
@@ -52,16 +52,16 @@ def build_resources(
 
 
 def implementation_module(kind: str, implementation: str) -> ModuleType:
-    module = f"gym_assets.servers.{kind}.{implementation}.app"
-    try:
-        return importlib.import_module(module)
-    except ModuleNotFoundError as exc:
-        if exc.name is not None and module.startswith(exc.name):
-            raise ConfigError(
-                f"no {kind} implementation named '{implementation}' (looked for {module}); "
-                "check the implementation key of the instance."
-            ) from None
-        raise
+    """The ``app`` module of an implementation: a missing one is a config error naming where it
+    was looked for; a broken one raises as it is."""
+    app = server_module(kind, implementation, "app")
+    if app is None:
+        raise ConfigError(
+            f"no {kind} implementation named '{implementation}' (looked for "
+            f"{module_name(kind, implementation, 'app')}); check the implementation key of the "
+            "instance."
+        )
+    return app
 
 
 def agent_class(implementation: str) -> type:

@@ -1,4 +1,4 @@
-"""The harness registry (top-level ``harnesses:`` key) and the upstream a run answers from.
+"""The harness registry (top-level ``harnesses:`` key).
 
 A harness is the program that talks to the model and executes tools. Running a benchmark with
 a harness swaps the agent *implementation* of the benchmark's agent instance; the instance name,
@@ -14,11 +14,6 @@ the project-local ``.harnesses/<name>/`` and driven by a named adapter
 session handlers (inherited ones count) falls back to ``legacy_run``, the ``/run`` relay. The
 choice is made from the implementation, before anything runs, so a failure while seeding,
 activating or closing is that episode's failure and never switches the interface.
-
-The upstream says where the model gateway gets its answers: ``reference`` (each task's reference
-solution; offline), ``scripted`` (one script for every rollout; offline) or ``openai`` (any
-OpenAI-compatible server). An API key is never part of this config: only the *name* of the
-environment variable that holds it, read when the run starts.
 """
 
 from __future__ import annotations
@@ -37,7 +32,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from gym_assets.config.locate import did_you_mean, locator_of
 from gym_assets.config.model import AGENTS, ENVIRONMENTS, attributed_agent, server_instances
 from gym_assets.errors import ConfigError, UserError
-from gym_assets.modes import UpstreamMode
 from gym_assets.plans.provenance import gym_version
 from gym_assets.rollouts.episodes.launch import version_of
 from gym_assets.rollouts.episodes.legacy import LEGACY_RELAY
@@ -48,7 +42,6 @@ from gym_assets.rollouts.harnesses.install import unavailable_reason
 HARNESSES_KEY = "harnesses"
 COMMAND_AGENT = "command_agent"
 SESSION_HANDLERS = ("seed_session", "activate", "close_session")
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Placeholders a command template may use, filled when the registry is loaded: the
 # interpreter running gym-assets, and the directory of the file that defines the harness.
 CONFIG_DIR = "{config_dir}"
@@ -253,57 +246,6 @@ def get_harness(registry: Mapping[str, Harness], name: str) -> Harness:
         ) from None
 
 
-class Upstream(BaseModel):
-    """Where the model gateway's answers come from, for one run.
-
-    ``corrupt_fraction``/``seed``: replace the final answer of that share of reference
-    rollouts with a wrong one. ``latency_s``: delay every offline answer (a stand-in for a
-    model's think time in tests and benches).
-    """
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    mode: UpstreamMode = "reference"
-    base_url: str | None = None
-    api_key_env: str | None = None
-    model: str | None = None
-    corrupt_fraction: float = Field(default=0.0, ge=0.0, le=1.0, strict=True)
-    seed: int = Field(default=0, strict=True)
-    latency_s: float = Field(default=0.0, ge=0.0, allow_inf_nan=False, strict=True)
-
-    @model_validator(mode="after")
-    def _consistent(self) -> Upstream:
-        if self.mode == "openai" and not (self.base_url and self.api_key_env):
-            raise ValueError(
-                "the openai upstream needs a base URL (--base-url) and the name of the "
-                "environment variable holding its API key (--api-key-env)"
-            )
-        if self.mode != "openai" and (self.base_url or self.api_key_env):
-            raise ValueError("a base URL and an API-key variable only apply to --upstream openai")
-        if self.api_key_env is not None and not _ENV_NAME.match(self.api_key_env):
-            raise ValueError(
-                "api_key_env is the NAME of an environment variable (e.g. OPENAI_API_KEY), "
-                "not the key itself"
-            )
-        if self.corrupt_fraction and self.mode != "reference":
-            raise ValueError("corrupting answers only applies to the reference upstream")
-        if self.latency_s and self.mode == "openai":
-            raise ValueError("simulated latency only applies to the offline upstreams")
-        return self
-
-    def api_key(self) -> str | None:
-        """The key from the environment at run time (None when no variable is named)."""
-        if self.api_key_env is None:
-            return None
-        value = os.environ.get(self.api_key_env)
-        if not value:
-            raise UserError(
-                f"environment variable {self.api_key_env} is not set; export the API key "
-                "under that name before running"
-            )
-        return value
-
-
 @dataclass(frozen=True)
 class ResolvedHarness:
     """A harness as a run uses it: the interface chosen and the runtime version it runs."""
@@ -452,14 +394,3 @@ def adapter_settings(harness: Harness) -> dict[str, Any]:
         "offline_env": dict(harness.offline.env),
         "offline_args": list(harness.offline.args),
     }
-
-
-def upstream_of(**fields: Any) -> Upstream:
-    """An ``Upstream`` from flags or resource config; inconsistencies are refusals."""
-    try:
-        return Upstream.model_validate(fields)
-    except ValidationError as exc:
-        error = exc.errors()[0]
-        message = error["msg"].removeprefix("Value error, ")
-        where = ".".join(str(part) for part in error["loc"])
-        raise UserError(f"upstream: {where + ': ' if where else ''}{message}") from None

@@ -14,16 +14,17 @@ from gym_assets.conformance.scope import EvidenceScope
 from gym_assets.errors import UserError
 from gym_assets.rollouts.collection.files import read_jsonl
 from gym_assets.rollouts.gateway import ModelGateway, ScriptedUpstream
+from gym_assets.rollouts.gateway.upstream_config import upstream_config
 from gym_assets.rollouts.harnesses import registry as harnesses
 from gym_assets.rollouts.harnesses.registry import (
     Harness,
     load_harnesses,
     resolve_interface,
     runtime_version,
-    upstream_of,
     with_harness,
 )
-from gym_assets.rollouts.run import RunOptions, RunResult, run_rollouts
+from gym_assets.rollouts.options import RunOptions
+from gym_assets.rollouts.run import RunResult, run_rollouts
 from gym_assets_tests.rollouts.collection.conftest import REPO, Products
 
 ENVIRONMENTS = "environment_servers"
@@ -140,7 +141,7 @@ def _run(
     products.plan("arith")
     if isinstance(harness, str):
         harness = load_harnesses(products.catalog.loaded)[harness]
-    upstream = upstream_of(mode="reference" if script is None else "scripted")
+    upstream = upstream_config(mode="reference" if script is None else "scripted")
     return run_rollouts(
         products.catalog, "arith", harness, out, upstream, RunOptions(limit=limit, script=script)
     )
@@ -199,7 +200,7 @@ def test_a_command_harness_with_a_real_model_runs_in_the_sandbox_without_an_opt_
     monkeypatch.setenv("GYM_ASSETS_TEST_KEY", "sk-test")
     harness = load_harnesses(products.catalog.loaded)["minimal_agent"]
     with ModelGateway(ScriptedUpstream(SCRIPT), tmp_path / "remote-captures") as remote:
-        upstream = upstream_of(
+        upstream = upstream_config(
             mode="openai", base_url=remote.url_for("remote"), api_key_env="GYM_ASSETS_TEST_KEY"
         )
         result = run_rollouts(

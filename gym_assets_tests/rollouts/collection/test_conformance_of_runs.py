@@ -10,8 +10,10 @@ import pytest
 
 from gym_assets.conformance.inspection import InspectionOptions, inspect_bundle
 from gym_assets.conformance.scope import EvidenceScope
-from gym_assets.rollouts.harnesses.registry import load_harnesses, upstream_of
-from gym_assets.rollouts.run import RunOptions, run_rollouts
+from gym_assets.rollouts.gateway.upstream_config import upstream_config
+from gym_assets.rollouts.harnesses.registry import load_harnesses
+from gym_assets.rollouts.options import RunOptions
+from gym_assets.rollouts.run import run_rollouts
 
 
 @pytest.mark.parametrize(
@@ -26,7 +28,7 @@ def test_reference_run_meets_the_p0_gate(products, tmp_path, benchmark, uses_too
         benchmark,
         harness,
         tmp_path / "run",
-        upstream_of(mode="reference"),
+        upstream_config(mode="reference"),
         RunOptions(limit=5, concurrency=4),
     )
     assert result.totals.outcomes.measured == 5

@@ -19,7 +19,7 @@ from gym_assets.errors import UserError
 from gym_assets.rollouts.collection import gateway_process
 from gym_assets.rollouts.collection.gateway_process import GatewayProcess, GatewayProcessError
 from gym_assets.rollouts.gateway.capture import capture_path
-from gym_assets.rollouts.harnesses.registry import upstream_of
+from gym_assets.rollouts.gateway.upstream_config import upstream_config
 
 BODY = {"model": "policy", "messages": [{"role": "user", "content": "hi"}]}
 # A stand-in child that answers the start-up, then holds the answer to the first command
@@ -52,7 +52,7 @@ async def _chat(base_url: str) -> str:
 
 def _gateway(tmp_path: Path, mode: str, **kwargs: Any) -> GatewayProcess:
     return GatewayProcess(
-        upstream_of(mode=mode),
+        upstream_config(mode=mode),
         tmp_path / "capture",
         model_name="policy",
         model_server_name="policy_model",
@@ -173,7 +173,7 @@ def test_a_cancelled_command_does_not_shift_the_answers(
 
 def test_a_start_failure_is_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("GYM_TEST_MISSING_KEY", raising=False)
-    upstream = upstream_of(
+    upstream = upstream_config(
         mode="openai", base_url="http://127.0.0.1:9/v1", api_key_env="GYM_TEST_MISSING_KEY"
     )
     gateway = GatewayProcess(

@@ -9,11 +9,11 @@ import pytest
 from gym_assets.config.loader import load_configs
 from gym_assets.errors import ConfigError, UserError
 from gym_assets.rollouts.collection.corruption import WRONG_ANSWER, corrupt, corrupted_keys
+from gym_assets.rollouts.gateway.upstream_config import upstream_config
 from gym_assets.rollouts.harnesses.registry import (
     Harness,
     get_harness,
     load_harnesses,
-    upstream_of,
     with_harness,
 )
 from gym_assets_tests.rollouts.collection.conftest import REPO
@@ -99,11 +99,11 @@ def test_a_harness_replaces_only_the_credited_agents_implementation():
 )
 def test_inconsistent_upstreams_are_refused(fields):
     with pytest.raises(UserError):
-        upstream_of(**fields)
+        upstream_config(**fields)
 
 
 def test_the_key_is_read_from_the_named_variable_only(monkeypatch):
-    upstream = upstream_of(mode="openai", base_url="http://x/v1", api_key_env="GYM_TEST_KEY")
+    upstream = upstream_config(mode="openai", base_url="http://x/v1", api_key_env="GYM_TEST_KEY")
     assert "GYM_TEST_KEY" in upstream.model_dump_json()
     monkeypatch.setenv("GYM_TEST_KEY", "secret")
     assert upstream.api_key() == "secret"

@@ -18,8 +18,10 @@ from gym_assets.errors import UserError
 from gym_assets.records.episode import EpisodeId, EpisodeRequest
 from gym_assets.rollouts.collection.files import RunFiles, read_jsonl
 from gym_assets.rollouts.episodes.legacy import flat_row_of_request, flat_row_of_task
-from gym_assets.rollouts.harnesses.registry import Harness, upstream_of
-from gym_assets.rollouts.run import RunOptions, run_rollouts
+from gym_assets.rollouts.gateway.upstream_config import upstream_config
+from gym_assets.rollouts.harnesses.registry import Harness
+from gym_assets.rollouts.options import RunOptions
+from gym_assets.rollouts.run import run_rollouts
 from gym_assets.servers.responses_api_agents.simple_agent.app import SimpleAgent
 from gym_assets_tests.rollouts.collection.conftest import REPO, Products
 
@@ -84,7 +86,7 @@ def _relayed_run(
     monkeypatch.setattr(SimpleAgent, "run", observed)
     products.plan(name)
     result = run_rollouts(
-        products.catalog, name, RELAYED, out, upstream_of(mode="reference"), RunOptions(limit=3)
+        products.catalog, name, RELAYED, out, upstream_config(mode="reference"), RunOptions(limit=3)
     )
     assert not list(read_jsonl(result.files.failures))
     records = sorted(read_jsonl(result.files.records), key=lambda r: r["_ng_task_index"])
@@ -138,7 +140,7 @@ def _two_relayed_records(
     """The records of the first two tasks on the reference upstream, each scored 1.0 by a
     ``legacy_agent`` relay."""
     products.plan(name)
-    upstream = upstream_of(mode="reference")
+    upstream = upstream_config(mode="reference")
     result = run_rollouts(products.catalog, name, harness, out, upstream, RunOptions(limit=2))
     records = list(read_jsonl(result.files.records))
     assert [r["reward"] for r in records] == [1.0, 1.0]
@@ -201,7 +203,12 @@ def test_a_server_with_no_resources_server_is_refused_before_any_rollout(tmp_pat
     out = tmp_path / "run"
     with pytest.raises(UserError, match="relayed_environment_server bind no resources server"):
         run_rollouts(
-            products.catalog, "relayed", builtin, out, upstream_of(mode="reference"), RunOptions()
+            products.catalog,
+            "relayed",
+            builtin,
+            out,
+            upstream_config(mode="reference"),
+            RunOptions(),
         )
     assert not RunFiles(out).records.exists()
 

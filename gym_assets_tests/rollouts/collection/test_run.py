@@ -13,8 +13,10 @@ from gym_assets.errors import UserError
 from gym_assets.records.evidence import FailureSidecarRow, RolloutRecord
 from gym_assets.rollouts.collection.files import read_jsonl
 from gym_assets.rollouts.gateway import ModelGateway, ScriptedUpstream
-from gym_assets.rollouts.harnesses.registry import load_harnesses, upstream_of
-from gym_assets.rollouts.run import RunOptions, run_rollouts
+from gym_assets.rollouts.gateway.upstream_config import upstream_config
+from gym_assets.rollouts.harnesses.registry import load_harnesses
+from gym_assets.rollouts.options import RunOptions
+from gym_assets.rollouts.run import run_rollouts
 from gym_assets_tests.rollouts.collection.conftest import Products
 
 
@@ -26,7 +28,7 @@ def _run(products, name, out, upstream=None, **options):
         name,
         harness,
         out,
-        upstream or upstream_of(mode="reference"),
+        upstream or upstream_config(mode="reference"),
         RunOptions(**options),
     )
 
@@ -60,7 +62,7 @@ def test_humaneval_reference_run_verifies_every_task(products, tmp_path):
 
 
 def test_a_tenth_of_corrupted_answers_is_caught_by_the_verifier(products, tmp_path):
-    upstream = upstream_of(mode="reference", corrupt_fraction=0.1, seed=7)
+    upstream = upstream_config(mode="reference", corrupt_fraction=0.1, seed=7)
     result = _run(products, "humaneval", tmp_path / "run", upstream, concurrency=16)
     mean = result.totals.reward_mean
     assert mean < 1.0 and mean == pytest.approx(148 / 164)  # exactly round(16.4) corrupted
@@ -95,7 +97,7 @@ def test_plan_drift_is_a_terminal_failure_unless_allowed(tmp_path):
 
 def test_resume_retries_failed_attempts_with_attempt_ids_up_to_the_cap(products, tmp_path):
     out = tmp_path / "run"
-    slow = upstream_of(mode="reference", latency_s=2.0)
+    slow = upstream_config(mode="reference", latency_s=2.0)
     first = _run(products, "units", out, slow, limit=2, timeout_s=0.3)
     assert first.totals.outcomes.failed == 2
     assert first.totals.failure_kinds == {"agent_timeout": 2}
@@ -112,7 +114,7 @@ def test_resume_retries_failed_attempts_with_attempt_ids_up_to_the_cap(products,
 @pytest.mark.parametrize("name", ["units", "arith"])  # a materialized and a flat taskset
 def test_a_retried_rollout_is_captured_under_its_attempt_id(products, tmp_path, name):
     out = tmp_path / "run"
-    slow = upstream_of(mode="reference", latency_s=2.0)
+    slow = upstream_config(mode="reference", latency_s=2.0)
     _run(products, name, out, slow, limit=1, timeout_s=0.3)
     retried = _run(products, name, out, resume=True)
     (record,) = read_jsonl(retried.files.records)
@@ -142,7 +144,7 @@ def test_openai_upstream_reads_the_key_from_the_environment_and_never_writes_it(
     monkeypatch.setenv("GYM_ASSETS_TEST_KEY", secret)
     steps = [{"text": "168000"}]
     with ModelGateway(ScriptedUpstream(steps), tmp_path / "server-captures") as server:
-        upstream = upstream_of(
+        upstream = upstream_config(
             mode="openai", base_url=server.url_for("remote"), api_key_env="GYM_ASSETS_TEST_KEY"
         )
         result = _run(products, "units", tmp_path / "run", upstream, limit=3)

@@ -11,8 +11,10 @@ import pytest
 from gym_assets.errors import OutputError
 from gym_assets.outputs.markers import MARKER_NAME, TASKSET, write_dir_marker
 from gym_assets.rollouts.collection.files import CorruptRunFile, RunFiles, read_jsonl
-from gym_assets.rollouts.harnesses.registry import load_harnesses, upstream_of
-from gym_assets.rollouts.run import RunOptions, run_rollouts
+from gym_assets.rollouts.gateway.upstream_config import upstream_config
+from gym_assets.rollouts.harnesses.registry import load_harnesses
+from gym_assets.rollouts.options import RunOptions
+from gym_assets.rollouts.run import run_rollouts
 from gym_assets_tests.filesystems import snapshot
 
 
@@ -24,7 +26,7 @@ def _run(products, out: Path, **options):
         "units",
         harness,
         out,
-        upstream_of(mode="reference"),
+        upstream_config(mode="reference"),
         RunOptions(**options),
     )
 

@@ -15,7 +15,7 @@ from typing import Any
 from gym_assets.records.contracts import ResourcesServer
 from gym_assets.records.episode import EpisodeFailure, EpisodeRequest, EpisodeResponse
 from gym_assets.rollouts.episodes.agents import Agent
-from gym_assets.rollouts.episodes.legacy import episode_request_of, failure_row
+from gym_assets.rollouts.episodes.legacy import episode_request_of, flat_failure_answer
 from gym_assets.rollouts.episodes.runner import EnvironmentSettings
 from gym_assets.servers.environment_servers.single_agent_turn.app import (
     SingleAgentTurn,
@@ -36,11 +36,13 @@ class SingleAgentTurnLegacy(SingleAgentTurn):
             return await super().run(request)
         refusal = self._misrouted(request)
         if refusal is not None:
-            return failure_row(EpisodeFailure.of(refusal, terminal=True, kind="protocol_violation"))
+            return flat_failure_answer(
+                EpisodeFailure.of(refusal, terminal=True, kind="protocol_violation")
+            )
         response = await super().run(episode_request_of(request, self.name))
         assert isinstance(response, EpisodeResponse)
         if response.failure is not None:
-            return failure_row(response.failure)
+            return flat_failure_answer(response.failure)
         return dict(response.result or {})
 
     def _misrouted(self, row: Mapping[str, Any]) -> str | None:

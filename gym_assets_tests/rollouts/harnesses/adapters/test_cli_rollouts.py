@@ -16,8 +16,9 @@ import pytest
 from gym_assets.conformance.checker import check_record
 from gym_assets.conformance.scope import EvidenceScope
 from gym_assets.rollouts.collection.files import read_jsonl
-from gym_assets.rollouts.harnesses.registry import upstream_of
-from gym_assets.rollouts.run import RunOptions, run_rollouts
+from gym_assets.rollouts.gateway.upstream_config import upstream_config
+from gym_assets.rollouts.options import RunOptions
+from gym_assets.rollouts.run import run_rollouts
 from gym_assets_tests.rollouts.collection.conftest import Products
 from gym_assets_tests.rollouts.harnesses.adapters.installed import installed_harness
 
@@ -38,7 +39,7 @@ def _rewards(products: Products, benchmark: str, harness_name: str, out: Path, *
         benchmark,
         harness,
         out,
-        upstream_of(mode="reference", **upstream),
+        upstream_config(mode="reference", **upstream),
         RunOptions(limit=TASKS, concurrency=TASKS),
     )
     assert result.harness["kind"] == "cli" and result.harness["harness"] == harness_name
