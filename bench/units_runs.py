@@ -18,6 +18,7 @@ from gym_assets.rollouts.collection.products import ensure_products
 from gym_assets.rollouts.harnesses.registry import load_harnesses, upstream_of
 from gym_assets.rollouts.run import RunOptions, RunResult, run_rollouts
 from gym_assets.tasks.catalog import Catalog, load_catalog
+from gym_assets.workspace import Workspace
 
 REPO = Path(__file__).resolve().parents[1]
 CALLS_PER_ROLLOUT = 1
@@ -49,7 +50,7 @@ def make_units(root: Path, tasks: int) -> Catalog:
 
 def units_catalog(root: Path) -> Catalog:
     """The catalog ``make_units`` wrote under ``root``."""
-    return load_catalog(root / "configs", root / "data")
+    return load_catalog(Workspace(root / "configs", root / "data"))
 
 
 def run_units(

