@@ -17,8 +17,9 @@ same thing everywhere, and the CLI, the assets and the docs agree on every path:
     <data>/flavors/<token>/                   a benchmark flavor's own products, laid out as above
     <data>/services/<server>/                 a local Postgres or Redis's state
 
-Each product directory is marked as gym-assets' own (``gym_assets.outputs``), which takes the
-workspace wherever it wants the roots (``Target.of``).
+Each product directory is marked as gym-assets' own (``gym_assets.outputs``, which takes the
+workspace wherever it wants the roots: ``Target.of``); a service's state directory is claimed by
+the server itself (``gym_assets.local_services.roots``).
 """
 
 from __future__ import annotations
