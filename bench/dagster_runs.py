@@ -61,6 +61,7 @@ from local_instances import SENSORS, STORAGES, local_instance
 
 from gym_assets.local_services.postgres import URL_VARIABLE
 from gym_assets.local_services.roots import scratch_root
+from gym_assets.workspace import Workspace
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -84,10 +85,10 @@ def library_benchmark(configs: Path, data: Path, name: str) -> float:
     from gym_assets.tasks.prepare import prepare_benchmark
 
     started = time.perf_counter()
-    catalog = load_catalog(configs, data)
-    benchmark, layout = catalog.get(name), catalog.layout
+    catalog = load_catalog(Workspace(configs, data))
+    benchmark, workspace = catalog.get(name), catalog.workspace
     prepare_benchmark(benchmark)
-    taskset_dir = layout.taskset_dir(name)
+    taskset_dir = workspace.taskset_dir(name)
     collate_benchmark(catalog, name, taskset_dir)
     report = json.loads((taskset_dir / REPORT_NAME).read_text("utf-8"))
     collated = collated_path(taskset_dir, benchmark)
@@ -98,13 +99,13 @@ def library_benchmark(configs: Path, data: Path, name: str) -> float:
         taskset_checks.stable_task_ids(collated),
     ]
     publish_plan(plan_benchmark(benchmark), benchmark)
-    plan_path = layout.plan_path(name)
+    plan_path = workspace.plan_path(name)
     outcomes += [
         plan_checks.plan_schema_valid(plan_path),
         plan_checks.plan_deterministic(plan_path, benchmark),
         plan_checks.plan_covers_taskset(load_plan(plan_path), collated),
         plan_checks.plan_drift(
-            load_previous(layout.previous_plan_path(name)), load_plan(plan_path)
+            load_previous(workspace.previous_plan_path(name)), load_plan(plan_path)
         ),
     ]
     seconds = time.perf_counter() - started
@@ -116,7 +117,7 @@ def library_rollouts(configs: Path, data: Path, benchmark: str, harness_name: st
     """What ``rollouts_job`` does for ``benchmark|harness`` with the resources' defaults."""
     from gym_assets.plans.model import load_plan
     from gym_assets.rollouts.collection import checks
-    from gym_assets.rollouts.collection.files import RunFiles, run_dir
+    from gym_assets.rollouts.collection.files import RunFiles
     from gym_assets.rollouts.gateway.upstream_config import upstream_config
     from gym_assets.rollouts.harnesses.registry import get_harness, load_harnesses
     from gym_assets.rollouts.options import RunOptions
@@ -124,14 +125,14 @@ def library_rollouts(configs: Path, data: Path, benchmark: str, harness_name: st
     from gym_assets.tasks.catalog import load_catalog
 
     started = time.perf_counter()
-    catalog = load_catalog(configs, data)
+    catalog = load_catalog(Workspace(configs, data))
     harness = get_harness(load_harnesses(catalog.loaded.data), harness_name)
-    out_dir = run_dir(catalog.layout.root, benchmark, harness_name)
+    out_dir = catalog.workspace.rollouts_run_dir(benchmark, harness_name)
     run_rollouts(
         catalog, benchmark, harness, out_dir, upstream_config(mode="reference"), RunOptions()
     )
     files, taskset = RunFiles(out_dir), catalog.get(benchmark).taskset
-    plan = load_plan(catalog.layout.plan_path(benchmark))
+    plan = load_plan(catalog.workspace.plan_path(benchmark))
     outcomes = [
         checks.rollouts_cover_plan(plan, files, taskset),
         checks.inputs_match_plan(plan, files, taskset),
@@ -151,11 +152,11 @@ def library_conformance(configs: Path, data: Path, harness: str) -> float:
     from gym_assets.tasks.catalog import load_catalog
 
     started = time.perf_counter()
-    catalog = load_catalog(configs, data)
-    runs = catalog.layout.conformance_runs_dir(harness)
+    catalog = load_catalog(Workspace(configs, data))
+    runs = catalog.workspace.conformance_runs_dir(harness)
     harness_runs.run_in_new_dir(
         runs,
-        catalog.roots,
+        catalog.workspace,
         uuid.uuid4().hex,
         lambda output: run_suite(
             catalog.loaded, harnesses=[harness], scenarios=None, output=output,

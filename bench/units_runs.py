@@ -20,6 +20,7 @@ from gym_assets.rollouts.harnesses.registry import load_harnesses
 from gym_assets.rollouts.options import RunOptions
 from gym_assets.rollouts.run import RunResult, run_rollouts
 from gym_assets.tasks.catalog import Catalog, load_catalog
+from gym_assets.workspace import Workspace
 
 REPO = Path(__file__).resolve().parents[1]
 CALLS_PER_ROLLOUT = 1
@@ -51,7 +52,7 @@ def make_units(root: Path, tasks: int) -> Catalog:
 
 def units_catalog(root: Path) -> Catalog:
     """The catalog ``make_units`` wrote under ``root``."""
-    return load_catalog(root / "configs", root / "data")
+    return load_catalog(Workspace(root / "configs", root / "data"))
 
 
 def run_units(

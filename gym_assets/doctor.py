@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from gym_assets.errors import UserError
+from gym_assets.workspace import Workspace
 
 Status = Literal["ok", "warn", "FAIL"]
 DISTRIBUTION = "gym-assets"
@@ -123,18 +124,18 @@ def sandbox() -> Finding:
                    "namespaces")  # fmt: skip
 
 
-def configs(configs_root: Path, data_root: Path) -> tuple[Finding, Mapping[str, Any] | None]:
+def configs(workspace: Workspace) -> tuple[Finding, Mapping[str, Any] | None]:
     """The configs tree loads and resolves; the loaded configs, for the harness registry."""
     from gym_assets.tasks.catalog import load_catalog
 
     try:
-        catalog = load_catalog(configs_root, data_root)
+        catalog = load_catalog(workspace)
     except UserError as exc:
         return Finding("FAIL", "configs", exc.render(),
                        "fix the file it names; `gym-assets config show` shows how configs "
                        "resolve"), None  # fmt: skip
     names = catalog.names()
-    detail = f"{configs_root.resolve()}: {len(names)} benchmarks"
+    detail = f"{workspace.configs.resolve()}: {len(names)} benchmarks"
     return Finding("ok", "configs", detail), catalog.loaded
 
 
@@ -216,15 +217,15 @@ def base_url(url: str, api_key_env: str | None, environ: Mapping[str, str] = os.
 
 
 def examine(
-    configs_root: Path, data_root: Path, url: str | None = None, api_key_env: str | None = None
+    workspace: Workspace, url: str | None = None, api_key_env: str | None = None
 ) -> list[Finding]:
     """Every item, in the order a user fixes them."""
     findings = [python_version(), project_environment(), dagster_home(), sandbox()]
-    configs_finding, loaded = configs(configs_root, data_root)
+    configs_finding, loaded = configs(workspace)
     findings.append(configs_finding)
     if loaded is not None:
         findings += harnesses(loaded)
-    findings.append(disk_space(data_root))
+    findings.append(disk_space(workspace.data))
     if url is not None:
         findings.append(base_url(url, api_key_env))
     return findings

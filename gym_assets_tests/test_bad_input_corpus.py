@@ -304,9 +304,12 @@ def settings_cmd(old: str, new: str) -> Setup:
     def setup(tmp: Path) -> list[str]:
         from gym_assets.rollouts.collection.products import ensure_products
         from gym_assets.tasks.catalog import load_catalog
+        from gym_assets.workspace import Workspace
 
         configs = tree(tmp)
-        ensure_products(load_catalog(configs, tmp / "data"), "units", lambda _message: None)
+        ensure_products(
+            load_catalog(Workspace(configs, tmp / "data")), "units", lambda _message: None
+        )
         (configs / "bench" / "config.yaml").write_text(edited(old, new), encoding="utf-8")
         return [*RUN, str(tmp / "run"), *roots(tmp, configs)]
 

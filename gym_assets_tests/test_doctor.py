@@ -19,6 +19,7 @@ from gym_assets.cli import main
 from gym_assets.config.loader import load_configs
 from gym_assets.local_dagster import free_port
 from gym_assets.rollouts.harnesses.registry import load_harnesses
+from gym_assets.workspace import Workspace
 from gym_assets_tests.loopback_http import serving
 
 REPO = Path(__file__).resolve().parents[1]
@@ -107,14 +108,14 @@ def test_bubblewrap_that_cannot_make_namespaces_fails(tmp_path, monkeypatch) -> 
 
 
 def test_configs_that_load_and_configs_that_do_not(tmp_path: Path) -> None:
-    ok, loaded = doctor.configs(REPO / "configs", tmp_path / "data")
+    ok, loaded = doctor.configs(Workspace(REPO / "configs", tmp_path / "data"))
     assert ok.status == "ok" and loaded is not None
     assert ok.detail == f"{REPO / 'configs'}: 4 benchmarks"
 
     broken = tmp_path / "configs"
     shutil.copytree(REPO / "configs", broken)
     (broken / "routes.yaml").write_text("environment_server_routes: [unclosed\n")
-    failed, nothing = doctor.configs(broken, tmp_path / "data")
+    failed, nothing = doctor.configs(Workspace(broken, tmp_path / "data"))
     assert failed.status == "FAIL" and nothing is None
     assert failed.detail.startswith(str(broken / "routes.yaml"))
     assert failed.fix and "gym-assets config show" in failed.fix

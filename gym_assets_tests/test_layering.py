@@ -99,7 +99,6 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
                 "limits",
                 "json_shapes",
                 "modes",
-                "settings",
                 "check_outcome",
                 "process_tree",
                 "spill",

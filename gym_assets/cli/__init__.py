@@ -5,7 +5,7 @@ Each area registers its subcommands from its own module (``gym_assets/cli/<area>
 this module only builds the parser and maps errors to exit codes: 0 success, 1 refusal (a
 ``UserError``: one clear message, no traceback), 2 usage error.
 
-Building the parser imports the standard library and a few stdlib-only modules (``settings``,
+Building the parser imports the standard library and a few stdlib-only modules (``workspace``,
 ``limits``, ``modes``, ``conformance.profiles``) and nothing else: each handler imports what it
 runs when it runs, so ``--help`` or a usage error costs an interpreter start, not the openai
 SDK, pydantic and the checks (``gym_assets_tests/test_cli_imports.py`` pins the list).

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gym_assets import settings
 from gym_assets.cli.flags import (
     BENCHMARK_HELP,
     BENCHMARK_METAVAR,
     add_configs_flag,
     add_data_root_flag,
     select,
+    workspace_of,
 )
 from gym_assets.cli.listing import print_listing
 from gym_assets.errors import UserError
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
 def _catalog(args: argparse.Namespace) -> Catalog:
     from gym_assets.tasks.catalog import load_catalog
 
-    return load_catalog(settings.configs_root(args.configs), settings.data_root(args.data_root))
+    return load_catalog(workspace_of(args))
 
 
 def _listing(benchmark: Benchmark, token: str) -> dict[str, Any]:
@@ -172,11 +173,12 @@ def _collate_datasets(args: argparse.Namespace) -> int:
     """``collate --mode``: every dataset of the config that the mode takes, one file per type."""
     from gym_assets.config.loader import load_configs
     from gym_assets.tasks.catalog import Catalog
-    from gym_assets.tasks.layout import Layout
     from gym_assets.tasks.pipeline import collate_datasets
 
-    paths = [Path(p) for p in args.config] or [settings.configs_root(args.configs)]
-    catalog = Catalog(load_configs(*paths), Layout(settings.data_root(args.data_root)))
+    workspace = workspace_of(args)
+    paths = [Path(p) for p in args.config] or [workspace.configs]
+    # the first config given is the root ``load_configs`` keeps products out of
+    catalog = Catalog(load_configs(*paths), replace(workspace, configs=paths[0]))
     report = collate_datasets(catalog, args.mode, Path(args.out), **_options(args))
     types = ", ".join(sorted(report.metrics)) or "no type"
     return _reported(report, f"{len(report.datasets)} datasets ({types}, {args.mode})", args.out)

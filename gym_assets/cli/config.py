@@ -8,8 +8,7 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gym_assets.cli.flags import add_configs_flag
-from gym_assets.settings import configs_root
+from gym_assets.cli.flags import add_configs_flag, workspace_of
 
 if TYPE_CHECKING:
     from gym_assets.config.loader import LoadedConfig
@@ -61,7 +60,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _migrate(args: argparse.Namespace) -> int:
     from gym_assets.config.migrate import add_environment_servers
 
-    return add_environment_servers(list(args.paths), args.check, configs_root(args.configs))
+    return add_environment_servers(list(args.paths), args.check, workspace_of(args).configs)
 
 
 def _show(args: argparse.Namespace) -> int:
@@ -69,7 +68,7 @@ def _show(args: argparse.Namespace) -> int:
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)  # printed below, once
-        loaded = load_configs(configs_root(args.configs))
+        loaded = load_configs(workspace_of(args).configs)
     summary = summarize(loaded)
     if args.json:
         print(json.dumps(summary, indent=2))

@@ -19,8 +19,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gym_assets import settings
-from gym_assets.cli.flags import add_configs_flag
+from gym_assets.cli.flags import add_configs_flag, workspace_of
 from gym_assets.conformance.profiles import PROFILE_ID, PROFILES
 from gym_assets.errors import UserError
 
@@ -138,7 +137,12 @@ def _options(args: argparse.Namespace, capture_dir: Path | None = None) -> Inspe
         steps=not args.no_steps,
         require_sandbox=args.require_sandbox,
     )
-    return InspectionOptions(profile=args.profile, scope=scope, capture_dir=capture_dir)
+    return InspectionOptions(
+        profile=args.profile,
+        scope=scope,
+        capture_dir=capture_dir,
+        configs_root=workspace_of(args).configs,
+    )
 
 
 def _checker_error(exc: BaseException) -> int:
@@ -163,7 +167,7 @@ def run_suite(args: argparse.Namespace) -> int:
 
     try:
         summary = run(
-            load_configs(settings.configs_root(args.configs)),
+            load_configs(workspace_of(args).configs),
             harnesses=args.harness,
             scenarios=args.scenario,
             output=args.output,
@@ -212,6 +216,6 @@ def run_matrix(args: argparse.Namespace) -> int:
 def run_catalogue(args: argparse.Namespace) -> int:
     from gym_assets.conformance.catalogue_doc import DOC_PATH, write_catalogue
 
-    path = write_catalogue(args.out or DOC_PATH, settings.configs_root())
+    path = write_catalogue(args.out or DOC_PATH, workspace_of(args).configs)
     print(f"wrote {path}")
     return 0

@@ -5,19 +5,13 @@ from __future__ import annotations
 import argparse
 import json
 
-from gym_assets import settings
-from gym_assets.cli.flags import add_configs_flag, add_data_root_flag
+from gym_assets.cli.flags import add_configs_flag, add_data_root_flag, workspace_of
 
 
 def _doctor(args: argparse.Namespace) -> int:
     from gym_assets.doctor import examine
 
-    findings = examine(
-        settings.configs_root(args.configs),
-        settings.data_root(args.data_root),
-        args.base_url,
-        args.api_key_env,
-    )
+    findings = examine(workspace_of(args), args.base_url, args.api_key_env)
     if args.json:
         print(json.dumps([finding.as_json() for finding in findings], ensure_ascii=False))
     else:

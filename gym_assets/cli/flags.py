@@ -1,12 +1,12 @@
 """Flags several subcommands share: where the configs are, where products go, and which
-benchmark a command is about."""
+benchmark a command is about; and the one place a command turns them into its workspace."""
 
 from __future__ import annotations
 
 import argparse
 from typing import TYPE_CHECKING
 
-from gym_assets import settings
+from gym_assets.workspace import Workspace
 
 if TYPE_CHECKING:
     from gym_assets.tasks.selection import Selection
@@ -36,9 +36,14 @@ def add_data_root_flag(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def workspace_of(args: argparse.Namespace) -> Workspace:
+    """The command's roots: its ``--configs`` and ``--data-root``, else their defaults (a
+    command without one of the flags, such as ``conformance inspect``, takes the default)."""
+    return Workspace.resolve(getattr(args, "configs", None), getattr(args, "data_root", None))
+
+
 def select(args: argparse.Namespace, value: str) -> Selection:
     """The benchmark(s) ``--benchmark value`` selects, loaded with the command's roots."""
     from gym_assets.tasks.selection import select_benchmark
 
-    configs, data = settings.configs_root(args.configs), settings.data_root(args.data_root)
-    return select_benchmark(configs, data, value)
+    return select_benchmark(workspace_of(args), value)

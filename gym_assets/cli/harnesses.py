@@ -6,8 +6,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from gym_assets import settings
-from gym_assets.cli.flags import add_configs_flag
+from gym_assets.cli.flags import add_configs_flag, workspace_of
 from gym_assets.cli.listing import print_listing
 
 if TYPE_CHECKING:
@@ -20,7 +19,7 @@ def _registry(args: argparse.Namespace) -> dict[str, Harness]:
     from gym_assets.config.loader import load_configs
     from gym_assets.rollouts.harnesses.registry import load_harnesses
 
-    return load_harnesses(load_configs(settings.configs_root(args.configs)))
+    return load_harnesses(load_configs(workspace_of(args).configs))
 
 
 def _listing(harness: Harness) -> dict[str, Any]:

@@ -13,13 +13,13 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from gym_assets import settings
 from gym_assets.cli.flags import (
     BENCHMARK_HELP,
     BENCHMARK_METAVAR,
     add_configs_flag,
     add_data_root_flag,
     select,
+    workspace_of,
 )
 from gym_assets.errors import UserError
 
@@ -55,7 +55,7 @@ def _warn(message: str) -> None:
 
 def _plan(args: argparse.Namespace) -> int:
     from gym_assets.outputs.markers import PLAN_FILE
-    from gym_assets.outputs.targets import Roots, Target
+    from gym_assets.outputs.targets import Target
     from gym_assets.plans.build import require_one_benchmark
     from gym_assets.plans.model import plan_json_schema
     from gym_assets.plans.pipeline import plan_benchmark
@@ -85,8 +85,7 @@ def _plan(args: argparse.Namespace) -> int:
             f"benchmark '{benchmark.name}' has no rows in {benchmark.rows_path}; the plan "
             "lists no tasks"
         )
-    roots = Roots(settings.configs_root(args.configs), settings.data_root(args.data_root))
-    write_plan_file(Target.of(args.out, PLAN_FILE, roots), plan)
+    write_plan_file(Target.of(args.out, PLAN_FILE, workspace_of(args)), plan)
     print(
         f"planned {len(plan.tasks)} tasks of '{benchmark.name}' (taskset '{benchmark.taskset}')",
         file=sys.stderr,

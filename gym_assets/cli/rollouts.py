@@ -23,13 +23,13 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gym_assets import settings
 from gym_assets.cli.flags import (
     BENCHMARK_HELP,
     BENCHMARK_METAVAR,
     add_configs_flag,
     add_data_root_flag,
     select,
+    workspace_of,
 )
 from gym_assets.errors import UserError
 from gym_assets.limits import (
@@ -217,7 +217,7 @@ def _reverify(args: argparse.Namespace) -> int:
     from gym_assets.rollouts.reverify import reverify_run
     from gym_assets.tasks.catalog import load_catalog
 
-    catalog = load_catalog(settings.configs_root(args.configs), settings.data_root(args.data_root))
+    catalog = load_catalog(workspace_of(args))
     result = reverify_run(
         catalog,
         args.run,

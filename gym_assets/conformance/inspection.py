@@ -50,7 +50,7 @@ from gym_assets.errors import os_failure, reported
 from gym_assets.outputs.claims import claimed_dir
 from gym_assets.outputs.markers import CONFORMANCE_REPORTS, Kind
 from gym_assets.outputs.targets import Target
-from gym_assets.settings import configs_root
+from gym_assets.workspace import Workspace
 
 SUMMARY_SCHEMA = "harness-evidence/v1"
 DECODER_VERSION = "gym-p0-evidence/v2"
@@ -87,7 +87,7 @@ class InspectionOptions:
     profile: str = PROFILE_ID
     scope: EvidenceScope = field(default_factory=EvidenceScope)
     capture_dir: Path | None = None
-    configs_root: Path = field(default_factory=configs_root)
+    configs_root: Path = field(default_factory=lambda: Workspace.resolve().configs)
 
     def __post_init__(self) -> None:
         if self.profile not in PROFILES:

@@ -138,12 +138,12 @@ def main(defs: dg.Definitions) -> int:
     reward = _number(rollouts.value("rollouts", "reward_mean"))
     pass_at_1 = _number(rollouts.value("rollouts", "pass@1"))
     _print_table(ROLLOUT_HEADERS, [[label, run, f"{passed}/{total}", reward, pass_at_1, *rest]])
-    layout = workspace.layout
+    paths = workspace.workspace
     print()
-    print(f"prepared rows : {layout.root / 'prepared'}  (bundled data stays in configs/)")
-    print(f"tasksets      : {layout.root / 'tasksets'}/<benchmark>/")
-    print(f"plans         : {layout.root / 'plans'}/<benchmark>/plan.json")
-    print(f"rollouts      : {layout.root / 'rollouts'}/<benchmark>/<harness>/")
+    print(f"prepared rows : {paths.data / 'prepared'}  (bundled data stays in configs/)")
+    print(f"tasksets      : {paths.taskset_dir('<benchmark>')}/")
+    print(f"plans         : {paths.plan_path('<benchmark>')}")
+    print(f"rollouts      : {paths.rollouts_run_dir('<benchmark>', '<harness>')}/")
     print(f"dagster home  : {instance.root_directory}  (see it with `make ui`)")
     ok = rollouts.ok and all(outcome.ok for outcome in benchmarks.values())
     return 0 if ok else 1

@@ -1,13 +1,10 @@
 """Resources: where configs are read from and where products are written."""
 
-from pathlib import Path
-
 import dagster as dg
 from pydantic import PrivateAttr
 
-from gym_assets import settings
 from gym_assets.tasks.catalog import Catalog, load_catalog
-from gym_assets.tasks.layout import Layout
+from gym_assets.workspace import Workspace
 
 
 class GymWorkspace(dg.ConfigurableResource):
@@ -26,19 +23,16 @@ class GymWorkspace(dg.ConfigurableResource):
         self._per_run = True
 
     @property
-    def configs_path(self) -> Path:
-        return settings.configs_root(self.configs_root).absolute()
-
-    @property
-    def layout(self) -> Layout:
-        return Layout(settings.data_root(self.data_root).absolute())
+    def workspace(self) -> Workspace:
+        """The roots and product paths, resolved as the CLI resolves its flags."""
+        return Workspace.resolve(self.configs_root, self.data_root)
 
     def catalog(self) -> Catalog:
         """The configs as they are now; within a run, as they were when the run first read
         them (a config error is not kept: each step that asks reports it)."""
         if self._catalog is not None:
             return self._catalog
-        catalog = load_catalog(self.configs_path, self.layout.root)
+        catalog = load_catalog(self.workspace)
         if self._per_run:
             self._catalog = catalog
         return catalog

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from gym_assets.errors import UserError
 from gym_assets.local_services import postgres, redis
-from gym_assets.settings import data_root
+from gym_assets.workspace import Workspace
 
 SERVERS = {
     "postgres": (postgres.LocalPostgres, postgres.URL_VARIABLE),
@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     kind, variable = SERVERS[args.server]
-    server = kind((args.root or data_root() / "services" / args.server).absolute())
+    server = kind((args.root or Workspace.resolve().services_dir(args.server)).absolute())
     try:
         if args.action == "start":
             print(f"{variable}={shlex.quote(server.start())}")

@@ -5,16 +5,23 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from gym_assets.outputs.markers import Kind
 
 
-@dataclass(frozen=True)
-class Roots:
-    """The configs tree (read, never a product) and the data root (where products live)."""
+class Roots(Protocol):
+    """The configs tree (read, never a product) and the data root (where products live).
 
-    configs: Path
-    data: Path
+    ``gym_assets.workspace.Workspace`` is the one implementation; it sits above this package,
+    which therefore names only the two attributes it reads.
+    """
+
+    @property
+    def configs(self) -> Path: ...
+
+    @property
+    def data(self) -> Path: ...
 
 
 def is_within(path: Path, root: Path) -> bool:

@@ -32,12 +32,12 @@ def publish_plan(plan: Plan, benchmark: Benchmark) -> PublishedPlan:
     The current file becomes the previous one by a second name (a hard link), not a copy:
     neither it nor the new plan is ever held in memory.
     """
-    layout = benchmark.layout
+    workspace = benchmark.workspace
     path, previous_path = (
-        layout.plan_path(benchmark.name),
-        layout.previous_plan_path(benchmark.name),
+        workspace.plan_path(benchmark.name),
+        workspace.previous_plan_path(benchmark.name),
     )
-    with claimed_dir(Target.of(layout.plan_dir(benchmark.name), PLAN_DIR, benchmark.roots)):
+    with claimed_dir(Target.of(workspace.plan_dir(benchmark.name), PLAN_DIR, workspace)):
         replaced = path.is_file()
         if replaced:
             atomic_link(path, previous_path)

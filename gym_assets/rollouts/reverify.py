@@ -280,7 +280,7 @@ def reverify_run(
     inventory = {item.key: item for item in inputs}
     servers = list(dict.fromkeys(item.server for item in inputs))
     sandbox = SandboxPolicy(allow_unsandboxed=allow_unsandboxed)
-    with sandbox, rebuilt_dir(Target.of(out, REVERIFIED_RUN, catalog.roots)) as staging:
+    with sandbox, rebuilt_dir(Target.of(out, REVERIFIED_RUN, catalog.workspace)) as staging:
         resources = resources_by_server(catalog.loaded.data, servers, sandbox)
         new = RunFiles(staging)
         rescorer = _Rescorer(inventory, resources, run.records)

@@ -126,7 +126,7 @@ def check_run_dir(catalog: Catalog, out_dir: Path, resume: bool) -> None:
     """Refuse an output directory a run may not use, before any product is made for it
     (``run_rollouts`` checks again, under the directory's lock)."""
     files = RunFiles(Path(out_dir))
-    target = Target.of(files.out_dir, ROLLOUTS_RUN, catalog.roots)
+    target = Target.of(files.out_dir, ROLLOUTS_RUN, catalog.workspace)
     if preflight_dir(target) is State.OURS and not resume:
         _refuse_foreign(files, target)
 
@@ -146,7 +146,7 @@ def _planned_inputs(
         return inputs, False
     if options.resume:
         notes.append(f"nothing to resume in {files.out_dir} (no inventory); starting fresh")
-    taskset = collated_path(catalog.layout.taskset_dir(benchmark.name), benchmark)
+    taskset = collated_path(catalog.workspace.taskset_dir(benchmark.name), benchmark)
     if not taskset.is_file():
         raise UserError(
             f"benchmark '{benchmark.name}' has no collated taskset at {taskset}; run "
@@ -380,9 +380,9 @@ def run_rollouts(
     require_ready(upstream, options.script)
     resolved = resolve(harness)
     benchmark = catalog.get(benchmark_name)
-    plan = load_plan(catalog.layout.plan_path(benchmark.name))
+    plan = load_plan(catalog.workspace.plan_path(benchmark.name))
     files = RunFiles(Path(out_dir))
-    target = Target.of(files.out_dir, ROLLOUTS_RUN, catalog.roots)
+    target = Target.of(files.out_dir, ROLLOUTS_RUN, catalog.workspace)
     notes: list[str] = []
     sandbox = SandboxPolicy(allow_unsandboxed=options.allow_unsandboxed)
     with claimed_dir(target), sandbox:
@@ -392,7 +392,7 @@ def run_rollouts(
         servers = _build_servers(catalog, harness, upstream, options, files, inputs, notes, sandbox)
         if fresh:
             _publish_inventory(files, target, inputs)
-        claim_dir(Target.of(files.capture_dir, CAPTURES, catalog.roots))
+        claim_dir(Target.of(files.capture_dir, CAPTURES, catalog.workspace))
         ledger = Ledger.read(files, options.max_attempts)
         todo = ledger.pending(inputs)
         gate = PlanGate(plan, allow_drift=options.allow_plan_drift)
@@ -415,7 +415,7 @@ def run_rollouts(
             benchmark=benchmark.name,
             harness=harness.name,
             totals=totals,
-            roots=catalog.roots,
+            roots=catalog.workspace,
             now=datetime.now(UTC),
         )
         metrics = aggregate_entries(inputs, done, failed, analysis.table)

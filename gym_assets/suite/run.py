@@ -39,12 +39,12 @@ from gym_assets.outputs.markers import CONFORMANCE_RUN
 from gym_assets.outputs.targets import Target
 from gym_assets.rollouts.harnesses.install import unavailable_reason
 from gym_assets.rollouts.harnesses.registry import Harness, get_harness, load_harnesses
-from gym_assets.settings import configs_root
 from gym_assets.suite import report
 from gym_assets.suite.judging import ScenarioResult, inspect_episode
 from gym_assets.suite.layout import LOG_FILE
 from gym_assets.suite.scenarios import SUITE_ID, Scenario, manifest, select_scenarios
 from gym_assets.suite.supervise import SUPERVISION_GRACE_S, supervise
+from gym_assets.workspace import Workspace
 
 SUMMARY_SCHEMA = "harness-probe-report/v1"
 SUITE_FILE = "suite.json"
@@ -219,7 +219,9 @@ def run_suite(
         )
     say = progress or (lambda line: None)
     stop = threading.Event()
-    with claimed_dir(Target(output, CONFORMANCE_RUN, configs_root(configs), flag="--output")):
+    with claimed_dir(
+        Target(output, CONFORMANCE_RUN, Workspace.resolve(configs).configs, flag="--output")
+    ):
         atomic_write_text(
             output / SUITE_FILE,
             json.dumps(suite_document(selected, timeout_s), indent=2, sort_keys=True) + "\n",

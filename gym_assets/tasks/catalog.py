@@ -37,8 +37,8 @@ from gym_assets.config.model import (
 from gym_assets.config.routing import flat_route
 from gym_assets.errors import ConfigError, UserError
 from gym_assets.json_shapes import is_mapping
-from gym_assets.outputs.targets import Roots, is_within
-from gym_assets.tasks.layout import Layout
+from gym_assets.outputs.targets import is_within
+from gym_assets.workspace import Workspace
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,7 @@ class Benchmark:
     agents: tuple[str, ...]
     config_paths: tuple[Path, ...]
     sidecar_dir: Path
-    roots: Roots
+    workspace: Workspace  # the roots it was resolved in, and where its products live
     selector: str  # what `--benchmark` takes to select it: its name, or its flavor's token
     manifest: Manifest | None = None  # the environment manifest describing it, if any
 
@@ -75,14 +75,9 @@ class Benchmark:
         return self.dataset.taskset or self.name
 
     @property
-    def layout(self) -> Layout:
-        """Where this benchmark's products live."""
-        return Layout(self.roots.data)
-
-    @property
     def prepared_dir(self) -> Path | None:
         """The product directory its prepare script writes into; None without a script."""
-        return None if self.prepare_script is None else self.layout.prepared_dir(self.name)
+        return None if self.prepare_script is None else self.workspace.prepared_dir(self.name)
 
     @property
     def domain(self) -> str:
@@ -124,13 +119,16 @@ def _fronting_server(config: Mapping[str, Any], decl: DeclaredDataset) -> str | 
 
 
 class Catalog:
-    """Benchmarks of one configs tree, keyed by name, in config order."""
+    """Benchmarks of one configs tree, keyed by name, in config order.
+
+    ``workspace.configs`` is the root ``loaded`` was read from: products must stay out of it.
+    """
 
     def __init__(
-        self, loaded: LoadedConfig, layout: Layout, flavor: tuple[Path, str] | None = None
+        self, loaded: LoadedConfig, workspace: Workspace, flavor: tuple[Path, str] | None = None
     ):
         self.loaded = loaded
-        self.layout = layout
+        self.workspace = workspace
         self.flavor = flavor  # (file, token) of the selected flavor, if one is
         self._benchmarks: dict[str, Benchmark] = {}
         manifests = load_manifests(loaded)
@@ -153,7 +151,7 @@ class Catalog:
         script = resolve(instance, dataset.prepare_script) if dataset.prepare_script else None
         if script is not None:
             rows = Path(dataset.jsonl_fpath)
-            rows = rows if rows.is_absolute() else self.layout.prepared_dir(dataset.name) / rows
+            rows = rows if rows.is_absolute() else self.workspace.prepared_dir(dataset.name) / rows
         else:
             rows = resolve(instance, dataset.jsonl_fpath)
         prompt = resolve(instance, dataset.prompt_config) if dataset.prompt_config else None
@@ -167,7 +165,7 @@ class Catalog:
         involved = [instance, *([server] if server else []), *agents]
         files = sorted({self.loaded.file_of(name) for name in involved if name in servers})
         beside = self.in_config_tree(instance, rows) or (
-            script is not None and is_within(rows, self.layout.prepared_dir(dataset.name))
+            script is not None and is_within(rows, self.workspace.prepared_dir(dataset.name))
         )
         return Benchmark(
             declared=decl,
@@ -177,8 +175,8 @@ class Catalog:
             environment_server=server,
             agents=agents,
             config_paths=tuple(files),
-            sidecar_dir=rows.parent if beside else self.layout.metrics_dir(dataset.name),
-            roots=self.roots,
+            sidecar_dir=rows.parent if beside else self.workspace.metrics_dir(dataset.name),
+            workspace=self.workspace,
             selector=self._selector(decl),
             manifest=manifest,
         )
@@ -194,10 +192,6 @@ class Catalog:
         sidecar may go beside it there."""
         trees = (self.loaded.root, self.loaded.file_of(instance).parent)
         return any(is_within(path.resolve(), tree.resolve()) for tree in trees)
-
-    @property
-    def roots(self) -> Roots:
-        return Roots(configs=self.loaded.root, data=self.layout.root)
 
     def __iter__(self) -> Iterator[Benchmark]:
         return iter(self._benchmarks.values())
@@ -221,10 +215,8 @@ class Catalog:
             ) from None
 
 
-def load_catalog(
-    configs_root: str | Path, data_root: str | Path, flavor: tuple[Path, str] | None = None
-) -> Catalog:
-    """Load and resolve the configs tree, then list its benchmarks; ``flavor`` is the
-    ``(file, token)`` of a benchmark flavor to load in place of its default config."""
-    loaded = load_configs(Path(configs_root), flavor=None if flavor is None else flavor[0])
-    return Catalog(loaded, Layout(Path(data_root)), flavor)
+def load_catalog(workspace: Workspace, flavor: tuple[Path, str] | None = None) -> Catalog:
+    """Load and resolve the workspace's configs tree, then list its benchmarks; ``flavor`` is
+    the ``(file, token)`` of a benchmark flavor to load in place of its default config."""
+    loaded = load_configs(workspace.configs, flavor=None if flavor is None else flavor[0])
+    return Catalog(loaded, workspace, flavor)

@@ -65,11 +65,11 @@ def sidecar_product(catalog: Catalog, benchmark: Benchmark) -> Target | None:
     one beside prepared rows lives in their prepared product; any other goes under the data
     root's ``metrics/<benchmark>/`` (see ``Catalog``), never beside a file outside both roots.
     """
-    roots, prepared = catalog.roots, benchmark.prepared_dir
+    workspace, prepared = catalog.workspace, benchmark.prepared_dir
     if prepared is not None and is_within(benchmark.sidecar_dir, prepared):
-        return Target.of(prepared, PREPARED, roots)
-    if is_within(benchmark.sidecar_dir, roots.data):
-        return Target.of(benchmark.sidecar_dir, METRICS, roots)
+        return Target.of(prepared, PREPARED, workspace)
+    if is_within(benchmark.sidecar_dir, workspace.data):
+        return Target.of(benchmark.sidecar_dir, METRICS, workspace)
     return None
 
 
@@ -109,7 +109,7 @@ def dataset_inputs(
     sidecar goes beside it when it lies in the config's tree (``Catalog.in_config_tree``).
     """
     types = in_scope_types(mode)
-    loaded, layout = catalog.loaded, catalog.layout
+    loaded, workspace = catalog.loaded, catalog.workspace
     found: list[tuple[CollationInput, Target | None]] = []
     for declared in iter_declared_datasets(loaded.data):
         dataset = declared.dataset
@@ -130,9 +130,9 @@ def dataset_inputs(
         if catalog.in_config_tree(instance, rows):
             found.append((item, None))
             continue
-        sidecars = layout.metrics_dir_of(instance, dataset.name)
+        sidecars = workspace.metrics_dir_of(instance, dataset.name)
         item = replace(item, sidecar_dir=sidecars)
-        found.append((item, Target.of(sidecars, METRICS, catalog.roots)))
+        found.append((item, Target.of(sidecars, METRICS, workspace)))
     return found
 
 
@@ -184,7 +184,7 @@ def _collate_into(
     write the report beside the files, and swap it in. Reported paths start with
     ``output_dir`` as given."""
     with (
-        rebuilt_dir(Target.of(output_dir, kind, catalog.roots)) as staging,
+        rebuilt_dir(Target.of(output_dir, kind, catalog.workspace)) as staging,
         contextlib.ExitStack() as held,
     ):
         for sidecar in sidecars:

@@ -104,7 +104,7 @@ def prepare_benchmark(
             f"the data root, but jsonl_fpath points at {target}; make it a relative path",
             path=benchmark.config_paths[0] if benchmark.config_paths else None,
         )
-    with claimed_dir(Target.of(product, PREPARED, benchmark.roots)):
+    with claimed_dir(Target.of(product, PREPARED, benchmark.workspace)):
         rows, sha = _run_script(benchmark, prepare, target, script_args)
     return PreparedRows(benchmark.name, target, rows, sha, ran_prepare=True)
 

@@ -5,13 +5,13 @@ selector token, ``NAME[/FLAVOR]`` (``gym_assets.config.flavors``). A token namin
 loads the configs tree with that flavor in place of its benchmark's ``config.yaml``; a dataset
 name that only a flavor declares selects that flavor too, so the hints that name a benchmark
 by its dataset name (``gym-assets prepare --benchmark NAME``) work for flavors as well.
-A flavor's products live in their own tree under the data root (``Layout.flavor_root``), so
+A flavor's products live in their own tree under the data root (``Workspace.flavor_root``), so
 flavors of one benchmark may share its dataset name, as the reference's do.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from gym_assets.config.flavors import (
@@ -23,7 +23,7 @@ from gym_assets.config.flavors import (
 )
 from gym_assets.errors import UserError
 from gym_assets.tasks.catalog import Benchmark, Catalog, load_catalog
-from gym_assets.tasks.layout import Layout
+from gym_assets.workspace import Workspace
 
 
 @dataclass(frozen=True)
@@ -45,12 +45,12 @@ class Selection:
         return self.benchmarks[0]
 
 
-def select_benchmark(configs_root: Path, data_root: Path, value: str) -> Selection:
+def select_benchmark(workspace: Workspace, value: str) -> Selection:
     """Resolve ``value`` (see the module docstring); unknown names and tokens are refused."""
-    configs_root = Path(configs_root)
+    configs_root = workspace.configs
     if "/" in value:
-        return _select_file(configs_root, data_root, value, resolve_token(configs_root, value))
-    catalog = load_catalog(configs_root, data_root)
+        return _select_file(workspace, value, resolve_token(configs_root, value))
+    catalog = load_catalog(workspace)
     if value in catalog.names():
         return Selection(value, catalog, (catalog.get(value),))
     if (benchmarks_dir(configs_root) / value).is_dir():  # its config.yaml, or the hint
@@ -63,17 +63,17 @@ def select_benchmark(configs_root: Path, data_root: Path, value: str) -> Selecti
             "its token"
         )
     if flavors:
-        return _select_file(configs_root, data_root, value, flavors[0].path)
+        return _select_file(workspace, value, flavors[0].path)
     return Selection(value, catalog, (catalog.get(value),))  # refuses, with close names
 
 
-def _select_file(configs_root: Path, data_root: Path, value: str, path: Path) -> Selection:
-    if default_config_for(configs_root, path) is None:
-        return _in_file(load_catalog(configs_root, data_root), value, path)
-    token = token_of(configs_root, path)
+def _select_file(workspace: Workspace, value: str, path: Path) -> Selection:
+    if default_config_for(workspace.configs, path) is None:
+        return _in_file(load_catalog(workspace), value, path)
+    token = token_of(workspace.configs, path)
     assert token is not None  # a flavor lies below benchmarks/
-    flavor_data = Layout(Path(data_root)).flavor_root(token)
-    return _in_file(load_catalog(configs_root, flavor_data, (path, token)), value, path)
+    flavored = replace(workspace, data=workspace.flavor_root(token))
+    return _in_file(load_catalog(flavored, (path, token)), value, path)
 
 
 def _in_file(catalog: Catalog, value: str, path: Path) -> Selection:

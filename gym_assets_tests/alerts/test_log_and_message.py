@@ -10,7 +10,7 @@ from gym_assets.alerts.log import ALERT_LOG, append_alerts
 from gym_assets.alerts.webhook import Webhook
 from gym_assets.errors import OutputError
 from gym_assets.outputs.markers import dir_marker
-from gym_assets.outputs.targets import Roots
+from gym_assets.workspace import Workspace
 from gym_assets_tests.alerts.webhook_server import closed_port_url
 
 
@@ -30,7 +30,7 @@ def _alert(check: str = "task_data_valid", reason: str = "1/30 rows failed") -> 
 
 @pytest.fixture
 def roots(tmp_path):
-    return Roots(tmp_path / "configs", tmp_path / "data")
+    return Workspace(tmp_path / "configs", tmp_path / "data")
 
 
 def test_alerts_are_appended_one_line_each(roots):

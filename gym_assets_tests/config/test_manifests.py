@@ -11,6 +11,7 @@ import pytest
 from gym_assets.cli import main
 from gym_assets.errors import ConfigError
 from gym_assets.tasks.catalog import Catalog, load_catalog
+from gym_assets.workspace import Workspace
 from gym_assets_tests.config.conftest import WriteConfigs
 
 # Two benchmark folders. qa: a flat benchmark and a taskset, both resolving to qa_agent.
@@ -93,7 +94,7 @@ def _catalog(write_configs: WriteConfigs, tmp_path: Path, **files: str) -> Catal
         "benchmarks/dialogue/config.yaml": DIALOGUE,
         **{path.replace("__", "/").replace("_yaml", ".yaml"): text for path, text in files.items()},
     }
-    return load_catalog(write_configs(tree), tmp_path / "data")
+    return load_catalog(Workspace(write_configs(tree), tmp_path / "data"))
 
 
 def _refusal(write_configs: WriteConfigs, tmp_path: Path, **files: str) -> ConfigError:
@@ -179,15 +180,17 @@ def test_datasets_that_resolve_to_different_agents_are_refused(write_configs, tm
     text += "  - {name: dialogue_extra}\n  - {name: assistant_drills}\n"
     with pytest.raises(ConfigError) as caught:
         load_catalog(
-            write_configs(
-                {
-                    "routes.yaml": ROUTES,
-                    "benchmarks/qa/config.yaml": QA,
-                    "benchmarks/dialogue/config.yaml": config,
-                    "benchmarks/dialogue/manifest.yaml": text,
-                }
-            ),
-            tmp_path / "data",
+            Workspace(
+                write_configs(
+                    {
+                        "routes.yaml": ROUTES,
+                        "benchmarks/qa/config.yaml": QA,
+                        "benchmarks/dialogue/config.yaml": config,
+                        "benchmarks/dialogue/manifest.yaml": text,
+                    }
+                ),
+                tmp_path / "data",
+            )
         )
     message = caught.value.message
     assert "describes datasets that resolve to different agents" in message

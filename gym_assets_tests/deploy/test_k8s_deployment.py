@@ -22,9 +22,9 @@ import yaml
 from dagster_k8s import K8sRunLauncher
 from kubernetes.utils import parse_quantity
 
-from gym_assets import settings
 from gym_assets.defs import executors
 from gym_assets.defs.rollouts.assets import rollouts
+from gym_assets.workspace import Workspace
 from gym_assets_tests.deploy import chart, pods
 
 RESOLVED_EXECUTOR = """
@@ -233,8 +233,8 @@ def test_every_variable_the_values_set_is_one_the_code_reads(helm, monkeypatch):
     for name, value in named.items():
         monkeypatch.setenv(name, value)
     readers = {
-        "GYM_ASSETS_CONFIGS": lambda: str(settings.configs_root()),
-        "GYM_ASSETS_DATA_ROOT": lambda: str(settings.data_root()),
+        "GYM_ASSETS_CONFIGS": lambda: str(Workspace.resolve().configs),
+        "GYM_ASSETS_DATA_ROOT": lambda: str(Workspace.resolve().data),
         executors.EXECUTOR_VARIABLE: lambda: executors.rollouts_executor().name,
     }
     unread = sorted(set(named) - set(readers))

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from gym_assets.outputs.targets import Roots
+from gym_assets.workspace import Workspace
 
 
 @pytest.fixture
-def roots(tmp_path: Path) -> Roots:
+def roots(tmp_path: Path) -> Workspace:
     configs = tmp_path / "configs"
     configs.mkdir()
     (configs / "benchmark.yaml").write_text("{}\n")
-    return Roots(configs=configs, data=tmp_path / "data")
+    return Workspace(configs=configs, data=tmp_path / "data")

@@ -19,13 +19,14 @@ from gym_assets.outputs.markers import (
     file_marker_path,
     write_dir_marker,
 )
-from gym_assets.outputs.targets import Roots, Target
+from gym_assets.outputs.targets import Target
+from gym_assets.workspace import Workspace
 from gym_assets_tests.filesystems import snapshot
 
 FOREIGN = "exists and was not written by gym-assets (no product marker)"
 
 
-def taskset(path: Path, roots: Roots) -> Target:
+def taskset(path: Path, roots: Workspace) -> Target:
     return Target(path, TASKSET, roots.configs)
 
 
@@ -179,7 +180,7 @@ def test_leftovers_of_a_killed_rebuild_are_swept_only_when_ours(roots, tmp_path)
     assert (foreign / "keep.txt").read_text() == "not ours"
 
 
-def plan_file(path: Path, roots: Roots) -> Target:
+def plan_file(path: Path, roots: Workspace) -> Target:
     return Target(path, PLAN_FILE, roots.configs)
 
 

@@ -12,7 +12,8 @@ import pytest
 from gym_assets.errors import OutputError
 from gym_assets.outputs.claims import claim_dir, write_file
 from gym_assets.outputs.markers import PLAN_FILE, TASKSET
-from gym_assets.outputs.targets import Roots, Target
+from gym_assets.outputs.targets import Target
+from gym_assets.workspace import Workspace
 from gym_assets_tests.filesystems import snapshot
 
 
@@ -96,7 +97,7 @@ def test_a_path_under_a_regular_file_is_one_clear_line(roots, tmp_path):
         (lambda r: r.configs.parent, "contains the configs root"),
     ],
 )
-def test_nothing_is_written_over_the_configs_even_when_empty(roots: Roots, where, says):
+def test_nothing_is_written_over_the_configs_even_when_empty(roots: Workspace, where, says):
     out = where(roots)
     if out.name == "empty":
         out.mkdir()

@@ -16,6 +16,7 @@ from gym_assets.plans.pipeline import plan_benchmark
 from gym_assets.plans.render import plan_text
 from gym_assets.tasks.catalog import load_catalog
 from gym_assets.tasks.prepare import prepare_benchmark
+from gym_assets.workspace import Workspace
 
 REPO = Path(__file__).resolve().parents[2]
 GOLDEN = Path(__file__).parent / "golden" / "humaneval_tasks.json"
@@ -23,7 +24,7 @@ GOLDEN = Path(__file__).parent / "golden" / "humaneval_tasks.json"
 
 @pytest.fixture(scope="module")
 def humaneval(tmp_path_factory):
-    catalog = load_catalog(REPO / "configs", tmp_path_factory.mktemp("data"))
+    catalog = load_catalog(Workspace(REPO / "configs", tmp_path_factory.mktemp("data")))
     benchmark = catalog.get("humaneval")
     prepare_benchmark(benchmark)
     return benchmark

@@ -12,13 +12,14 @@ from gym_assets.plans.pipeline import plan_benchmark
 from gym_assets.plans.publish import load_previous, publish_plan
 from gym_assets.plans.render import plan_text
 from gym_assets.tasks.catalog import load_catalog
+from gym_assets.workspace import Workspace
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 
 
 def test_the_replaced_plan_is_kept_as_the_previous_one_without_a_copy(tmp_path: Path) -> None:
-    benchmark = load_catalog(CONFIGS, tmp_path / "data").get("units")
-    previous = benchmark.layout.previous_plan_path("units")
+    benchmark = load_catalog(Workspace(CONFIGS, tmp_path / "data")).get("units")
+    previous = benchmark.workspace.previous_plan_path("units")
     plan = plan_benchmark(benchmark)
 
     first = publish_plan(plan, benchmark)

@@ -8,7 +8,6 @@ import pytest
 
 from gym_assets.errors import UserError
 from gym_assets.outputs.markers import dir_marker
-from gym_assets.outputs.targets import Roots
 from gym_assets.suite.harness_runs import (
     LATEST,
     LatestRun,
@@ -17,11 +16,12 @@ from gym_assets.suite.harness_runs import (
     p0_gate,
     run_in_new_dir,
 )
+from gym_assets.workspace import Workspace
 
 
 @pytest.fixture
 def roots(tmp_path):
-    return Roots(tmp_path / "configs", tmp_path / "data")
+    return Workspace(tmp_path / "configs", tmp_path / "data")
 
 
 def _scenario(name, failing=(), verdict=None, returncode=0, timed_out=False):

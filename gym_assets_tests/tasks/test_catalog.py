@@ -10,6 +10,7 @@ import pytest
 
 from gym_assets.errors import ConfigError, UserError
 from gym_assets.tasks.catalog import Catalog, load_catalog
+from gym_assets.workspace import Workspace
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIGS = REPO / "configs"
@@ -50,7 +51,7 @@ def write_config(path: Path, dataset: str) -> Path:
 
 @pytest.fixture(scope="module")
 def catalog(tmp_path_factory: pytest.TempPathFactory) -> Catalog:
-    return load_catalog(CONFIGS, tmp_path_factory.mktemp("data"))
+    return load_catalog(Workspace(CONFIGS, tmp_path_factory.mktemp("data")))
 
 
 def test_lists_the_four_bundled_benchmarks_in_config_order(catalog: Catalog) -> None:
@@ -61,7 +62,7 @@ def test_lists_the_four_bundled_benchmarks_in_config_order(catalog: Catalog) -> 
 
 def test_prepared_benchmark_rows_live_under_the_data_root(tmp_path: Path) -> None:
     data = tmp_path / "data"
-    humaneval = load_catalog(CONFIGS, data).get("humaneval")
+    humaneval = load_catalog(Workspace(CONFIGS, data)).get("humaneval")
     assert humaneval.rows_path == data / "prepared" / "humaneval" / "humaneval.jsonl"
     assert humaneval.prepare_script == BENCHMARKS / "humaneval" / "prepare.py"
     assert humaneval.prepare_script.is_file()
@@ -170,7 +171,7 @@ def test_duplicate_benchmark_names_are_a_config_error_naming_the_file(tmp_path: 
         encoding="utf-8",
     )
     with pytest.raises(ConfigError) as caught:
-        load_catalog(root, tmp_path / "data")
+        load_catalog(Workspace(root, tmp_path / "data"))
     error = caught.value
     # Files load in path order: again/ first, so the second declaration is in units/.
     assert error.path == str(root / "benchmarks" / "units" / "config.yaml")
@@ -196,7 +197,7 @@ def test_relative_paths_resolve_against_the_yaml_directory_not_the_cwd(
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)
-    tiny = load_catalog(root, tmp_path / "data").get("tiny")
+    tiny = load_catalog(Workspace(root, tmp_path / "data")).get("tiny")
     assert tiny.rows_path == config.parent / ".." / "rows" / "tiny.jsonl"
     assert tiny.prompt_config_path == config.parent / "prompts" / "tiny.yaml"
     assert tiny.sidecar_dir == config.parent / ".." / "rows"
@@ -225,7 +226,7 @@ def test_prepare_script_resolves_beside_the_yaml_and_rows_under_the_data_root(
         """,
     )
     data = tmp_path / "data"
-    tiny = load_catalog(root, data).get("tiny")
+    tiny = load_catalog(Workspace(root, data)).get("tiny")
     assert tiny.prepare_script == config.parent / "scripts" / "make.py"
     assert tiny.rows_path == data / "prepared" / "tiny" / "out" / "tiny.jsonl"
     assert tiny.sidecar_dir == tiny.rows_path.parent
@@ -246,7 +247,7 @@ def test_absolute_paths_are_kept_and_their_sidecar_goes_under_the_data_root(
           taskset: tiny_ts
         """,
     )
-    tiny = load_catalog(tmp_path / "configs", tmp_path / "data").get("tiny")
+    tiny = load_catalog(Workspace(tmp_path / "configs", tmp_path / "data")).get("tiny")
     assert tiny.rows_path == rows
     # Outside both roots: nothing is written beside it, its metrics go to the data root.
     assert tiny.sidecar_dir == tmp_path / "data" / "metrics" / "tiny"
@@ -262,7 +263,7 @@ def test_only_benchmark_datasets_are_listed(tmp_path: Path) -> None:
         - {name: tiny_flat, type: benchmark, jsonl_fpath: flat.jsonl}
         """,
     )
-    catalog = load_catalog(tmp_path / "configs", tmp_path / "data")
+    catalog = load_catalog(Workspace(tmp_path / "configs", tmp_path / "data"))
     assert catalog.names() == ["tiny", "tiny_flat"]
     flat = catalog.get("tiny_flat")
     # A flat dataset on a resources server reaches the environment server bound to it.

@@ -15,9 +15,9 @@ from gym_assets.config.loader import load_configs
 from gym_assets.config.routing import flat_route, resolve_dataset_agent
 from gym_assets.errors import ConfigError, UserError
 from gym_assets.tasks.catalog import Catalog
-from gym_assets.tasks.layout import Layout
 from gym_assets.tasks.pipeline import REPORT_NAME, collate_datasets
 from gym_assets.tasks.row_routing import environment_server_for_row
+from gym_assets.workspace import Workspace
 from gym_assets_tests.tasks.multi_agent_tree import dialogue, write_jsonl, write_tree
 
 EXAMPLES = "Number of examples"
@@ -39,7 +39,7 @@ def tree(tmp_path: Path) -> Path:
 def catalog_of(*paths: Path, data: Path) -> Catalog:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return Catalog(load_configs(*paths), Layout(data))
+        return Catalog(load_configs(*paths), Workspace(paths[0], data))
 
 
 def collate(tree: Path, mode, out: Path, **options):

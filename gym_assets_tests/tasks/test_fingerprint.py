@@ -16,6 +16,7 @@ from gym_assets.tasks.fingerprint import (
     benchmark_fingerprint,
     catalog_fingerprints,
 )
+from gym_assets.workspace import Workspace
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIGS = REPO / "configs"
@@ -23,7 +24,7 @@ NAMES = ["arith", "humaneval", "support_dialogue", "units"]
 
 
 def fingerprints(root: Path, data: Path) -> dict[str, str]:
-    return catalog_fingerprints(load_catalog(root, data))
+    return catalog_fingerprints(load_catalog(Workspace(root, data)))
 
 
 def replace_in(path: Path, old: str, new: str) -> None:
@@ -60,7 +61,7 @@ def test_fingerprints_are_short_distinct_hex_and_stable_across_loads(tmp_path: P
     assert first == second
     assert all(re.fullmatch(rf"[0-9a-f]{{{FINGERPRINT_LENGTH}}}", f) for f in first.values())
     assert len(set(first.values())) == len(NAMES)
-    catalog = load_catalog(CONFIGS, tmp_path / "c")
+    catalog = load_catalog(Workspace(CONFIGS, tmp_path / "c"))
     assert benchmark_fingerprint(catalog, catalog.get("units")) == first["units"]
 
 

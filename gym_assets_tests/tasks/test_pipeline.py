@@ -14,6 +14,7 @@ from gym_assets.outputs.markers import MARKER_NAME
 from gym_assets.tasks.catalog import Catalog, load_catalog
 from gym_assets.tasks.pipeline import REPORT_NAME, collate_benchmark, collated_path
 from gym_assets.tasks.prepare import prepare_benchmark
+from gym_assets.workspace import Workspace
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIGS = REPO / "configs"
@@ -49,7 +50,7 @@ def configs_before() -> dict[str, bytes]:
 @pytest.fixture(scope="module")
 def catalog(tmp_path_factory: pytest.TempPathFactory, configs_before) -> Catalog:
     """The bundled configs over a temporary data root, with humaneval prepared."""
-    catalog = load_catalog(CONFIGS, tmp_path_factory.mktemp("data"))
+    catalog = load_catalog(Workspace(CONFIGS, tmp_path_factory.mktemp("data")))
     prepare_benchmark(catalog.get("humaneval"))
     return catalog
 
@@ -152,7 +153,7 @@ def test_progress_is_reported(catalog: Catalog, tmp_path: Path) -> None:
 def test_a_malformed_source_line_leaves_the_previous_taskset_untouched(
     tree: Path, tmp_path: Path
 ) -> None:
-    catalog = load_catalog(tree, tmp_path / "data")
+    catalog = load_catalog(Workspace(tree, tmp_path / "data"))
     out = tmp_path / "tasksets" / "units"
     collate_benchmark(catalog, "units", out)
     before = snapshot(out)
@@ -173,7 +174,7 @@ def test_a_failed_first_collation_creates_no_directory(tree: Path, tmp_path: Pat
     source = tree / "benchmarks" / "arith" / "arith.jsonl"
     with source.open("a", encoding="utf-8") as handle:
         handle.write("[1, 2, 3]\n")
-    catalog = load_catalog(tree, tmp_path / "data")
+    catalog = load_catalog(Workspace(tree, tmp_path / "data"))
     parent = tmp_path / "tasksets"
     with pytest.raises(UserError, match="expected a JSON object") as caught:
         collate_benchmark(catalog, "arith", parent / "arith")
@@ -184,7 +185,7 @@ def test_a_failed_first_collation_creates_no_directory(tree: Path, tmp_path: Pat
 def test_a_metrics_conflict_leaves_the_previous_taskset_untouched(
     tree: Path, tmp_path: Path
 ) -> None:
-    catalog = load_catalog(tree, tmp_path / "data")
+    catalog = load_catalog(Workspace(tree, tmp_path / "data"))
     out = tmp_path / "units"
     collate_benchmark(catalog, "units", out)
     before = snapshot(out)
@@ -206,7 +207,7 @@ def test_missing_sidecar_is_written_beside_the_source_and_matches_the_bundled_on
     sidecar = tree / "benchmarks" / "support_dialogue" / "dialogue_metrics.json"
     bundled = sidecar.read_bytes()
     sidecar.unlink()
-    catalog = load_catalog(tree, tmp_path / "data")
+    catalog = load_catalog(Workspace(tree, tmp_path / "data"))
     report = collate_benchmark(catalog, "support_dialogue", tmp_path / "out")
     assert sidecar.read_bytes() == bundled
     assert str(sidecar) in [o.path for o in report.outputs]
@@ -263,7 +264,7 @@ def test_a_sidecar_of_a_dataset_outside_both_roots_goes_under_the_data_root(
         text.replace("jsonl_fpath: units.jsonl", f"jsonl_fpath: {outside}/units.jsonl")
     )
     data = tmp_path / "data"
-    report = collate_benchmark(load_catalog(tree, data), "units", tmp_path / "out")
+    report = collate_benchmark(load_catalog(Workspace(tree, data)), "units", tmp_path / "out")
     sidecar = data / "metrics" / "units" / "units_metrics.json"
     assert str(sidecar) in [o.path for o in report.outputs]
     assert sorted(p.name for p in sidecar.parent.iterdir()) == [MARKER_NAME, sidecar.name]

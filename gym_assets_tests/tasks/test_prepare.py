@@ -14,6 +14,7 @@ from gym_assets.errors import UserError
 from gym_assets.outputs.markers import MARKER_NAME
 from gym_assets.tasks.catalog import Benchmark, load_catalog
 from gym_assets.tasks.prepare import PreparedRows, prepare_benchmark
+from gym_assets.workspace import Workspace
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIGS = REPO / "configs"
@@ -35,7 +36,7 @@ def snapshot(directory: Path) -> dict[str, bytes]:
 @pytest.fixture(scope="module")
 def humaneval(tmp_path_factory: pytest.TempPathFactory) -> tuple[PreparedRows, Benchmark]:
     data = tmp_path_factory.mktemp("humaneval_data")
-    benchmark = load_catalog(CONFIGS, data).get("humaneval")
+    benchmark = load_catalog(Workspace(CONFIGS, data)).get("humaneval")
     return prepare_benchmark(benchmark), benchmark
 
 
@@ -51,7 +52,7 @@ def humaneval_with_script(tree: Path, data: Path, source: str) -> Benchmark:
     (tree / "benchmarks" / "humaneval" / "prepare.py").write_text(
         textwrap.dedent(source), encoding="utf-8"
     )
-    return load_catalog(tree, data).get("humaneval")
+    return load_catalog(Workspace(tree, data)).get("humaneval")
 
 
 GOOD_SCRIPT = """\
@@ -93,7 +94,7 @@ def test_humaneval_prepare_leaves_only_the_published_file(humaneval) -> None:
 
 def test_humaneval_prepare_is_byte_deterministic(humaneval, tmp_path: Path) -> None:
     first, _ = humaneval
-    second = prepare_benchmark(load_catalog(CONFIGS, tmp_path).get("humaneval"))
+    second = prepare_benchmark(load_catalog(Workspace(CONFIGS, tmp_path)).get("humaneval"))
     assert second.path != first.path
     assert second.path.read_bytes() == first.path.read_bytes()
     assert second.sha256 == first.sha256
@@ -193,7 +194,7 @@ def test_a_script_that_does_not_import_is_a_user_error(tree: Path, tmp_path: Pat
 
 def test_a_missing_script_is_a_user_error(tree: Path, tmp_path: Path) -> None:
     (tree / "benchmarks" / "humaneval" / "prepare.py").unlink()
-    benchmark = load_catalog(tree, tmp_path / "data").get("humaneval")
+    benchmark = load_catalog(Workspace(tree, tmp_path / "data")).get("humaneval")
     with pytest.raises(UserError, match="does not exist; fix `prepare_script`"):
         prepare_benchmark(benchmark)
 
@@ -251,7 +252,7 @@ def test_use_cached_runs_the_script_when_nothing_is_prepared(tree: Path, tmp_pat
 
 @pytest.mark.parametrize(("name", "rows"), [("arith", 40), ("units", 30), ("support_dialogue", 12)])
 def test_bundled_data_is_checked_and_never_modified(tmp_path: Path, name: str, rows: int) -> None:
-    benchmark = load_catalog(CONFIGS, tmp_path / "data").get(name)
+    benchmark = load_catalog(Workspace(CONFIGS, tmp_path / "data")).get(name)
     directory = benchmark.rows_path.parent
     before = snapshot(directory)
     mtime = benchmark.rows_path.stat().st_mtime_ns
@@ -272,7 +273,7 @@ def test_bundled_data_with_a_bad_line_is_refused_and_left_as_is(tree: Path, tmp_
     rows.write_text("".join(lines), encoding="utf-8")
     before = rows.read_bytes()
     with pytest.raises(UserError, match="not valid JSON") as caught:
-        prepare_benchmark(load_catalog(tree, tmp_path / "data").get("units"))
+        prepare_benchmark(load_catalog(Workspace(tree, tmp_path / "data")).get("units"))
     assert f"{rows}:7" in str(caught.value)
     assert rows.read_bytes() == before
 
@@ -280,7 +281,7 @@ def test_bundled_data_with_a_bad_line_is_refused_and_left_as_is(tree: Path, tmp_
 def test_missing_bundled_data_names_the_config(tree: Path, tmp_path: Path) -> None:
     (tree / "benchmarks" / "arith" / "arith.jsonl").unlink()
     with pytest.raises(UserError, match="does not exist; fix `jsonl_fpath`") as caught:
-        prepare_benchmark(load_catalog(tree, tmp_path / "data").get("arith"))
+        prepare_benchmark(load_catalog(Workspace(tree, tmp_path / "data")).get("arith"))
     assert caught.value.path == str(tree / "benchmarks" / "arith" / "config.yaml")
 
 

@@ -14,6 +14,7 @@ from gym_assets.errors import ConfigError
 from gym_assets.tasks import checks
 from gym_assets.tasks.catalog import Catalog, load_catalog
 from gym_assets.tasks.pipeline import REPORT_NAME, collate_benchmark
+from gym_assets.workspace import Workspace
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIGS = REPO / "configs"
@@ -55,14 +56,14 @@ def edited_units(tmp_path: Path, edit) -> tuple[Path, dict[str, Any]]:
     edit(rows)
     write_jsonl(source, rows)
     (source.parent / "units_metrics.json").unlink()  # the edit changes the metrics
-    catalog = load_catalog(root, tmp_path / "data")
+    catalog = load_catalog(Workspace(root, tmp_path / "data"))
     with pytest.warns(UserWarning):
         return collated(catalog, "units", tmp_path / "out")
 
 
 @pytest.fixture(scope="module")
 def catalog(tmp_path_factory: pytest.TempPathFactory) -> Catalog:
-    return load_catalog(CONFIGS, tmp_path_factory.mktemp("data"))
+    return load_catalog(Workspace(CONFIGS, tmp_path_factory.mktemp("data")))
 
 
 @pytest.fixture(scope="module")
@@ -275,7 +276,7 @@ def test_stable_task_ids_flags_a_collated_row_without_an_id(tmp_path: Path) -> N
 def test_a_route_to_a_missing_environment_server_fails_with_the_config_error(
     tmp_path: Path,
 ) -> None:
-    catalog = load_catalog(CONFIGS, tmp_path / "data")
+    catalog = load_catalog(Workspace(CONFIGS, tmp_path / "data"))
     catalog.loaded.data["environment_server_routes"]["units"] = "unitz_environment"
     outcome = checks.route_resolves(catalog, catalog.get("units"))
     assert not outcome.passed
@@ -289,7 +290,7 @@ def test_a_route_to_a_missing_environment_server_fails_with_the_config_error(
 
 
 def test_a_route_to_a_non_environment_server_fails(tmp_path: Path) -> None:
-    catalog = load_catalog(CONFIGS, tmp_path / "data")
+    catalog = load_catalog(Workspace(CONFIGS, tmp_path / "data"))
     catalog.loaded.data["environment_server_routes"]["units"] = "units_resources"
     outcome = checks.route_resolves(catalog, catalog.get("units"))
     assert not outcome.passed
@@ -297,7 +298,7 @@ def test_a_route_to_a_non_environment_server_fails(tmp_path: Path) -> None:
 
 
 def test_a_missing_route_fails(tmp_path: Path) -> None:
-    catalog = load_catalog(CONFIGS, tmp_path / "data")
+    catalog = load_catalog(Workspace(CONFIGS, tmp_path / "data"))
     del catalog.loaded.data["environment_server_routes"]["units"]
     outcome = checks.route_resolves(catalog, catalog.get("units"))
     assert not outcome.passed

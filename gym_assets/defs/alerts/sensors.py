@@ -18,7 +18,6 @@ from gym_assets.alerts.deliver import deliver
 from gym_assets.defs.alerts.resources import AlertSink
 from gym_assets.defs.partitions import PARTITION_TAG
 from gym_assets.defs.resources import GymWorkspace
-from gym_assets.outputs.targets import Roots
 
 
 def failed_checks(
@@ -57,9 +56,9 @@ def alert_run(
     alerts = failed_checks(instance, run, alert_sink)
     if not alerts:
         return
-    roots = Roots(workspace.configs_path, workspace.layout.root)
+    paths = workspace.workspace
     hook = None if alert_sink.unreachable else alert_sink.webhook()
-    delivered = deliver(alerts, workspace.layout.alerts_dir(), roots, hook)
+    delivered = deliver(alerts, paths.alerts_dir(), paths, hook)
     where = f"{len(alerts)} failed check(s) of run {run.run_id} logged to {delivered.log}"
     webhook = delivered.webhook
     if alert_sink.unreachable:

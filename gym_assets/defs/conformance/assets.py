@@ -70,8 +70,8 @@ def harness_conformance(
     try:
         catalog = workspace.catalog()
         summary = run_in_new_dir(
-            workspace.layout.conformance_runs_dir(harness),
-            catalog.roots,
+            catalog.workspace.conformance_runs_dir(harness),
+            catalog.workspace,
             context.run_id,
             lambda output: harness_runner.run_conformance(
                 catalog.loaded,
@@ -79,7 +79,7 @@ def harness_conformance(
                 scenarios=config.scenarios,
                 output=output,
                 progress=context.log.info,
-                configs=str(workspace.configs_path),
+                configs=str(catalog.workspace.configs),
             ),
         )
     except UserError as exc:
@@ -101,9 +101,9 @@ def conformance_matrix(workspace: GymWorkspace) -> dg.MaterializeResult:
         catalog = workspace.catalog()
         harnesses = load_harnesses(catalog.loaded)
         matrix = publish_matrix(
-            {name: workspace.layout.conformance_runs_dir(name) for name in harnesses},
-            workspace.layout.conformance_matrix_dir(),
-            catalog.roots,
+            {name: catalog.workspace.conformance_runs_dir(name) for name in harnesses},
+            catalog.workspace.conformance_matrix_dir(),
+            catalog.workspace,
             unavailable={
                 name: reason
                 for name, harness in harnesses.items()

@@ -13,7 +13,6 @@ from gym_assets.defs.resources import GymWorkspace
 from gym_assets.defs.rollouts.analysis_metadata import analysis_metadata
 from gym_assets.defs.rollouts.resources import HarnessRunner, ModelEndpoint
 from gym_assets.errors import UserError
-from gym_assets.rollouts.collection.files import run_dir
 from gym_assets.rollouts.collection.metrics import HistogramBin
 from gym_assets.rollouts.harnesses.registry import get_harness, load_harnesses
 from gym_assets.rollouts.run import RunResult, run_rollouts
@@ -119,7 +118,7 @@ def rollouts(
             catalog,
             benchmark,
             harness,
-            run_dir(workspace.layout.root, benchmark, harness_name),
+            workspace.workspace.rollouts_run_dir(benchmark, harness_name),
             model_endpoint.upstream_config(),
             options,
         )

@@ -12,7 +12,7 @@ from gym_assets.defs.rollouts.assets import dimensions, rollouts
 from gym_assets.defs.rollouts.resources import HarnessRunner
 from gym_assets.plans.model import Plan, load_plan
 from gym_assets.rollouts.collection import checks
-from gym_assets.rollouts.collection.files import RunFiles, run_dir
+from gym_assets.rollouts.collection.files import RunFiles
 
 
 class RunInputs:
@@ -21,11 +21,11 @@ class RunInputs:
     def __init__(self, workspace: GymWorkspace, runner: HarnessRunner, partition: str):
         benchmark, harness = dimensions(partition)
         self.workspace, self.runner, self.benchmark = workspace, runner, benchmark
-        self.files = RunFiles(run_dir(workspace.layout.root, benchmark, harness))
+        self.files = RunFiles(workspace.workspace.rollouts_run_dir(benchmark, harness))
 
     @cached_property
     def plan(self) -> Plan:
-        return load_plan(self.workspace.layout.plan_path(self.benchmark))
+        return load_plan(self.workspace.workspace.plan_path(self.benchmark))
 
     @cached_property
     def taskset(self) -> str:

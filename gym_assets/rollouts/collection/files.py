@@ -257,8 +257,3 @@ class AppendLog:
     def close(self) -> None:
         os.fsync(self._fd)
         os.close(self._fd)
-
-
-def run_dir(data_root: Path, benchmark: str, harness: str) -> Path:
-    """Where the Dagster ``rollouts`` asset keeps the run of one benchmark × harness."""
-    return Path(data_root) / "rollouts" / benchmark / harness

@@ -14,14 +14,14 @@ from gym_assets.tasks.prepare import prepare_benchmark
 def ensure_products(catalog: Catalog, name: str, say: Callable[[str], None]) -> None:
     """Prepare, collate and plan ``name`` where those products are missing (never redone)."""
     benchmark = catalog.get(name)
-    layout = catalog.layout
+    workspace = catalog.workspace
     if benchmark.prepare_script is not None and not benchmark.rows_path.is_file():
         say(f"preparing {name} ...")
         prepare_benchmark(benchmark)
-    taskset_dir = layout.taskset_dir(name)
+    taskset_dir = workspace.taskset_dir(name)
     if not collated_path(taskset_dir, benchmark).is_file():
         say(f"collating {name} into {taskset_dir} ...")
         collate_benchmark(catalog, name, taskset_dir)
-    if not layout.plan_path(name).is_file():
-        say(f"planning {name} into {layout.plan_path(name)} ...")
+    if not workspace.plan_path(name).is_file():
+        say(f"planning {name} into {workspace.plan_path(name)} ...")
         publish_plan(plan_benchmark(benchmark), benchmark)

@@ -192,10 +192,10 @@ def test_a_second_run_in_the_same_dir_is_compared_with_the_first(tmp_path, capsy
 def test_history_keeps_the_newest_snapshots_and_only_deletes_its_own(tmp_path):
     from datetime import UTC, datetime, timedelta
 
-    from gym_assets.outputs.targets import Roots
+    from gym_assets.workspace import Workspace
 
     files = RunFiles(tmp_path / "run")
-    roots = Roots(configs=REPO / "configs", data=tmp_path)
+    roots = Workspace(configs=REPO / "configs", data=tmp_path)
     table = task_table([], {}, {}, benchmark="b", harness="h")
     start = datetime(2026, 1, 1, tzinfo=UTC)
     written = [write_snapshot(files, table, roots, start + timedelta(minutes=i)) for i in range(3)]

@@ -12,6 +12,7 @@ from gym_assets.plans.publish import publish_plan
 from gym_assets.tasks.catalog import Catalog, load_catalog
 from gym_assets.tasks.pipeline import collate_benchmark, collated_path
 from gym_assets.tasks.prepare import prepare_benchmark
+from gym_assets.workspace import Workspace
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -21,12 +22,12 @@ class Products:
 
     def __init__(self, root: Path, configs: Path = REPO / "configs"):
         self.root = root
-        self.catalog: Catalog = load_catalog(configs, root)
+        self.catalog: Catalog = load_catalog(Workspace(configs, root))
         self._plans: dict[str, Plan] = {}
 
     def taskset(self, name: str) -> Path:
         benchmark = self.catalog.get(name)
-        out = self.catalog.layout.taskset_dir(name)
+        out = self.catalog.workspace.taskset_dir(name)
         path = collated_path(out, benchmark)
         if not path.is_file():
             if benchmark.prepare_script is not None and not benchmark.rows_path.is_file():

@@ -15,6 +15,7 @@ from gym_assets.rollouts.collection.inputs import materialize_inputs
 from gym_assets.rollouts.collection.overrides import RunOverrides, parse_overrides
 from gym_assets.tasks.catalog import load_catalog
 from gym_assets.tasks.pipeline import collated_path
+from gym_assets.workspace import Workspace
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -62,9 +63,9 @@ def test_overrides_are_refused_for_converted_rows(tmp_path, capsys, override, me
 def test_preprocessing_refuses_overrides_for_converted_rows_at_their_line(tmp_path) -> None:
     """The library check behind the CLI's: any materialized row of a taskset is refused."""
     assert rollouts(tmp_path, "units") == 0  # makes the collated taskset
-    catalog = load_catalog(REPO / "configs", tmp_path / "d")
+    catalog = load_catalog(Workspace(REPO / "configs", tmp_path / "d"))
     benchmark = catalog.get("units")
-    taskset = collated_path(catalog.layout.taskset_dir("units"), benchmark)
+    taskset = collated_path(catalog.workspace.taskset_dir("units"), benchmark)
     with pytest.raises(UserError, match="run-level skills are not supported for materialized"):
         materialize_inputs(
             taskset, benchmark, catalog.loaded.data, overrides=RunOverrides(skills=["x"])

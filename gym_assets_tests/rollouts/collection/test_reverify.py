@@ -19,6 +19,7 @@ from gym_assets.cli import main
 from gym_assets.rollouts.collection.files import RunFiles, read_jsonl
 from gym_assets.rollouts.reverify import default_out, reverify_run
 from gym_assets.tasks.catalog import load_catalog
+from gym_assets.workspace import Workspace
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -163,7 +164,7 @@ def test_a_directory_that_is_not_a_run_is_refused(tmp_path, capsys):
 def test_humaneval_is_verified_in_the_sandbox_and_its_workers_end_with_reverify(tmp_path):
     run = _run(tmp_path, "humaneval", "--limit", "3", "--corrupt-fraction", "0.34", "--seed", "1")
     _rewrite(run.records, lambda record: record.update(reward=0.5))
-    catalog = load_catalog(REPO / "configs", tmp_path / "data")
+    catalog = load_catalog(Workspace(REPO / "configs", tmp_path / "data"))
     result = reverify_run(catalog, run.out_dir, tmp_path / "he")
     assert psutil.Process().children(recursive=True) == []
     records = list(read_jsonl(RunFiles(tmp_path / "he").records))

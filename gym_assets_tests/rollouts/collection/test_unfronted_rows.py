@@ -16,6 +16,7 @@ from gym_assets.rollouts.collection.inputs import materialize_inputs
 from gym_assets.tasks import checks
 from gym_assets.tasks.catalog import Catalog, load_catalog
 from gym_assets.tasks.pipeline import collate_benchmark, collated_path
+from gym_assets.workspace import Workspace
 from gym_assets_tests.tasks.multi_agent_tree import arith_row, write_jsonl, write_tree
 
 # A flat benchmark declared on the assistant agent of the two-agent server.
@@ -32,12 +33,12 @@ def _catalog(tmp_path: Path, extra: str = "", *, chat: bool = False) -> Catalog:
     write_jsonl(root / "support" / "chat.jsonl", [arith_row("c-1", 1, 2)])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return load_catalog(root, tmp_path / "data")
+        return load_catalog(Workspace(root, tmp_path / "data"))
 
 
 def _collated(catalog: Catalog, name: str, edit: dict[str, Any] | None = None) -> Path:
     """The benchmark collated for real, plus (with ``edit``) a copy of its last row so edited."""
-    out = catalog.layout.taskset_dir(name)
+    out = catalog.workspace.taskset_dir(name)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         collate_benchmark(catalog, name, out)
