@@ -1,7 +1,7 @@
 """The two roots and where every product lives under the data root.
 
 The CLI (``gym_assets.cli.flags.workspace_of``) and the Dagster resource
-(``GymWorkspace.workspace``) each build one ``Workspace`` with ``Workspace.resolve``, so
+(``GymWorkspace.paths``) each build one ``Workspace`` with ``Workspace.resolve``, so
 ``--configs``, ``GYM_ASSETS_CONFIGS``, ``--data-root`` and ``GYM_ASSETS_DATA_ROOT`` mean the
 same thing everywhere, and the CLI, the assets and the docs agree on every path:
 

@@ -72,7 +72,7 @@ def test_the_command_line_and_the_dagster_resource_build_the_same_workspace(cwd,
     monkeypatch.setenv("GYM_ASSETS_DATA_ROOT", "/srv/data")
     args = build_parser().parse_args(["plan", "--configs", "mine", "--benchmark", "units"])
     resource = GymWorkspace(configs_root="mine")
-    assert workspace_of(args) == resource.workspace == Workspace(cwd / "mine", Path("/srv/data"))
+    assert workspace_of(args) == resource.paths == Workspace(cwd / "mine", Path("/srv/data"))
     # a command without --data-root (or --configs) takes the default, as every command does
     listing = build_parser().parse_args(["list", "harnesses"])
     assert workspace_of(listing) == Workspace(cwd / "configs", Path("/srv/data"))

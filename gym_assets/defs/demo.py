@@ -138,7 +138,7 @@ def main(defs: dg.Definitions) -> int:
     reward = _number(rollouts.value("rollouts", "reward_mean"))
     pass_at_1 = _number(rollouts.value("rollouts", "pass@1"))
     _print_table(ROLLOUT_HEADERS, [[label, run, f"{passed}/{total}", reward, pass_at_1, *rest]])
-    paths = workspace.workspace
+    paths = workspace.paths
     print()
     print(f"prepared rows : {paths.data / 'prepared'}  (bundled data stays in configs/)")
     print(f"tasksets      : {paths.taskset_dir('<benchmark>')}/")

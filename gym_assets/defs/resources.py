@@ -23,7 +23,7 @@ class GymWorkspace(dg.ConfigurableResource):
         self._per_run = True
 
     @property
-    def workspace(self) -> Workspace:
+    def paths(self) -> Workspace:
         """The roots and product paths, resolved as the CLI resolves its flags."""
         return Workspace.resolve(self.configs_root, self.data_root)
 
@@ -32,7 +32,7 @@ class GymWorkspace(dg.ConfigurableResource):
         them (a config error is not kept: each step that asks reports it)."""
         if self._catalog is not None:
             return self._catalog
-        catalog = load_catalog(self.workspace)
+        catalog = load_catalog(self.paths)
         if self._per_run:
             self._catalog = catalog
         return catalog

@@ -56,7 +56,7 @@ def alert_run(
     alerts = failed_checks(instance, run, alert_sink)
     if not alerts:
         return
-    paths = workspace.workspace
+    paths = workspace.paths
     hook = None if alert_sink.unreachable else alert_sink.webhook()
     delivered = deliver(alerts, paths.alerts_dir(), paths, hook)
     where = f"{len(alerts)} failed check(s) of run {run.run_id} logged to {delivered.log}"

@@ -13,7 +13,7 @@ from gym_assets.suite import harness_runs
 class GateInputs:
     def __init__(self, workspace: GymWorkspace, harness: str):
         self.harness = harness
-        self.latest = harness_runs.latest_run(workspace.workspace.conformance_runs_dir(harness))
+        self.latest = harness_runs.latest_run(workspace.paths.conformance_runs_dir(harness))
 
 
 SUITE = CheckSuite[GateInputs](

@@ -20,7 +20,7 @@ class PlanInputs(TasksetInputs):
 
     def __init__(self, workspace: GymWorkspace, name: str):
         super().__init__(workspace, name)
-        self.path = workspace.workspace.plan_path(name)
+        self.path = workspace.paths.plan_path(name)
 
     @cached_property
     def plan(self) -> Plan:
@@ -28,7 +28,7 @@ class PlanInputs(TasksetInputs):
 
     @cached_property
     def previous(self) -> Plan | None:
-        return load_previous(self.workspace.workspace.previous_plan_path(self.name))
+        return load_previous(self.workspace.paths.previous_plan_path(self.name))
 
 
 SUITE = CheckSuite[PlanInputs](

@@ -118,7 +118,7 @@ def rollouts(
             catalog,
             benchmark,
             harness,
-            workspace.workspace.rollouts_run_dir(benchmark, harness_name),
+            workspace.paths.rollouts_run_dir(benchmark, harness_name),
             model_endpoint.upstream_config(),
             options,
         )

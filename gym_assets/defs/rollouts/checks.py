@@ -21,11 +21,11 @@ class RunInputs:
     def __init__(self, workspace: GymWorkspace, runner: HarnessRunner, partition: str):
         benchmark, harness = dimensions(partition)
         self.workspace, self.runner, self.benchmark = workspace, runner, benchmark
-        self.files = RunFiles(workspace.workspace.rollouts_run_dir(benchmark, harness))
+        self.files = RunFiles(workspace.paths.rollouts_run_dir(benchmark, harness))
 
     @cached_property
     def plan(self) -> Plan:
-        return load_plan(self.workspace.workspace.plan_path(self.benchmark))
+        return load_plan(self.workspace.paths.plan_path(self.benchmark))
 
     @cached_property
     def taskset(self) -> str:

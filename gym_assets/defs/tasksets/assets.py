@@ -99,7 +99,7 @@ def collated_taskset(
         catalog = workspace.catalog()
         fingerprint = benchmark_fingerprint(catalog, catalog.get(name))
         report = collate_benchmark(
-            catalog, name, workspace.workspace.taskset_dir(name), **config.options()
+            catalog, name, workspace.paths.taskset_dir(name), **config.options()
         )
     except UserError as exc:
         raise as_failure(exc) from None
@@ -177,7 +177,7 @@ def collated_datasets(
     mode = cast(CollationMode, context.partition_key)  # the partitions are the modes
     try:
         report = collate_datasets(
-            workspace.catalog(), mode, workspace.workspace.collation_dir(mode), **config.options()
+            workspace.catalog(), mode, workspace.paths.collation_dir(mode), **config.options()
         )
     except UserError as exc:
         raise as_failure(exc) from None
@@ -187,7 +187,7 @@ def collated_datasets(
     ]
     return dg.MaterializeResult(
         metadata={
-            "path": dg.MetadataValue.path(str(workspace.workspace.collation_dir(mode))),
+            "path": dg.MetadataValue.path(str(workspace.paths.collation_dir(mode))),
             "datasets": dg.MetadataValue.int(len(report.datasets)),
             "types": dg.MetadataValue.md(markdown_table(["type", "examples"], per_type)),
             **_report_metadata(context, report),

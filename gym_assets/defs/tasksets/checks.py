@@ -33,12 +33,12 @@ class TasksetInputs:
 
     @cached_property
     def report(self) -> dict[str, Any]:
-        path = self.workspace.workspace.taskset_dir(self.name) / REPORT_NAME
+        path = self.workspace.paths.taskset_dir(self.name) / REPORT_NAME
         return json.loads(path.read_text("utf-8"))
 
     @cached_property
     def collated(self) -> Path:
-        return collated_path(self.workspace.workspace.taskset_dir(self.name), self.benchmark)
+        return collated_path(self.workspace.paths.taskset_dir(self.name), self.benchmark)
 
 
 SUITE = CheckSuite[TasksetInputs](
