@@ -36,7 +36,7 @@ def test_each_mode_is_a_partition_with_its_own_directory(tmp_path, instance):
     assert set(by_mode) == {"train_preparation", "example_validation"}
     train = by_mode["train_preparation"]
     directory = Path(train["path"].value)
-    assert directory == workspace.workspace.collation_dir("train_preparation")
+    assert directory == workspace.paths.collation_dir("train_preparation")
     assert (train["datasets"].value, train["rows"].value, train["tasks"].value) == (5, 12, 9)
     assert train["tasksets"].value == "support:dialogue, support:train, support:validation"
     assert (
@@ -54,7 +54,7 @@ def test_each_mode_is_a_partition_with_its_own_directory(tmp_path, instance):
 
 def test_a_refused_collation_fails_the_step_with_one_message(tmp_path, instance):
     workspace = _workspace(tmp_path)
-    write_jsonl(Path(workspace.workspace.configs, "support", "example.jsonl"), [{"task_id": "e-9"}])
+    write_jsonl(Path(workspace.paths.configs, "support", "example.jsonl"), [{"task_id": "e-9"}])
     result = _materialize(workspace, instance, "example_validation")
     assert not result.success
     failure = next(e for e in result.all_events if e.event_type_value == "STEP_FAILURE")

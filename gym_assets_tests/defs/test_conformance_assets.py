@@ -175,7 +175,7 @@ def test_a_harness_never_run_is_in_the_matrix_as_not_run(workspace, instance):
         (Path(workspace.data_root) / "conformance/matrix" / MATRIX_JSON).read_text()
     )
     verdicts = {name: h["verdict"] for name, h in document["harnesses"].items()}
-    registry = load_harnesses(load_configs(workspace.workspace.configs))
+    registry = load_harnesses(load_configs(workspace.paths.configs))
     assert list(verdicts) == list(registry)  # every harness of the registry
     assert {"simple_agent", "user_simulator"} <= set(verdicts)
     # never run: a cli harness that is not installed here says so, any other is not run
@@ -217,7 +217,7 @@ def test_the_nightly_sweep_covers_every_harness_of_the_registry(fakecli, workspa
         instance=instance, scheduled_execution_time=tick, repository_def=defs.get_repository_def()
     )
     requested = [r.partition_key for r in conformance_sweep.evaluate_tick(context).run_requests]
-    assert requested == list(load_harnesses(load_configs(workspace.workspace.configs)))
+    assert requested == list(load_harnesses(load_configs(workspace.paths.configs)))
     assert {"simple_agent", "user_simulator", fakecli} <= set(requested)
 
 
