@@ -314,7 +314,9 @@ def measure(args: argparse.Namespace, tmp: Path) -> tuple[Results, str]:
     import dagster as dg
 
     with local_instance(tmp, args.storage) as local, dg.DagsterInstance.get() as instance:
-        return measure_on(args, tmp, local.configs, instance), write_cost(args.storage, tmp)
+        return measure_on(args, tmp, local.workspace.configs, instance), write_cost(
+            args.storage, tmp
+        )
 
 
 def measure_on(args: argparse.Namespace, tmp: Path, configs: Path, instance) -> Results:

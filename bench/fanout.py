@@ -129,7 +129,7 @@ def run_mode(mode: str, benchmarks: int, scratch: Path, logs: Path) -> Outcome:
         storage = "sqlite" if mode == "sqlite" else "postgres"
         local = stack.enter_context(local_instance(root, storage, **environ))
         for name in names:
-            copy_benchmark(local.configs, name)
+            copy_benchmark(local.workspace.configs, name)
         instance = stack.enter_context(dg.DagsterInstance.get())
         services = stack.enter_context(dagster_services(("-m", "gym_assets.definitions"), logs))
         services.stop_sensors(SENSORS)

@@ -21,6 +21,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from gym_assets.workspace import CONFIGS_ENV, DATA_ROOT_ENV, Workspace
+
 STOP_TIMEOUT_S = 30.0
 
 
@@ -29,26 +31,25 @@ class LocalHome:
     """Where a throwaway instance keeps its state, configs and products (all under one root)."""
 
     home: Path  # DAGSTER_HOME
-    configs: Path
-    data: Path
+    workspace: Workspace  # its own configs and data root
 
     @classmethod
     def create(cls, root: Path, repo: Path, instance: str = "dagster.yaml") -> LocalHome:
         """The repo's instance settings (``instance``, e.g. ``dagster.postgres.yaml``) as the
         home's ``dagster.yaml`` and a copy of its ``configs/`` under ``root``; the data root is
         left to be created by the first product."""
-        local = cls(root / "dagster_home", root / "configs", root / "data")
+        local = cls(root / "dagster_home", Workspace(root / "configs", root / "data"))
         local.home.mkdir(parents=True)
         shutil.copy(repo / instance, local.home / "dagster.yaml")
-        shutil.copytree(repo / "configs", local.configs)
+        shutil.copytree(repo / "configs", local.workspace.configs)
         return local
 
     def environ(self) -> dict[str, str]:
         """The variables that point Dagster and gym-assets at this instance."""
         return {
             "DAGSTER_HOME": str(self.home),
-            "GYM_ASSETS_CONFIGS": str(self.configs),
-            "GYM_ASSETS_DATA_ROOT": str(self.data),
+            CONFIGS_ENV: str(self.workspace.configs),
+            DATA_ROOT_ENV: str(self.workspace.data),
         }
 
 

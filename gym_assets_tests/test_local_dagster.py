@@ -31,14 +31,14 @@ time.sleep(60)
 def test_a_home_holds_dagster_yaml_and_a_copy_of_the_configs(tmp_path: Path) -> None:
     local = LocalHome.create(tmp_path / "x", REPO)
     assert (local.home / "dagster.yaml").read_bytes() == (REPO / "dagster.yaml").read_bytes()
-    assert sorted(p.name for p in local.configs.iterdir()) == sorted(
+    assert sorted(p.name for p in local.workspace.configs.iterdir()) == sorted(
         p.name for p in (REPO / "configs").iterdir()
     )
-    assert not local.data.exists()  # made by the first product
+    assert not local.workspace.data.exists()  # made by the first product
     assert local.environ() == {
         "DAGSTER_HOME": str(local.home),
-        "GYM_ASSETS_CONFIGS": str(local.configs),
-        "GYM_ASSETS_DATA_ROOT": str(local.data),
+        "GYM_ASSETS_CONFIGS": str(local.workspace.configs),
+        "GYM_ASSETS_DATA_ROOT": str(local.workspace.data),
     }
 
 

@@ -40,7 +40,6 @@ from gym_assets.local_services.redis import LocalRedis
 from gym_assets.process_tree import alive
 from gym_assets.rollouts.collection.files import RunFiles, read_jsonl
 from gym_assets.rollouts.collection.inputs import ROLLOUT_INDEX, TASK_INDEX
-from gym_assets.workspace import Workspace
 
 pytestmark = pytest.mark.slow
 T = TypeVar("T")
@@ -186,9 +185,7 @@ def test_rollouts_fan_out_over_two_workers_and_survive_a_killed_one(
 def _fan_out_and_kill(instance: dg.DagsterInstance, local: LocalHome, logs: Path) -> None:
     session = {SESSION_TAG: uuid.uuid4().hex[:12]}
     victim_tags = _partition_tags(VICTIM)
-    files = RunFiles(
-        Workspace(local.configs, local.data).rollouts_run_dir(VICTIM[BENCHMARK], VICTIM[HARNESS])
-    )
+    files = RunFiles(local.workspace.rollouts_run_dir(VICTIM[BENCHMARK], VICTIM[HARNESS]))
     with (
         dagster_services(("-m", "gym_assets.definitions"), logs) as dagster,
         celery_workers(WORKERS, CELERY_CONFIG, env=os.environ, logs=logs, cwd=REPO) as workers,
