@@ -1,5 +1,5 @@
 """``--benchmark NAME[/FLAVOR]`` for ``plan``, ``collate``, ``prepare`` and ``rollouts``, the
-listing's tokens, and ``plan --prepare`` (docs/config-reference.md), through ``cli.main``."""
+listing's tokens, and ``plan`` preparing first (docs/config-reference.md), through ``cli.main``."""
 
 from __future__ import annotations
 
@@ -174,7 +174,7 @@ def test_a_flavor_may_share_the_dataset_name_and_keeps_its_own_products(tree, ca
     (quiz / "same.yaml").write_text(same + "          prepare_script: prepare.py\n")
     (quiz / "prepare.py").write_text(PREPARE)
     out = tree / "p.json"
-    assert cli(tree, "plan", "--benchmark", "quiz/same", "--out", out) == 1
+    assert cli(tree, "plan", "--benchmark", "quiz/same", "--no-prepare", "--out", out) == 1
     assert "run `gym-assets prepare --benchmark quiz/same` first" in capsys.readouterr().err
     assert cli(tree, "plan", "--benchmark", "quiz/same", "--prepare", "--out", out) == 0
     assert [t.task_id for t in load_plan(out).tasks] == ["p"]
@@ -196,7 +196,7 @@ def test_a_config_with_two_benchmarks_is_refused_by_plan(tree, capsys) -> None:
     assert "A plan covers exactly one benchmark, but the config declares 2" in err
 
 
-# --- plan --prepare --------------------------------------------------------------------------
+# --- plan prepares first (--no-prepare refuses; --prepare is kept as a no-op) ------------------
 
 
 def test_plan_refuses_unprepared_rows_with_the_hint_and_prepare_makes_them(tmp_path, capsys):
@@ -205,7 +205,8 @@ def test_plan_refuses_unprepared_rows_with_the_hint_and_prepare_makes_them(tmp_p
     data = tmp_path / "data"
     out = tmp_path / "plan.json"
     roots = ["--configs", str(configs), "--data-root", str(data)]
-    assert main(["plan", "--benchmark", "humaneval", "--out", str(out), *roots]) == 1
+    refused = ["plan", "--benchmark", "humaneval", "--no-prepare", "--out", str(out), *roots]
+    assert main(refused) == 1
     err = capsys.readouterr().err
     assert "run `gym-assets prepare --benchmark humaneval` first" in err
     assert not out.exists()

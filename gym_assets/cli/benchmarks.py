@@ -13,6 +13,8 @@ from gym_assets.cli.flags import (
     BENCHMARK_METAVAR,
     add_configs_flag,
     add_data_root_flag,
+    add_no_rebuild_flag,
+    refused_by,
     select,
     workspace_of,
 )
@@ -118,10 +120,13 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _prepare(args: argparse.Namespace) -> int:
+    from gym_assets.tasks.fingerprint import InputsOf
     from gym_assets.tasks.prepare import prepare_benchmark
 
-    benchmark = select(args, args.benchmark).one()
-    result = prepare_benchmark(benchmark, use_cached=args.use_cached)
+    selection = select(args, args.benchmark)
+    benchmark = selection.one()
+    inputs = InputsOf(selection.catalog, benchmark).product("prepared")
+    result = prepare_benchmark(benchmark, use_cached=args.use_cached, inputs=inputs)
     verb = "prepared" if result.ran_prepare else "checked"
     print(f"{verb} {result.rows} rows of '{result.benchmark}' at {result.path}", file=sys.stderr)
     print(result.path)
@@ -137,15 +142,16 @@ def _collate(args: argparse.Namespace) -> int:
         return _collate_datasets(args)
     if args.config:
         args.parser.error("--config goes with --mode; --benchmark reads --configs DIR")
+    from gym_assets.plans.products import ensure_prepared
+    from gym_assets.tasks.fingerprint import InputsOf
     from gym_assets.tasks.pipeline import collate_benchmark
-    from gym_assets.tasks.prepare import prepare_benchmark
 
     selection = select(args, args.benchmark)
     catalog, benchmark = selection.catalog, selection.one()
-    if benchmark.prepare_script is not None and not benchmark.rows_path.is_file():
-        _progress(f"preparing {benchmark.name} first ...")
-        prepare_benchmark(benchmark)
-    report = collate_benchmark(catalog, benchmark.name, Path(args.out), **_options(args))
+    ensure_prepared(catalog, benchmark, _progress, refuse=refused_by(args))
+    inputs = InputsOf(catalog, benchmark).product("taskset")
+    options = _options(args)
+    report = collate_benchmark(catalog, benchmark.name, Path(args.out), inputs=inputs, **options)
     return _reported(report, f"'{benchmark.name}'", args.out)
 
 
@@ -236,6 +242,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="accept changed dataset metrics and rewrite the metrics sidecar",
     )
+    add_no_rebuild_flag(collate)
     add_configs_flag(collate)
     add_data_root_flag(collate)
     collate.set_defaults(handler=_collate, parser=collate)

@@ -1,5 +1,6 @@
-"""Flags several subcommands share: where the configs are, where products go, and which
-benchmark a command is about; and the one place a command turns them into its workspace."""
+"""Flags several subcommands share: where the configs are, where products go, which
+benchmark a command is about, and whether a stale product may be rebuilt; and the one place a
+command turns them into its workspace."""
 
 from __future__ import annotations
 
@@ -34,6 +35,24 @@ def add_data_root_flag(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="where products are written (default: $GYM_ASSETS_DATA_ROOT or ./.gym_assets)",
     )
+
+
+NO_REBUILD = "--no-rebuild"
+
+
+def add_no_rebuild_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        NO_REBUILD,
+        action="store_true",
+        help="refuse (exit 1) instead of rebuilding a product under the data root whose inputs "
+        "changed since it was built (rows, config, prepare script, code version, configs root); "
+        "missing products are still made",
+    )
+
+
+def refused_by(args: argparse.Namespace) -> str | None:
+    """The flag that forbids rebuilding a stale product, named in the refusal; None if none."""
+    return NO_REBUILD if args.no_rebuild else None
 
 
 def workspace_of(args: argparse.Namespace) -> Workspace:

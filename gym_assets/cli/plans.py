@@ -1,10 +1,13 @@
 """``gym-assets plan``: write a benchmark's eval plan, print its schema, or verify it.
 
-    gym-assets plan --benchmark NAME[/FLAVOR] --out FILE [--task-ids A,B] [--prepare]
+    gym-assets plan --benchmark NAME[/FLAVOR] --out FILE [--task-ids A,B]
+        [--no-prepare | --no-rebuild]
     gym-assets plan --schema
     gym-assets plan verify --plan FILE (--benchmark NAME | --taskset FILE)
 
-Refusals exit 1 with one message and write nothing; flag mistakes are usage errors (exit 2).
+The benchmark's rows are prepared first when they are missing or stale, as the reference's
+``gym eval plan`` prepares. Refusals exit 1 with one message and write nothing; flag mistakes
+are usage errors (exit 2).
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ from gym_assets.cli.flags import (
     BENCHMARK_METAVAR,
     add_configs_flag,
     add_data_root_flag,
+    add_no_rebuild_flag,
+    refused_by,
     select,
     workspace_of,
 )
@@ -26,7 +31,7 @@ from gym_assets.errors import UserError
 if TYPE_CHECKING:
     from gym_assets.plans.model import TaskKey
     from gym_assets.plans.verify import PlanDiff
-    from gym_assets.tasks.catalog import Benchmark
+    from gym_assets.tasks.catalog import Benchmark, Catalog
 
 
 def task_ids_flag(value: str) -> list[str]:
@@ -39,18 +44,22 @@ def task_ids_flag(value: str) -> list[str]:
     return ids
 
 
-def _benchmark(args: argparse.Namespace, value: str) -> Benchmark:
+def _selected(args: argparse.Namespace, value: str) -> tuple[Catalog, Benchmark]:
     from gym_assets.plans.build import refuse_prompt_template, require_one_benchmark
 
     selection = select(args, value)
     require_one_benchmark([benchmark.name for benchmark in selection.benchmarks])
     benchmark = selection.benchmarks[0]
     refuse_prompt_template(benchmark.name, benchmark.dataset.prompt_config)
-    return benchmark
+    return selection.catalog, benchmark
 
 
 def _warn(message: str) -> None:
     print(f"warning: {message}", file=sys.stderr)
+
+
+def _say(message: str) -> None:
+    print(message, file=sys.stderr)
 
 
 def _plan(args: argparse.Namespace) -> int:
@@ -59,14 +68,16 @@ def _plan(args: argparse.Namespace) -> int:
     from gym_assets.plans.build import require_one_benchmark
     from gym_assets.plans.model import plan_json_schema
     from gym_assets.plans.pipeline import plan_benchmark
+    from gym_assets.plans.products import ensure_prepared
     from gym_assets.plans.render import render_json, write_plan_file
-    from gym_assets.tasks.prepare import prepare_benchmark
 
     parser: argparse.ArgumentParser = args.plan_parser
     if args.schema:
-        if args.benchmark or args.out or args.task_ids is not None or args.prepare:
+        preparing = args.prepare or args.no_prepare or args.no_rebuild
+        if args.benchmark or args.out or args.task_ids is not None or preparing:
             parser.error(
-                "--schema only prints the schema; drop --benchmark, --out, --task-ids, --prepare"
+                "--schema only prints the schema; drop --benchmark, --out, --task-ids and "
+                "--prepare, --no-prepare, --no-rebuild"
             )
         sys.stdout.write(render_json(plan_json_schema()))
         return 0
@@ -74,11 +85,14 @@ def _plan(args: argparse.Namespace) -> int:
         parser.error("--out FILE is required (where to write the plan), or pass --schema")
     if not args.benchmark:
         parser.error(f"--benchmark {BENCHMARK_METAVAR} is required")
-    benchmark = _benchmark(args, require_one_benchmark(args.benchmark))
-    if args.prepare:
-        result = prepare_benchmark(benchmark)
-        verb = "prepared" if result.ran_prepare else "checked"
-        print(f"{verb} {result.rows} rows of '{benchmark.name}' at {result.path}", file=sys.stderr)
+    catalog, benchmark = _selected(args, require_one_benchmark(args.benchmark))
+    refuse = "--no-prepare" if args.no_prepare else refused_by(args)
+    prepared = ensure_prepared(catalog, benchmark, _say, refuse=refuse, prepare=not args.no_prepare)
+    if prepared is not None:
+        print(
+            f"prepared {prepared.rows} rows of '{benchmark.name}' at {prepared.path}",
+            file=sys.stderr,
+        )
     plan = plan_benchmark(benchmark, args.task_ids, _warn)
     if not plan.tasks and plan.selected_task_ids is None:
         _warn(
@@ -125,7 +139,7 @@ def _verify(args: argparse.Namespace) -> int:
         source = args.taskset
         diff = verify_plan(plan, collated_tasks(plan, args.taskset))
     else:
-        benchmark = _benchmark(args, args.verify_benchmark)
+        _, benchmark = _selected(args, args.verify_benchmark)
         if benchmark.name != plan.benchmark:
             raise UserError(
                 f"the plan is for benchmark '{plan.benchmark}', not '{benchmark.name}'",
@@ -156,12 +170,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar=BENCHMARK_METAVAR,
         help=f"the benchmark to plan (one): {BENCHMARK_HELP}",
     )
-    plan.add_argument(
+    preparing = plan.add_mutually_exclusive_group()
+    preparing.add_argument(
+        "--no-prepare",
+        action="store_true",
+        help="never run the benchmark's prepare script: rows not prepared yet are refused with "
+        "the command that prepares them, and so are stale ones (prepared before their script "
+        "or declaration changed)",
+    )
+    preparing.add_argument(
         "--prepare",
         action="store_true",
-        help="run the benchmark's prepare step first (without it, a benchmark whose rows are "
-        "not prepared is refused with the command that prepares them)",
+        help="does nothing: preparing first is the default now; accepted so that scripts "
+        "written before keep working",
     )
+    add_no_rebuild_flag(plan)
     plan.add_argument("--out", metavar="FILE", help="where to write the plan (atomically)")
     plan.add_argument(
         "--task-ids",

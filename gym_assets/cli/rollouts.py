@@ -5,11 +5,13 @@ re-score a finished run with the current verifiers, or compare two runs.
         [--upstream reference|scripted|openai] [--base-url URL --api-key-env VAR] [--model NAME]
         [--script FILE] [--repeats N] [--concurrency C] [--limit N] [--timeout S]
         [--resume [--quarantine-corrupt]] [--allow-plan-drift] [--corrupt-fraction F --seed S]
+        [--no-rebuild]
         [--override +responses_create_params.FIELD=V | num_repeats_add_seed=true | skills=V]
     gym-assets rollouts reverify --run DIR [--out DIR] [--concurrency C]
     gym-assets rollouts compare RUN_A RUN_B [--json]
 
-Missing products (prepared rows, collated taskset, plan) are made first. Exit 0 when the run
+Missing or stale products (prepared rows, collated taskset, plan) are made first (a rebuild
+is said on stderr; ``--no-rebuild`` refuses a stale one instead). Exit 0 when the run
 finished, 1 on a refusal (or when no dispatched rollout produced a result), 2 on usage errors.
 """
 
@@ -28,6 +30,8 @@ from gym_assets.cli.flags import (
     BENCHMARK_METAVAR,
     add_configs_flag,
     add_data_root_flag,
+    add_no_rebuild_flag,
+    refused_by,
     select,
     workspace_of,
 )
@@ -136,10 +140,10 @@ def _summary(result: RunResult) -> None:
 
 
 def _rollouts(args: argparse.Namespace) -> int:
+    from gym_assets.plans.products import ensure_products
     from gym_assets.rollouts.collection.checks import masked_share
     from gym_assets.rollouts.collection.model_gateway import load_script
     from gym_assets.rollouts.collection.overrides import parse_overrides
-    from gym_assets.rollouts.collection.products import ensure_products
     from gym_assets.rollouts.gateway.upstream_config import upstream_config
     from gym_assets.rollouts.harnesses.registry import (
         get_harness,
@@ -178,7 +182,7 @@ def _rollouts(args: argparse.Namespace) -> int:
     check_run_dir(catalog, Path(args.out), args.resume)
     if benchmark.dataset.taskset is not None:  # its rows are converted: refuse before products
         overrides.refuse_materialized(catalog.loaded.file_of(benchmark.instance))
-    ensure_products(catalog, benchmark.name, _say)
+    ensure_products(catalog, benchmark.name, _say, refuse=refused_by(args))
     options = RunOptions.of(args, script=script, overrides=overrides)
     result = run_rollouts(catalog, benchmark.name, harness, Path(args.out), upstream, options)
     for note in result.notes:
@@ -374,6 +378,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="S",
         help="offline upstreams: seconds each answer takes (tests, benches)",
     )
+    add_no_rebuild_flag(parser)
     add_configs_flag(parser)
     add_data_root_flag(parser)
     parser.set_defaults(handler=_rollouts, rollouts_parser=parser)

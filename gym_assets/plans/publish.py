@@ -17,6 +17,7 @@ from gym_assets.outputs.targets import Target
 from gym_assets.plans.model import Plan, load_plan
 from gym_assets.plans.render import write_plan
 from gym_assets.tasks.catalog import Benchmark
+from gym_assets.tasks.fingerprint import Inputs, forget_inputs, record_inputs
 
 
 @dataclass(frozen=True)
@@ -26,22 +27,28 @@ class PublishedPlan:
     replaced_previous: bool
 
 
-def publish_plan(plan: Plan, benchmark: Benchmark) -> PublishedPlan:
+def publish_plan(plan: Plan, benchmark: Benchmark, inputs: Inputs | None = None) -> PublishedPlan:
     """Keep the benchmark's current plan (if any) as the previous one and write ``plan``.
 
     The current file becomes the previous one by a second name (a hard link), not a copy:
-    neither it nor the new plan is ever held in memory.
+    neither it nor the new plan is ever held in memory. The directory records ``inputs``
+    (``InputsOf(...).product("plan")``) beside the plan, never in it: the file stays the
+    reference's, byte for byte.
     """
     workspace = benchmark.workspace
     path, previous_path = (
         workspace.plan_path(benchmark.name),
         workspace.previous_plan_path(benchmark.name),
     )
-    with claimed_dir(Target.of(workspace.plan_dir(benchmark.name), PLAN_DIR, workspace)):
+    directory = workspace.plan_dir(benchmark.name)
+    with claimed_dir(Target.of(directory, PLAN_DIR, workspace)):
+        forget_inputs(directory)
         replaced = path.is_file()
         if replaced:
             atomic_link(path, previous_path)
         sha256 = write_plan(path, plan)
+        if inputs is not None:
+            record_inputs(directory, inputs)
     return PublishedPlan(path, sha256, replaced)
 
 

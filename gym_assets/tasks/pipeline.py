@@ -26,6 +26,7 @@ from gym_assets.outputs.targets import Target, is_within
 from gym_assets.tasks.catalog import Benchmark, Catalog
 from gym_assets.tasks.collate import collate, in_scope_types
 from gym_assets.tasks.collation_model import CollationInput, CollationReport
+from gym_assets.tasks.fingerprint import Inputs, record_inputs
 
 REPORT_NAME = "collation_report.json"
 COLLATION_MODE: CollationMode = "train_preparation"
@@ -81,8 +82,10 @@ def collate_benchmark(
     validation: ValidationMode = "warn",
     overwrite_metrics_conflicts: bool = False,
     progress: Callable[[str], None] | None = None,
+    inputs: Inputs | None = None,
 ) -> CollationReport:
-    """Collate benchmark ``name`` into ``output_dir`` (replaced as a whole on success)."""
+    """Collate benchmark ``name`` into ``output_dir`` (replaced as a whole on success), which
+    records ``inputs`` (``InputsOf(...).product("taskset")``), what it was collated from."""
     benchmark = catalog.get(name)
     sidecars = sidecar_product(catalog, benchmark)
     return _collate_into(
@@ -95,6 +98,7 @@ def collate_benchmark(
         validation=validation,
         overwrite_metrics_conflicts=overwrite_metrics_conflicts,
         progress=progress,
+        inputs=inputs,
     )
 
 
@@ -179,10 +183,11 @@ def _collate_into(
     validation: ValidationMode,
     overwrite_metrics_conflicts: bool,
     progress: Callable[[str], None] | None,
+    inputs: Inputs | None = None,
 ) -> CollationReport:
     """Collate ``items`` into a staging copy of ``output_dir`` (with the sidecar products held),
-    write the report beside the files, and swap it in. Reported paths start with
-    ``output_dir`` as given."""
+    write the report (and the record of ``inputs``) beside the files, and swap it in. Reported
+    paths start with ``output_dir`` as given."""
     with (
         rebuilt_dir(Target.of(output_dir, kind, catalog.workspace)) as staging,
         contextlib.ExitStack() as held,
@@ -201,4 +206,6 @@ def _collate_into(
         report = _relocate(report, staging, output_dir)
         document = json.dumps(report.to_dict(), indent=2, sort_keys=True, ensure_ascii=False)
         atomic_write_text(staging / REPORT_NAME, document + "\n")
+        if inputs is not None:
+            record_inputs(staging, inputs)
     return report

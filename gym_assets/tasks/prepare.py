@@ -27,6 +27,7 @@ from gym_assets.outputs.claims import claimed_dir
 from gym_assets.outputs.markers import PREPARED
 from gym_assets.outputs.targets import Target, is_within
 from gym_assets.tasks.catalog import Benchmark
+from gym_assets.tasks.fingerprint import Inputs, forget_inputs, record_inputs
 
 
 @dataclass(frozen=True)
@@ -84,11 +85,14 @@ def prepare_benchmark(
     *,
     use_cached: bool = False,
     script_args: Mapping[str, Any] | None = None,
+    inputs: Inputs | None = None,
 ) -> PreparedRows:
     """Produce (or check) the benchmark's flat rows and describe them.
 
     Bundled datasets are only checked: every line must be a JSON object. Datasets with a
-    prepare script are regenerated unless ``use_cached`` and the output already exists.
+    prepare script are regenerated unless ``use_cached`` and the output already exists; the
+    rows' product then records ``inputs`` (``InputsOf(...).product("prepared")``), what they
+    were built from.
     """
     target = benchmark.rows_path
     if benchmark.prepare_script is None or (use_cached and target.is_file()):
@@ -105,7 +109,10 @@ def prepare_benchmark(
             path=benchmark.config_paths[0] if benchmark.config_paths else None,
         )
     with claimed_dir(Target.of(product, PREPARED, benchmark.workspace)):
+        forget_inputs(product)
         rows, sha = _run_script(benchmark, prepare, target, script_args)
+        if inputs is not None:
+            record_inputs(product, inputs)
     return PreparedRows(benchmark.name, target, rows, sha, ran_prepare=True)
 
 

@@ -151,7 +151,8 @@ def test_zero_rows_give_an_empty_plan_and_a_warning(project, capsys) -> None:
 
 
 def test_unprepared_benchmark_says_how_to_prepare(project, capsys) -> None:
-    err = refused(capsys, plan_args(project / "plan.json", "unprepared_bench"))
+    """With --no-prepare (plain `plan` prepares first, as the reference does)."""
+    err = refused(capsys, plan_args(project / "plan.json", "unprepared_bench", "--no-prepare"))
     assert "gym-assets prepare --benchmark unprepared_bench" in err
 
 

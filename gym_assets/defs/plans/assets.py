@@ -11,6 +11,7 @@ from gym_assets.plans.canonical import short_digest
 from gym_assets.plans.model import SCHEMA_LABEL
 from gym_assets.plans.pipeline import plan_benchmark
 from gym_assets.plans.publish import publish_plan
+from gym_assets.tasks.fingerprint import CODE_VERSIONS, InputsOf
 
 PREVIEW_TASKS = 10
 
@@ -20,7 +21,7 @@ PREVIEW_TASKS = 10
     group_name="plans",
     deps=[collated_taskset],
     kinds={"python", "json"},
-    code_version="1",
+    code_version=CODE_VERSIONS["plan"],
     automation_condition=(
         dg.AutomationCondition.eager() & dg.AutomationCondition.all_deps_blocking_checks_passed()
     ),
@@ -31,9 +32,11 @@ PREVIEW_TASKS = 10
 def eval_plan(context: dg.AssetExecutionContext, workspace: GymWorkspace) -> dg.MaterializeResult:
     name = context.partition_key
     try:
-        benchmark = workspace.catalog().get(name)
+        catalog = workspace.catalog()
+        benchmark = catalog.get(name)
+        inputs = InputsOf(catalog, benchmark).product("plan")
         plan = plan_benchmark(benchmark, warn=context.log.warning)
-        published = publish_plan(plan, benchmark)
+        published = publish_plan(plan, benchmark, inputs)
     except UserError as exc:
         raise as_failure(exc) from None
     preview = markdown_table(

@@ -14,7 +14,7 @@ from gym_assets.errors import UserError
 from gym_assets.modes import CollationMode, ValidationMode
 from gym_assets.plans.canonical import short_digest
 from gym_assets.tasks.collation_model import CollationReport
-from gym_assets.tasks.fingerprint import benchmark_fingerprint
+from gym_assets.tasks.fingerprint import CODE_VERSIONS, InputsOf
 from gym_assets.tasks.pipeline import collate_benchmark, collate_datasets
 from gym_assets.tasks.prepare import prepare_benchmark
 
@@ -28,7 +28,7 @@ FINGERPRINT = "config_fingerprint"
     partitions_def=benchmark_partitions,
     group_name=GROUP,
     kinds={"python", "jsonl"},
-    code_version="1",
+    code_version=CODE_VERSIONS["prepared"],
     description="The benchmark's flat rows: produced by its prepare script (under "
     "`<data_root>/prepared/<benchmark>/`), or its bundled JSONL, checked line by line and left "
     "where it is.",
@@ -37,8 +37,10 @@ def prepared_benchmark(
     context: dg.AssetExecutionContext, workspace: GymWorkspace
 ) -> dg.MaterializeResult:
     try:
-        benchmark = workspace.catalog().get(context.partition_key)
-        result = prepare_benchmark(benchmark)
+        catalog = workspace.catalog()
+        benchmark = catalog.get(context.partition_key)
+        inputs = InputsOf(catalog, benchmark).product("prepared")
+        result = prepare_benchmark(benchmark, inputs=inputs)
     except UserError as exc:
         raise as_failure(exc) from None
     return dg.MaterializeResult(
@@ -85,7 +87,7 @@ def _preview(rows: list[dict]) -> str:
     group_name=GROUP,
     deps=[prepared_benchmark],
     kinds={"python", "jsonl"},
-    code_version="1",
+    code_version=CODE_VERSIONS["taskset"],
     description="Environment-neutral tasks with stable IDs, routed to environment servers, "
     "with dataset metrics and the task-data validation report, under "
     "`<data_root>/tasksets/<benchmark>/`. Records the fingerprint of the configs it was "
@@ -97,9 +99,13 @@ def collated_taskset(
     name = context.partition_key
     try:
         catalog = workspace.catalog()
-        fingerprint = benchmark_fingerprint(catalog, catalog.get(name))
+        inputs = InputsOf(catalog, catalog.get(name))
         report = collate_benchmark(
-            catalog, name, workspace.paths.taskset_dir(name), **config.options()
+            catalog,
+            name,
+            workspace.paths.taskset_dir(name),
+            inputs=inputs.product("taskset"),
+            **config.options(),
         )
     except UserError as exc:
         raise as_failure(exc) from None
@@ -113,7 +119,7 @@ def collated_taskset(
             "sha256": dg.MetadataValue.text(collated.sha256),
             **metadata,
             "preview": dg.MetadataValue.md(_preview(report.preview)),
-            FINGERPRINT: dg.MetadataValue.text(fingerprint),
+            FINGERPRINT: dg.MetadataValue.text(inputs.fingerprint),
         },
         data_version=dg.DataVersion(collated.sha256),
     )

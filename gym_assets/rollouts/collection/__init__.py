@@ -5,5 +5,6 @@
 - ``records``, ``trajectory``: the rows written and the trajectory projected into them.
 - ``ledger``, ``files``, ``metrics``, ``checks``: what is on disk, resume, totals, checks.
 - ``gateway_process``, ``model_gateway``: the run's model gateway; ``overrides``,
-  ``corruption``, ``products``, ``progress``: run options applied, products built, progress.
+  ``corruption``, ``progress``: run options applied, progress. The products a run needs are
+  made current by ``gym_assets.plans.products``.
 """
