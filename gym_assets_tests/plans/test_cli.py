@@ -245,3 +245,46 @@ def test_verify_needs_exactly_one_source(project, capsys) -> None:
     verify = ["plan", "verify", "--plan", "p.json"]
     refused(capsys, verify, code=2)
     refused(capsys, [*verify, "--benchmark", "a", "--taskset", "t.jsonl"], code=2)
+
+
+PREPARE_SCRIPT = """\
+import json
+from pathlib import Path
+
+
+def prepare(output_fpath):
+    rows = [{"task_id": "p1", "responses_create_params": {"input": "q"}}]
+    Path(output_fpath).write_text("".join(json.dumps(r) + "\\n" for r in rows))
+    return Path(output_fpath)
+"""
+
+
+def test_plan_prepares_first_and_again_once_the_prepare_script_changed(project, capsys) -> None:
+    """As the reference's `gym eval plan` prepares; `--no-prepare` and `--no-rebuild` refuse
+    stale rows instead, naming what changed; `--prepare` is still accepted (a no-op)."""
+    script = project / "configs" / "benchmarks" / "fake" / "prepare.py"
+    script.write_text(PREPARE_SCRIPT)
+    out = project / "plan.json"
+    argv = plan_args(out, "unprepared_bench")
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    assert "preparing unprepared_bench first ..." in err and "prepared 1 rows" in err
+    assert [t.task_id for t in load_plan(out).tasks] == ["p1"]
+    assert main([*argv, "--prepare"]) == 0
+    err = capsys.readouterr().err  # current rows are not prepared again
+    assert "preparing" not in err and "rebuilt" not in err
+    script.write_text(PREPARE_SCRIPT.replace('"p1"', '"p2"'))
+    for flag in ("--no-prepare", "--no-rebuild"):
+        err = refused(capsys, [*argv, flag])
+        assert f"(prepare script changed); run without {flag} to rebuild" in err
+        assert "stale prepared rows" in err and len(err.strip().splitlines()) == 1
+    assert [t.task_id for t in load_plan(out).tasks] == ["p1"]  # nothing was written
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    assert "unprepared_bench: prepared rows rebuilt: prepare script changed" in err
+    assert [t.task_id for t in load_plan(out).tasks] == ["p2"]
+
+
+def test_prepare_and_no_prepare_together_are_a_usage_error(project, capsys) -> None:
+    argv = plan_args(project / "plan.json", "fake_bench", "--prepare", "--no-prepare")
+    assert "not allowed with argument" in refused(capsys, argv, code=2)

@@ -1,4 +1,5 @@
-"""Benchmark fingerprints: stable, sensitive to what produces a taskset, blind to the rest."""
+"""Benchmark fingerprints: stable, sensitive to what produces a taskset, blind to the rest;
+and the inputs each product records, read back to say what changed."""
 
 from __future__ import annotations
 
@@ -13,8 +14,15 @@ import pytest
 from gym_assets.tasks.catalog import load_catalog
 from gym_assets.tasks.fingerprint import (
     FINGERPRINT_LENGTH,
+    PRODUCTS,
+    Inputs,
+    InputsOf,
     benchmark_fingerprint,
     catalog_fingerprints,
+    forget_inputs,
+    record_inputs,
+    recorded_inputs,
+    stale_reason,
 )
 from gym_assets.workspace import Workspace
 
@@ -165,3 +173,47 @@ def test_touching_files_without_changing_them_changes_nothing(changed, tree: Pat
                 os.utime(path, (later, later))
 
     assert changed(touch_everything) == set()
+
+
+def test_each_product_names_the_inputs_it_is_built_from(tree: Path, tmp_path: Path) -> None:
+    """An agent block feeds the taskset and plan, not the prepare script (costly to re-run)."""
+    data = tmp_path / "data"
+
+    def inputs() -> dict[str, Inputs]:
+        catalog = load_catalog(Workspace(tree, data))
+        now = InputsOf(catalog, catalog.get("humaneval"))
+        return {product: now.product(product) for product in PRODUCTS}
+
+    before = inputs()
+    assert {p: set(i.parts) for p, i in before.items()} == {
+        "prepared": {"declaration", "prepare script", "code version"},
+        "taskset": {"config", "rows", "prompt template", "code version"},
+        "plan": {"config", "rows", "code version"},
+    }
+    assert {i.configs_root for i in before.values()} == {str(tree)}
+    config = tree / "benchmarks" / "humaneval" / "config.yaml"
+    text = config.read_text("utf-8")
+    config.write_text(text.replace("max_steps:", "max_steps: 7 #", 1), "utf-8")
+    after = inputs()
+    assert after["prepared"] == before["prepared"]
+    for product in ("taskset", "plan"):
+        assert [
+            k for k in after[product].parts if after[product].parts[k] != before[product].parts[k]
+        ] == ["config"]
+
+
+def test_a_record_reads_back_and_names_what_changed(tmp_path: Path) -> None:
+    built = Inputs("taskset", "/a", {"config": "1", "rows": "2", "code version": "1"})
+    record_inputs(tmp_path, built)
+    assert recorded_inputs(tmp_path) == built
+    assert stale_reason(tmp_path, built) is None
+    moved_on = Inputs("taskset", "/a", {"config": "9", "rows": "8", "code version": "1"})
+    assert stale_reason(tmp_path, moved_on) == "config, rows changed"
+    assert stale_reason(tmp_path, Inputs("taskset", "/b", built.parts)) == (
+        "built from configs root /a, not /b"
+    )
+    assert stale_reason(tmp_path, Inputs("plan", "/a", built.parts)) == (
+        "its inputs were never recorded"
+    )
+    forget_inputs(tmp_path)
+    assert recorded_inputs(tmp_path) is None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -170,3 +171,44 @@ def test_ctrl_c_stops_the_run_and_its_gateway_with_every_capture_whole(data, tmp
     assert len(captures) >= len(list(read_jsonl(files.records))) >= 10
     for capture in captures:  # the rollouts cut short too: their lines were written whole
         assert all(json.loads(line) for line in capture.read_text().splitlines())
+
+
+def test_a_run_after_a_row_was_edited_runs_the_new_row(tmp_path, capsys):
+    """The products are rebuilt from the edited row (said on stderr) and the run uses it;
+    --no-rebuild refuses instead, and so does a data root built from another configs tree."""
+    configs = tmp_path / "configs"
+    shutil.copytree(REPO / "configs", configs)
+    data = tmp_path / "data"
+
+    def run(out: str, *extra: str, tree: Path = configs) -> tuple[int, str]:
+        argv = ["rollouts", "--benchmark", "units", "--harness", "simple_agent", "--limit", "1"]
+        argv += ["--out", str(tmp_path / out), *extra]
+        code = main([*argv, "--configs", str(tree), "--data-root", str(data)])
+        return code, capsys.readouterr().err
+
+    code, err = run("first")
+    assert code == 0, err
+    rows = configs / "benchmarks" / "units" / "units.jsonl"
+    text = rows.read_text("utf-8")
+    for old, new in (("Convert 168 kilometres", "Convert 169 kilometres"), ("168000", "169000")):
+        text = text.replace(old, new)
+    rows.write_text(text, "utf-8")
+    code, err = run("refused", "--no-rebuild")
+    assert code == 1
+    assert err.splitlines()[-1] == (
+        f"error: units: stale taskset in {data / 'tasksets' / 'units'} (rows changed); run "
+        "without --no-rebuild to rebuild"
+    )
+    code, err = run("second")
+    assert code == 0, err
+    assert "units: taskset rebuilt: rows changed" in err
+    assert "units: plan rebuilt: rows changed" in err
+    inputs = (tmp_path / "second" / "rollouts_materialized_inputs.jsonl").read_text("utf-8")
+    assert "Convert 169 kilometres" in inputs and "Convert 168 kilometres" not in inputs
+    records = list(read_jsonl(RunFiles(tmp_path / "second").records))
+    assert [r["reward"] for r in records] == [1.0]
+    other = tmp_path / "other"
+    shutil.copytree(configs, other)
+    code, err = run("mixed", "--no-rebuild", tree=other)
+    assert code == 1
+    assert f"built from configs root {configs}, not {other}" in err.splitlines()[-1]
