@@ -105,7 +105,7 @@ class InputsOf:
     def prompt_template(self) -> str:
         return _file_digest(self.benchmark.prompt_config_path)
 
-    def _parts(self, product: Product) -> dict[str, str]:
+    def _parts(self, product: Product, rows: str | None = None) -> dict[str, str]:
         benchmark = self.benchmark
         code = {"code version": CODE_VERSIONS[product]}
         if product == "prepared":  # only what the script sees: re-running one may be costly
@@ -114,7 +114,7 @@ class InputsOf:
                 "prepare script": _file_digest(benchmark.prepare_script),
                 **code,
             }
-        parts = {"config": self.config, "rows": self.rows}
+        parts = {"config": self.config, "rows": rows or self.rows}
         if product == "taskset":
             parts["prompt template"] = self.prompt_template
         return {**parts, **code}
@@ -127,10 +127,8 @@ class InputsOf:
     def fingerprint(self) -> str:
         """The benchmark's fingerprint: its taskset's inputs, with the prepare script standing
         for rows it writes (known before they are prepared), wherever the tree lives."""
-        parts = self._parts("taskset")
-        if self.benchmark.prepare_script is not None:
-            parts["rows"] = _file_digest(self.benchmark.prepare_script)
-        return _short(parts)
+        script = self.benchmark.prepare_script
+        return _short(self._parts("taskset", rows=_file_digest(script) if script else None))
 
 
 def benchmark_fingerprint(catalog: Catalog, benchmark: Benchmark) -> str:
