@@ -29,12 +29,13 @@ IN_FLIGHT = [
     minimum_interval_seconds=30,
     default_status=dg.DefaultSensorStatus.RUNNING,
     description=(
-        "Fingerprints each benchmark's config blocks, route, source data or prepare script, and "
-        "prompt template, and compares them with the fingerprint recorded on the partition's "
-        "latest `collated_taskset` materialization. Requests a `benchmark_job` run for each "
-        "benchmark that changed or was never collated; adds a partition for each new benchmark; "
-        "reports a benchmark removed from the configs (its partition and history are kept) and "
-        "requests nothing for it. Adds a harness partition for each harness of the registry."
+        "Fingerprints each benchmark's config blocks, route, source data or prepare script, "
+        "prompt template and collation code version, and compares them with the fingerprint "
+        "recorded on the partition's latest `collated_taskset` materialization. Requests a "
+        "`benchmark_job` run for each benchmark that changed or was never collated; adds a "
+        "partition for each new benchmark; reports a benchmark removed from the configs (its "
+        "partition and history are kept) and requests nothing for it. Adds a harness partition "
+        "for each harness of the registry."
     ),
 )
 def config_change_sensor(
