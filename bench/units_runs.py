@@ -14,7 +14,7 @@ import shutil
 import time
 from pathlib import Path
 
-from gym_assets.rollouts.collection.products import ensure_products
+from gym_assets.plans.products import ensure_products
 from gym_assets.rollouts.gateway.upstream_config import upstream_config
 from gym_assets.rollouts.harnesses.registry import load_harnesses
 from gym_assets.rollouts.options import RunOptions

@@ -298,19 +298,21 @@ def prompt_cmd(prompt: bytes) -> Setup:
 
 
 def settings_cmd(old: str, new: str) -> Setup:
-    """A rollouts run whose server settings are bad; its products are made first, so the
-    configs tree (the metrics sidecar beside the data) is complete before the snapshot."""
+    """A rollouts run whose server settings are bad; its products are made first (from the
+    edited configs, as the run would rebuild them: collation does not read server settings),
+    so the configs tree (the metrics sidecar beside the data) is complete before the
+    snapshot."""
 
     def setup(tmp: Path) -> list[str]:
-        from gym_assets.rollouts.collection.products import ensure_products
+        from gym_assets.plans.products import ensure_products
         from gym_assets.tasks.catalog import load_catalog
         from gym_assets.workspace import Workspace
 
         configs = tree(tmp)
+        (configs / "bench" / "config.yaml").write_text(edited(old, new), encoding="utf-8")
         ensure_products(
             load_catalog(Workspace(configs, tmp / "data")), "units", lambda _message: None
         )
-        (configs / "bench" / "config.yaml").write_text(edited(old, new), encoding="utf-8")
         return [*RUN, str(tmp / "run"), *roots(tmp, configs)]
 
     return setup
