@@ -42,6 +42,9 @@ def test_half_the_answers_oversized_scores_half_not_one(products: Products, tmp_
     assert result.rollouts == 20
     assert totals.reward_mean == 0.5 and totals.pass_at_1 == 0.5
     assert totals.headline == "mean 0.500 over 20 of 20 planned; 0 masked; 0 failed"
+    assert totals.headline in result.analysis.report.read_text()  # the HTML report says it too
+    (entry,) = result.metrics
+    assert entry["summary"] == totals.headline  # and the aggregate metrics file
     assert totals.model_failure_kinds == {"verifier_answer_rejected": 10}
     assert not list(read_jsonl(result.files.failures))
     zeros = [r for r in read_jsonl(result.files.records) if r["reward"] == 0.0]
