@@ -96,7 +96,6 @@ def _number(value: float | None) -> str:
 
 def _summary(result: RunResult) -> None:
     totals = result.totals
-    print(totals.headline)
     outcomes = asdict(totals.outcomes)
     headers = ["rollouts", *outcomes, "reward mean", "pass@1"]
     row = [str(result.rollouts), *(str(count) for count in outcomes.values())]
@@ -104,6 +103,7 @@ def _summary(result: RunResult) -> None:
     widths = [max(len(h), len(c)) for h, c in zip(headers, row, strict=True)]
     for cells in (headers, row):
         print("  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip())
+    print(totals.headline)
     for label, kinds in (
         ("failures by kind", totals.failure_kinds),
         ("masked by kind  ", totals.masked_kinds),
