@@ -3,8 +3,9 @@
 Each bound is far above what a real config or dataset needs and far below what would let a
 small hostile file exhaust time, memory or the interpreter's recursion limit: a YAML alias
 bomb, a JSON row nested ten thousand levels deep, or a repeat count that multiplies a taskset
-into billions of rows. The defaults under these bounds, and a run's failure budgets, are here
-too: stdlib only, so the command line shows them in ``--help`` without importing the run.
+into billions of rows. The defaults under these bounds, and a run's budget of unmeasured
+rollouts, are here too: stdlib only, so the command line shows them in ``--help`` without
+importing the run.
 """
 
 from __future__ import annotations
@@ -31,6 +32,6 @@ DEFAULT_CONCURRENCY = 16
 MAX_ATTEMPTS = 100
 DEFAULT_MAX_ATTEMPTS = 3
 
-# Shares of a run's rollouts that may fail, or be masked, before the run's checks fail.
-DEFAULT_MAX_FAILURE_RATE = 0.2
-DEFAULT_MAX_MASKED_SHARE = 0.05
+# The share of a run's planned rollouts that may go unmeasured (masked, failed or never run)
+# before the run fails: one budget for every way our machinery can lose a measurement.
+DEFAULT_MAX_UNMEASURED_SHARE = 0.05

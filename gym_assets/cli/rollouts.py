@@ -5,14 +5,15 @@ re-score a finished run with the current verifiers, or compare two runs.
         [--upstream reference|scripted|openai] [--base-url URL --api-key-env VAR] [--model NAME]
         [--script FILE] [--repeats N] [--concurrency C] [--limit N] [--timeout S]
         [--resume [--quarantine-corrupt]] [--allow-plan-drift] [--corrupt-fraction F --seed S]
-        [--no-rebuild]
+        [--max-unmeasured-share F] [--no-rebuild]
         [--override +responses_create_params.FIELD=V | num_repeats_add_seed=true | skills=V]
     gym-assets rollouts reverify --run DIR [--out DIR] [--concurrency C]
     gym-assets rollouts compare RUN_A RUN_B [--json]
 
 Missing or stale products (prepared rows, collated taskset, plan) are made first (a rebuild
 is said on stderr; ``--no-rebuild`` refuses a stale one instead). Exit 0 when the run
-finished, 1 on a refusal (or when no dispatched rollout produced a result), 2 on usage errors.
+finished, 1 on a refusal (or when no dispatched rollout produced a result, or more than
+--max-unmeasured-share of the planned rollouts went unmeasured), 2 on usage errors.
 """
 
 from __future__ import annotations
@@ -38,7 +39,6 @@ from gym_assets.cli.flags import (
 from gym_assets.errors import UserError
 from gym_assets.limits import (
     DEFAULT_CONCURRENCY,
-    DEFAULT_MAX_MASKED_SHARE,
     MAX_ATTEMPTS,
     MAX_CONCURRENCY,
     MAX_REPEATS,
@@ -52,7 +52,8 @@ if TYPE_CHECKING:
 
 RUN_FLAGS = ("--benchmark", "--harness", "--out")  # required unless a subcommand is given
 KEPT_REASONS = {  # reverify's reasons for keeping a record as it was
-    "never_graded": "a model call failed for good; no answer reached a verifier",
+    "scored_by_failure": "a model call failed for good (masked), or the model's output failed "
+    "the rollout (0)",
     "grades_session_state": "the verifier grades what the episode did in its session",
 }
 
@@ -105,12 +106,14 @@ def _summary(result: RunResult) -> None:
     widths = [max(len(h), len(c)) for h, c in zip(headers, row, strict=True)]
     for cells in (headers, row):
         print("  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip())
-    if totals.failure_kinds:
-        kinds = ", ".join(f"{kind} {count}" for kind, count in totals.failure_kinds.items())
-        print(f"failures by kind: {kinds}")
-    if totals.masked_kinds:
-        kinds = ", ".join(f"{kind} {count}" for kind, count in totals.masked_kinds.items())
-        print(f"masked by kind  : {kinds}")
+    print(totals.headline)
+    for label, kinds in (
+        ("failures by kind", totals.failure_kinds),
+        ("masked by kind  ", totals.masked_kinds),
+        ("0 by model fault", totals.model_failure_kinds),
+    ):
+        if kinds:
+            print(f"{label}: {', '.join(f'{kind} {count}' for kind, count in kinds.items())}")
     analysis = result.analysis
     print()
     for line in analysis.statistics.lines():
@@ -141,7 +144,7 @@ def _summary(result: RunResult) -> None:
 
 def _rollouts(args: argparse.Namespace) -> int:
     from gym_assets.plans.products import ensure_products
-    from gym_assets.rollouts.collection.checks import masked_share
+    from gym_assets.rollouts.collection.checks import unmeasured_share
     from gym_assets.rollouts.collection.model_gateway import load_script
     from gym_assets.rollouts.collection.overrides import parse_overrides
     from gym_assets.rollouts.gateway.upstream_config import upstream_config
@@ -196,24 +199,25 @@ def _rollouts(args: argparse.Namespace) -> int:
             f"none of the {result.dispatched} dispatched rollouts produced a result; see "
             f"{result.files.failures}"
         )
-    masked = masked_share(result.files, benchmark.taskset, args.max_masked_share)
-    if not masked.passed:
-        raise UserError(_over_masking_budget(masked.description, masked.metadata, result))
+    budget = unmeasured_share(result.files, benchmark.taskset, args.max_unmeasured_share)
+    if not budget.passed:
+        kinds = budget.metadata["unmeasured_kinds"]
+        raise UserError(_over_budget(budget.description, kinds, result))
     return 0
 
 
-def _over_masking_budget(description: str, metadata: dict, result: RunResult) -> str:
-    """Why a run over its masking budget fails, worded for what masked it."""
-    records = result.files.records
-    if "agent_request_failed" in metadata.get("masked_kinds", {}):
-        return (
-            f"{description}: the model endpoint answered calls with an HTTP error the agents "
-            "could not get past (a refused request, or errors that outlasted the retries), so "
-            f"the run measures nothing; see failure_reason and the failed calls in {records}"
+def _over_budget(description: str, kinds: dict[str, int], result: RunResult) -> str:
+    """Why a run past its budget of unmeasured rollouts fails, worded for what cost them."""
+    if "agent_request_failed" in kinds:
+        cause = (
+            "the model endpoint failed calls the agents could not get past (a refused request, "
+            "errors that outlasted the retries, or no answer in time)"
         )
+    else:
+        cause = "a mean that leaves them out does not measure the benchmark"
     return (
-        f"{description}: the reward mean leaves masked rollouts out, so it does not measure "
-        f"the benchmark; see failure_kind and failure_reason in {records}"
+        f"{description}; {cause}: see failure_kind and failure_reason in {result.files.records} "
+        f"and {result.files.failures}"
     )
 
 
@@ -360,14 +364,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _add_option(parser, "resume", action="store_true")
     _add_option(parser, "quarantine_corrupt", action="store_true")
     _add_option(parser, "allow_plan_drift", action="store_true")
-    parser.add_argument(
-        "--max-masked-share",
-        type=_fraction,
-        default=DEFAULT_MAX_MASKED_SHARE,
-        metavar="F",
-        help="fail (exit 1) when more than this share of rollouts is masked "
-        f"(default {DEFAULT_MAX_MASKED_SHARE})",
-    )
+    _add_option(parser, "max_unmeasured_share", type=_fraction, metavar="F")
     _add_option(parser, "allow_unsandboxed", action="store_true")
     parser.add_argument("--corrupt-fraction", type=_fraction, default=0.0, metavar="F")
     parser.add_argument("--seed", type=int, default=0, metavar="S")

@@ -14,7 +14,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
-from gym_assets.limits import DEFAULT_CONCURRENCY, DEFAULT_MAX_ATTEMPTS
+from gym_assets.limits import (
+    DEFAULT_CONCURRENCY,
+    DEFAULT_MAX_ATTEMPTS,
+    DEFAULT_MAX_UNMEASURED_SHARE,
+)
 from gym_assets.rollouts.collection.overrides import RunOverrides
 
 if TYPE_CHECKING:
@@ -41,6 +45,13 @@ class RunOptions:
     allow_plan_drift: bool = _option(False, "dispatch tasks that differ from the plan")
     timeout_s: float | None = _option(None, "per rollout", flag="--timeout")
     max_attempts: int = _option(DEFAULT_MAX_ATTEMPTS)
+    # Judges a finished run rather than steering it: past it the run fails (exit 1, a blocking
+    # check), naming the kinds that cost the measurements.
+    max_unmeasured_share: float = _option(
+        DEFAULT_MAX_UNMEASURED_SHARE,
+        "fail (exit 1) when more than this share of the planned rollouts is unmeasured: masked, "
+        "failed or never run (docs/rollouts.md, Accounting)",
+    )
     script: Sequence[Step] | None = None  # what the scripted upstream plays (from --script FILE)
     allow_unsandboxed: bool = _option(
         False,

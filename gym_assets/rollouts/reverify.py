@@ -12,8 +12,9 @@ What is verified is what the episode verified: the task input from the run's inv
 materialized task or a flat row, whichever the run dispatched) with the answer the record kept
 (``response``, and ``conversation`` for dialogues), in a freshly seeded resources session. The
 record keeps its stamps and evidence; only the verifier's fields change. Two kinds of record are
-kept as they are: one whose model call failed for good never reached a verifier (there is no
-answer to grade), and one whose verifier grades what the episode did in its session (a support
+kept as they are: one the run's accounting scored (a model call that failed for good is
+masked whatever its verifier says; a failure the model's output caused scores 0), and one whose
+verifier grades what the episode did in its session (a support
 ticket filed through a tool), which a saved record cannot replay
 (``SessionResources.grades_saved_answer``). The run's failure sidecar and inventory are copied
 and the aggregate metrics recomputed, so the new directory reads as a run. Verifiers that run
@@ -30,7 +31,6 @@ import asyncio
 import json
 import shutil
 import time
-import uuid
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -44,6 +44,7 @@ from gym_assets.outputs.claims import rebuilt_dir
 from gym_assets.outputs.markers import REVERIFIED_RUN
 from gym_assets.outputs.targets import Target, is_within
 from gym_assets.records import keys
+from gym_assets.records.accounting import caused_by_model
 from gym_assets.records.contracts import ResourcesServer
 from gym_assets.records.keys import ROLLOUT_INDEX, TASK_INDEX
 from gym_assets.records.stamps import COPIED_ROW_KEYS
@@ -55,18 +56,17 @@ from gym_assets.rollouts.collection.records import (
     AGENT_REQUEST_FAILED,
     success_record,
 )
+from gym_assets.rollouts.collection.verification import verification_request, verify_answer
 from gym_assets.rollouts.episodes.failures import describe
-from gym_assets.rollouts.run import reference_task_data, resources_by_server
+from gym_assets.rollouts.run import resources_by_server
 from gym_assets.sandbox import SandboxPolicy
 from gym_assets.tasks.catalog import Catalog
 
-ANSWER_KEYS = ("response", "conversation")  # what the agent produced, as the record kept it
 EVIDENCE_KEYS = (keys.AGENT_OBSERVATIONS, keys.TRAJECTORY, keys.MODEL_CALL_CAPTURE)
-REQUEST_KEY = "responses_create_params"
 REWARD_DIFF = "reward_diff.jsonl"
 SUMMARY = "reverify_summary.json"
 MAX_SHOWN = 10  # changes kept in memory for the screen; the diff file has them all
-NEVER_GRADED = "never_graded"  # a model call that failed for good: no answer reached a verifier
+SCORED_BY_FAILURE = "scored_by_failure"  # the accounting scored it (docs/rollouts.md, Accounting)
 SESSION_STATE = "grades_session_state"  # the verifier grades the episode's session, not a body
 # Reverify keys rollouts by (task, rollout) and reads only their input and server; a flat row's
 # taskset name (which only a benchmark's config knows) names nothing here.
@@ -78,7 +78,7 @@ class ReverifyResult:
     out_dir: Path
     records: int
     rescored: int
-    kept: dict[str, int]  # records kept as they were, by why (NEVER_GRADED, SESSION_STATE)
+    kept: dict[str, int]  # records kept as they were, by why (SCORED_BY_FAILURE, SESSION_STATE)
     changed: int  # rollouts whose reward or masking changed
     tasks_changed: int
     before: RunTotals
@@ -101,22 +101,12 @@ def default_out(run_dir: Path) -> Path:
     return run_dir.with_name(f"{run_dir.name}-reverified")
 
 
-def _never_graded(record: Mapping[str, Any]) -> bool:
-    return (
-        record.get("failure_kind") == AGENT_REQUEST_FAILED
-        and record.get("evaluation_completed") is False
-    )
-
-
-def verification_request(
-    task_input: Mapping[str, Any], record: Mapping[str, Any]
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """``(seed data, verify body)`` for a saved record: the task as the environment server
-    gave it to the resources server, and the task with the record's answer."""
-    task = reference_task_data(task_input)
-    seed = {k: v for k, v in task.items() if k != REQUEST_KEY}
-    answer = {k: record[k] for k in ANSWER_KEYS if k in record}
-    return seed, {**task, **answer}
+def _scored_by_failure(record: Mapping[str, Any]) -> bool:
+    """A record the accounting scored (docs/rollouts.md, "Accounting"): a model call that
+    failed for good (masked whatever its verifier said) or a failure the model's output caused
+    (0): re-grading its answer cannot change how it counts."""
+    kind = record.get("failure_kind")
+    return kind == AGENT_REQUEST_FAILED or caused_by_model(kind if isinstance(kind, str) else None)
 
 
 def _kept_fields(record: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -164,8 +154,8 @@ class _Rescorer:
 
     async def rescore(self, line: int, record: dict[str, Any]) -> dict[str, Any] | str:
         """The record graded anew, or why it is kept as it is."""
-        if _never_graded(record):
-            return NEVER_GRADED
+        if _scored_by_failure(record):
+            return SCORED_BY_FAILURE
         task, rollout = key = (record.get(TASK_INDEX), record.get(ROLLOUT_INDEX))
         item = None
         if isinstance(task, int) and isinstance(rollout, int):
@@ -184,18 +174,12 @@ class _Rescorer:
         # Servers outside the bundled base need not declare it; not re-grading is the safe side.
         if not getattr(resources, "grades_saved_answer", False):
             return SESSION_STATE
-        seed, body = verification_request(item.task_input(), record)
-        session = f"reverify-session-{uuid.uuid4().hex}"
-        episode = f"reverify-{key[0]}-{key[1]}"
-        await resources.seed_session(session, episode, seed)
         try:
-            verified = await resources.verify(session, body)
+            verified = await verify_answer(resources, item.task_input(), record, "reverify")
         except UserError:
             raise  # a refusal (a sandbox that cannot be made, ...) stops reverify
         except Exception as exc:  # a verifier crash is a grade of this record, not the end
-            verified = _unverifiable(body, exc)
-        finally:
-            await resources.close_session(session, episode)
+            verified = _unverifiable(verification_request(item.task_input(), record)[1], exc)
         stamps, evidence = _kept_fields(record)
         return success_record(dict(verified), stamps, evidence)
 

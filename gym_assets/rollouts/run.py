@@ -26,8 +26,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from pydantic import ValidationError
-
 from gym_assets.config.model import (
     MODELS,
     ServerInstance,
@@ -59,6 +57,7 @@ from gym_assets.rollouts.collection.model_gateway import require_ready
 from gym_assets.rollouts.collection.overrides import RunOverrides
 from gym_assets.rollouts.collection.plan_gate import PlanGate
 from gym_assets.rollouts.collection.progress import Progress
+from gym_assets.rollouts.collection.verification import reference_task_data
 from gym_assets.rollouts.episodes.legacy import LEGACY_RELAY
 from gym_assets.rollouts.episodes.registry import build_environment, build_resources
 from gym_assets.rollouts.gateway.upstream_config import UpstreamConfig
@@ -68,7 +67,6 @@ from gym_assets.rollouts.options import RunOptions
 from gym_assets.sandbox import SandboxPolicy
 from gym_assets.tasks.catalog import Benchmark, Catalog
 from gym_assets.tasks.pipeline import collated_path
-from gym_assets.tasks.task_inputs import SingleAgentTurnTaskInput
 
 if TYPE_CHECKING:
     from gym_assets.rollouts.analysis.publish import Analysis
@@ -188,17 +186,6 @@ def _model_names(config: Mapping[str, Any], agents: Sequence[str | None]) -> tup
     return DEFAULT_MODEL
 
 
-def reference_task_data(task_input: Mapping[str, Any]) -> dict[str, Any]:
-    """What a resources server derives a reference script from: the task data together with
-    the request (as verification sees them), or the task input as is for other protocols."""
-    try:
-        parsed = SingleAgentTurnTaskInput.model_validate(dict(task_input))
-    except ValidationError:
-        return dict(task_input)
-    params = parsed.responses_create_params.model_dump(exclude_unset=True)
-    return {**parsed.task_data, "responses_create_params": params}
-
-
 def resources_by_server(
     config: Mapping[str, Any], servers: Sequence[str], sandbox: SandboxPolicy
 ) -> dict[str, ResourcesServer]:
@@ -225,14 +212,12 @@ def _episode_resources(instances: Mapping[str, ServerInstance], server: str) -> 
 
 
 def _reference_scripts(
-    config: Mapping[str, Any],
+    resources: Mapping[str, ResourcesServer],
     servers: Sequence[str],
     inputs: Sequence[RolloutInput],
     upstream: UpstreamConfig,
-    sandbox: SandboxPolicy,
     finish_command: str | None,
 ) -> ScriptFor:
-    resources = resources_by_server(config, servers, sandbox)
     unbound = [server for server in servers if server not in resources]
     if unbound:  # refused before any rollout runs, not as each rollout's script is built
         raise UserError(
@@ -274,6 +259,7 @@ class _Servers:
     gateway: GatewayProcess
     environments: dict[str, EnvironmentServer]
     agents: dict[str, str | None]
+    verifiers: dict[str, ResourcesServer]
     script_for: ScriptFor | None
 
 
@@ -306,12 +292,14 @@ def _build_servers(
         model_server_name=model_server,
         script=options.script,
     )
+    verifiers = resources_by_server(config, servers, sandbox)
     return _Servers(
         gateway=gateway,
         environments={s: build_environment(config, s, gateway, sandbox) for s in servers},
         agents=agents,
+        verifiers=verifiers,
         script_for=(
-            _reference_scripts(config, servers, inputs, upstream, sandbox, _finish_command(harness))
+            _reference_scripts(verifiers, servers, inputs, upstream, _finish_command(harness))
             if upstream.mode == "reference"
             else None
         ),
@@ -340,6 +328,7 @@ def _dispatch(
         records=records,
         failures=failures,
         progress=progress,
+        verifiers=servers.verifiers,
         script_for=servers.script_for,
         timeout_s=options.timeout_s,
     )

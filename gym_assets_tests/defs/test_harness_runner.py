@@ -17,10 +17,8 @@ from gym_assets.defs.rollouts.resources import HarnessRunner
 from gym_assets.rollouts.options import OPTIONS, RunOptions
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "harnesses" / "minimal_agent.py"
-# The resource's settings that are no run option: the rollouts checks' budgets, the suite's.
+# The resource's settings that are no run option: the suite's.
 RESOURCE_ONLY = {
-    "max_failure_rate",
-    "max_masked_share",
     "conformance_timeout_s",
     "conformance_jobs",
 }
@@ -46,8 +44,6 @@ def test_the_command_line_the_resource_and_run_options_agree_on_every_option() -
         else:
             assert fields[name].default == option.default, name
     assert set(fields) - set(OPTIONS) == RESOURCE_ONLY  # a renamed option fails here
-    # the masking budget judges a run rather than steering it, and both faces set it
-    assert flags["max_masked_share"].default == fields["max_masked_share"].default
 
 
 def test_the_resource_hands_a_run_every_option_it_sets() -> None:
@@ -58,6 +54,7 @@ def test_the_resource_hands_a_run_every_option_it_sets() -> None:
         "resume": True,
         "quarantine_corrupt": True,
         "max_attempts": 7,
+        "max_unmeasured_share": 0.25,
         "allow_unsandboxed": True,
     }
     assert set(changed) == set(OPTIONS) - CLI_ONLY
@@ -71,6 +68,7 @@ def test_the_resource_hands_a_run_every_option_it_sets() -> None:
 def test_the_command_line_hands_a_run_every_option_it_parses() -> None:
     argv = ["rollouts", "--repeats", "2", "--concurrency", "3", "--limit", "4", "--timeout", "5"]
     argv += ["--max-attempts", "6", "--resume", "--quarantine-corrupt", "--allow-plan-drift"]
+    argv += ["--max-unmeasured-share", "0.25"]
     options = RunOptions.of(build_parser().parse_args([*argv, "--allow-unsandboxed"]))
     parsed = {name: getattr(options, name) for name in OPTIONS}
     assert parsed == {
@@ -81,6 +79,7 @@ def test_the_command_line_hands_a_run_every_option_it_parses() -> None:
         "allow_plan_drift": True,
         "timeout_s": 5.0,
         "max_attempts": 6,
+        "max_unmeasured_share": 0.25,
         "allow_unsandboxed": True,
         "quarantine_corrupt": True,
     }

@@ -80,8 +80,7 @@ def test_each_job_materializes_everything_with_its_checks_in_the_run_process(roo
         [
             "rollouts_cover_plan",
             "inputs_match_plan",
-            "failure_rate",
-            "masked_share",
+            "unmeasured_share",
             "evidence_present",
         ],
         True,

@@ -81,12 +81,12 @@ def test_inputs_that_drifted_from_the_plan_block(workspace, instance):
     rows[0]["task_input"]["task_data"]["expected_answer"] = "tampered"
     collated.write_text("".join(json.dumps(r) + "\n" for r in rows))
     result = _collect(
-        workspace, instance, "units", runner=HarnessRunner(concurrency=8, max_failure_rate=0.0)
+        workspace, instance, "units", runner=HarnessRunner(concurrency=8, max_unmeasured_share=0.0)
     )
     checks = _checks(result)
-    rate = checks["failure_rate"]  # an advisory: a warning, whatever the rate
-    assert not rate.passed and rate.severity == dg.AssetCheckSeverity.WARN
-    assert rate.metadata["failure_kinds"].value == {"plan_mismatch": 1}
+    budget = checks["unmeasured_share"]  # the refused rollout is unmeasured: over a 0 budget
+    assert not budget.passed and budget.severity == dg.AssetCheckSeverity.ERROR
+    assert budget.metadata["unmeasured_kinds"].value == {"plan_mismatch": 1}
     assert not checks["inputs_match_plan"].passed
     assert checks["inputs_match_plan"].metadata["differ"].value == ["units-001"]
     assert checks["rollouts_cover_plan"].passed  # the refused task has its terminal outcome
@@ -94,7 +94,7 @@ def test_inputs_that_drifted_from_the_plan_block(workspace, instance):
     assert _metadata(instance)["outcomes"].value["failed"] == 1
 
 
-def test_an_upstream_failing_every_call_fails_the_masked_share_and_says_why(
+def test_an_upstream_failing_every_call_fails_the_unmeasured_share_and_says_why(
     workspace, instance, tmp_path
 ):
     _plan(workspace, instance, "units")
@@ -103,13 +103,15 @@ def test_an_upstream_failing_every_call_fails_the_masked_share_and_says_why(
     endpoint = ModelEndpoint(upstream="scripted", script_path=str(script))
     result = _collect(workspace, instance, "units", endpoint)
     checks = _checks(result)
-    masked = checks["masked_share"]
-    assert not masked.passed and masked.severity == dg.AssetCheckSeverity.ERROR
-    assert masked.metadata["masked_kinds"].value == {"agent_request_failed": 30}
-    assert masked.description.endswith("by kind: agent_request_failed 30")
+    budget = checks["unmeasured_share"]
+    assert not budget.passed and budget.severity == dg.AssetCheckSeverity.ERROR
+    assert budget.metadata["unmeasured_kinds"].value == {"agent_request_failed": 30}
+    assert budget.description.endswith("by kind: agent_request_failed 30")
+    assert not result.success  # blocking
     # Every rollout has its record, with the failed calls as evidence.
-    assert checks["failure_rate"].passed and checks["evidence_present"].passed
+    assert checks["evidence_present"].passed
     meta = _metadata(instance)
+    assert meta["summary"].value == "mean - over 0 of 30 planned; 30 masked; 0 failed"
     assert meta["outcomes"].value["masked"] == 30
     assert "| agent_request_failed | 30 |" in meta["masked_kinds"].value
 

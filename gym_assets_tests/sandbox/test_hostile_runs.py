@@ -73,12 +73,13 @@ def test_a_run_whose_verification_breaks_fails_its_masking_budget(tmp_path, caps
 
     assert _rollouts(data, "--out", tmp_path / "run", "--limit", "4") == 1
     err = capsys.readouterr().err.strip().splitlines()
-    assert err[-1].startswith("error: 2 of 4 rollouts were masked (50.0%; threshold 5%)")
+    assert err[-1].startswith("error: 2 of 4 planned rollouts unmeasured (50.0%; budget 5%)")
+    assert "by kind: verifier_error 2" in err[-1]
     masked = [r for r in read_jsonl(RunFiles(tmp_path / "run").records) if r["mask_sample"]]
     assert len(masked) == 2 and {r["failure_kind"] for r in masked} == {"verifier_error"}
 
     assert _rollouts(data, "--out", tmp_path / "run2", "--limit", "4",
-                     "--max-masked-share", "0.5") == 0  # fmt: skip
+                     "--max-unmeasured-share", "0.5") == 0  # fmt: skip
 
 
 def test_no_sandbox_is_refused_before_the_previous_run_is_touched(tmp_path, monkeypatch, capsys):

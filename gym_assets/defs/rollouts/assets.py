@@ -38,6 +38,7 @@ def _metadata(result: RunResult) -> dict[str, dg.MetadataValue]:
     files = result.files
     kinds, masked = totals.failure_kinds, totals.masked_kinds
     metadata = {
+        "summary": dg.MetadataValue.text(totals.headline),
         "rollouts": dg.MetadataValue.int(result.rollouts),
         "passed": dg.MetadataValue.int(totals.passed),
         "dispatched": dg.MetadataValue.int(result.dispatched),

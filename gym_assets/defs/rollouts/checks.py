@@ -1,5 +1,5 @@
-"""Asset checks on ``rollouts``, run as one step: coverage and input digests block; a masked
-share above the budget fails (an error, not blocking); failure rate is advisory."""
+"""Asset checks on ``rollouts``, run as one step: coverage, input digests and the budget of
+unmeasured rollouts (masked, failed or never run) block; evidence is an error."""
 
 from collections.abc import Iterator
 from functools import cached_property
@@ -39,8 +39,11 @@ SUITE = CheckSuite[RunInputs](
             checks.rollouts_cover_plan, lambda r: (r.plan, r.files, r.taskset), blocking=True
         ),
         SuiteCheck(checks.inputs_match_plan, lambda r: (r.plan, r.files, r.taskset), blocking=True),
-        SuiteCheck(checks.failure_rate, lambda r: (r.files, r.taskset, r.runner.max_failure_rate)),
-        SuiteCheck(checks.masked_share, lambda r: (r.files, r.taskset, r.runner.max_masked_share)),
+        SuiteCheck(
+            checks.unmeasured_share,
+            lambda r: (r.files, r.taskset, r.runner.max_unmeasured_share),
+            blocking=True,
+        ),
         SuiteCheck(checks.evidence_present, lambda r: (r.files,)),
     ),
 )
@@ -49,8 +52,8 @@ SUITE = CheckSuite[RunInputs](
 @dg.multi_asset_check(
     specs=SUITE.specs(),
     can_subset=True,
-    description="The checks of a rollouts run: coverage, input digests, failure rate, masked "
-    "share, evidence.",
+    description="The checks of a rollouts run: coverage, input digests, the unmeasured share "
+    "(masked, failed or never run) against its budget, evidence.",
 )
 def rollouts_checks(
     context: dg.AssetCheckExecutionContext,

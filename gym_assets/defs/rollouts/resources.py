@@ -6,7 +6,6 @@ from typing import Any
 
 import dagster as dg
 
-from gym_assets.limits import DEFAULT_MAX_FAILURE_RATE, DEFAULT_MAX_MASKED_SHARE
 from gym_assets.modes import UpstreamMode
 from gym_assets.records.contracts import Step
 from gym_assets.rollouts.collection.model_gateway import load_script
@@ -48,15 +47,16 @@ class ModelEndpoint(dg.ConfigurableResource):
 
 
 class HarnessRunner(dg.ConfigurableResource):
-    """How harnesses are run: for rollouts, parallelism, repeats, deadlines, resume, failure and
-    masking budgets; for the conformance suite, the per-episode timeout and how many episodes
-    run at once (`conformance_jobs`; default: the number of cores). Every process (episodes,
-    harness programs, the gateway) is started and supervised by the library, never by Dagster
-    code. `allow_unsandboxed` lets model-written code be verified, and command or cli
-    harnesses run, without isolation where no sandbox can be made (records then say
-    `sandbox: none`); leave it off. `quarantine_corrupt` lets a resume move a damaged run file
-    aside instead of failing. `resume` continues the partition's last run; a run that
-    re-executes a failed run (Dagster's run retry) resumes whatever `resume` says."""
+    """How harnesses are run: for rollouts, parallelism, repeats, deadlines, resume, and the
+    budget of unmeasured rollouts (`max_unmeasured_share`: masked, failed or never run; past it
+    the blocking `unmeasured_share` check fails); for the conformance suite, the per-episode
+    timeout and how many episodes run at once (`conformance_jobs`; default: the number of
+    cores). Every process (episodes, harness programs, the gateway) is started and supervised
+    by the library, never by Dagster code. `allow_unsandboxed` lets model-written code be
+    verified, and command or cli harnesses run, without isolation where no sandbox can be made
+    (records then say `sandbox: none`); leave it off. `quarantine_corrupt` lets a resume move a
+    damaged run file aside instead of failing. `resume` continues the partition's last run; a
+    run that re-executes a failed run (Dagster's run retry) resumes whatever `resume` says."""
 
     concurrency: int = _RUN.concurrency
     repeats: int | None = _RUN.repeats
@@ -64,8 +64,7 @@ class HarnessRunner(dg.ConfigurableResource):
     resume: bool = _RUN.resume
     quarantine_corrupt: bool = _RUN.quarantine_corrupt
     max_attempts: int = _RUN.max_attempts
-    max_failure_rate: float = DEFAULT_MAX_FAILURE_RATE
-    max_masked_share: float = DEFAULT_MAX_MASKED_SHARE
+    max_unmeasured_share: float = _RUN.max_unmeasured_share
     allow_unsandboxed: bool = _RUN.allow_unsandboxed
     conformance_timeout_s: float = DEFAULT_TIMEOUT_S
     conformance_jobs: int | None = None

@@ -221,5 +221,6 @@ def render(report: ReportInput) -> str:
     return (
         "<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8>"
         f"<title>{escape(title)}</title><style>{STYLE}</style></head>\n<body>\n"
-        f"<h1>{escape(title)}</h1>\n{body}\n</body></html>\n"
+        f"<h1>{escape(title)}</h1>\n<p>{escape(report.totals.headline)}</p>\n{body}\n"
+        "</body></html>\n"
     )

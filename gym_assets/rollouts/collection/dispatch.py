@@ -4,9 +4,12 @@ Per rollout: the plan gate (a refused task is a terminal ``plan_mismatch`` row a
 sent), a clean capture key (a rollout killed in flight may have left a partial capture under
 the same key), the reference script on the gateway when the upstream replays references, then
 ``EnvironmentServer.run`` under the rollout deadline. A result becomes a success record with the
-projected trajectory; anything else becomes exactly one failure-sidecar row, plus a masked
-record when the agent gave up on a model call the endpoint answered with an HTTP error
-(``records.failed_call_record``). Rows are appended as each rollout finishes (completion order);
+projected trajectory. A failure is sorted by the accounting (``records.accounting``): one the
+model's output caused becomes a measured record scoring 0 (no failure row); ours becomes one
+failure-sidecar row, plus, when the agent gave up on a model call the endpoint answered with an
+HTTP error, a masked record its verifier graded (``records.failure_record``). The rollout
+deadline is the model's when the model had answered (the time went on what it said), else the
+endpoint's. Rows are appended as each rollout finishes (completion order);
 at most ``concurrency`` rollouts run at once.
 """
 
@@ -15,12 +18,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from gym_assets.records import keys
-from gym_assets.records.contracts import EnvironmentServer, RunGateway, Step
+from gym_assets.records.accounting import caused_by_model
+from gym_assets.records.contracts import EnvironmentServer, ResourcesServer, RunGateway, Step
 from gym_assets.records.episode import (
     EpisodeId,
     EpisodeRequest,
@@ -37,16 +41,23 @@ from gym_assets.rollouts.collection.plan_gate import PLAN_MISMATCH, PlanGate
 from gym_assets.rollouts.collection.progress import Progress
 from gym_assets.rollouts.collection.records import (
     AGENT_REQUEST_FAILED,
+    answer_before,
     environment_failure_row,
-    failed_call_record,
+    failure_record,
     failure_row,
     stamps,
     success_record,
 )
 from gym_assets.rollouts.collection.trajectory import project
+from gym_assets.rollouts.collection.verification import verify_answer
 from gym_assets.rollouts.episodes.legacy import LEGACY_RELAY
 from gym_assets.rollouts.episodes.model_calls import shared_connections
-from gym_assets.rollouts.gateway.capture import capture_path, incomplete_marker, read_capture
+from gym_assets.rollouts.gateway.capture import (
+    answered,
+    capture_path,
+    incomplete_marker,
+    read_capture,
+)
 
 ScriptFor = Callable[[RolloutInput], Sequence[Step]]
 
@@ -63,6 +74,8 @@ class Dispatcher:
     records: AppendLog
     failures: AppendLog
     progress: Progress
+    # the resources server of each environment server, grading a failed call's evidence
+    verifiers: Mapping[str, ResourcesServer] = field(default_factory=dict)
     script_for: ScriptFor | None = None  # set when the upstream replays reference scripts
     timeout_s: float | None = None
 
@@ -111,13 +124,12 @@ class Dispatcher:
         self._discard_capture(key)
         if self.script_for is not None:
             await self.gateway.set_reference_script(key, self.script_for(item))
+        reply: EpisodeResponse | dict | None = None
         try:
             async with asyncio.timeout(self.timeout_s):
                 reply = await server.run(self._request(item, episode_id))
         except TimeoutError:
-            message = f"rollout exceeded its {self.timeout_s:g} s deadline"
-            kind = "agent_timeout"
-            return [failure_row(stamped, kind, message, terminal=False, kind=kind)]
+            row = self._deadline_row(stamped, key)
         except Exception as exc:
             row = failure_row(
                 stamped,
@@ -127,11 +139,23 @@ class Dispatcher:
                 kind="agent_run_error",
                 error_type=type(exc).__name__,
             )
-            return [row]
-        row = self._row(item, episode_id, stamped, reply)
+        else:
+            row = self._row(item, episode_id, stamped, reply)
         if keys.FAILURE_CLASS not in row:
             return [row]
-        return [row, *self._failed_call_records(item, episode_id, stamped, row, reply)]
+        return await self._account(item, key, stamped, row, reply)
+
+    def _deadline_row(self, stamped: RolloutStamps, key: str) -> dict[str, Any]:
+        """The failure of a rollout past its deadline: the model's (``agent_timeout``) when
+        the model had answered, so the time went on what it said; else the endpoint's, which
+        never answered in time (``agent_request_failed``, tried again on resume)."""
+        calls = read_capture(self.gateway.capture_dir, key).get("calls") or []
+        spoke = any(answered(call) for call in calls)
+        kind = "agent_timeout" if spoke else AGENT_REQUEST_FAILED
+        message = f"rollout exceeded its {self.timeout_s:g} s deadline" + (
+            "" if spoke else " before the model endpoint answered"
+        )
+        return failure_row(stamped, kind, message, terminal=spoke, kind=kind)
 
     def _request(self, item: RolloutInput, episode_id: EpisodeId) -> EpisodeRequest | dict:
         """An episode request for a task; the row itself for a flat row, and for a task sent
@@ -186,49 +210,72 @@ class Dispatcher:
         evidence = {keys.TRAJECTORY: trajectory, keys.MODEL_CALL_CAPTURE: capture}
         return success_record(result, stamped.to_row(), evidence)
 
-    def _failed_call_records(
+    async def _account(
         self,
         item: RolloutInput,
-        episode_id: EpisodeId,
+        key: str,
         stamped: RolloutStamps,
         failure: dict[str, Any],
-        reply: EpisodeResponse | dict,
+        reply: EpisodeResponse | dict | None,
     ) -> list[dict[str, Any]]:
-        """The masked record of a failure row, when it is a model call that failed for good:
-        the agent gave up (``agent_request_failed`` at stage ``agent``) on a call the endpoint
-        answered with an HTTP error, i.e. a 4xx retrying cannot fix, or what the agent's client
-        still got after its retries. A call that got no answer at all (the connection broke)
-        proves nothing about the model and stays a sidecar row, dispatched again on resume."""
-        if (
-            failure.get(keys.FAILURE_KIND) != AGENT_REQUEST_FAILED
-            or failure.get(keys.FAILURE_STAGE) != "agent"
-        ):
-            return []
-        key = episode_id.capture_key
+        """The rows of a failed attempt, as the accounting counts it: the model's failure is
+        a measured record scoring 0 (and no failure row); ours is its failure row, and for a
+        model call that failed for good also a masked record graded by its verifier."""
+        kind = failure.get(keys.FAILURE_KIND)
+        model_caused = caused_by_model(kind)
+        if not (model_caused or self._failed_for_good(key, failure)):
+            return [failure]
         captured = read_capture(self.gateway.capture_dir, key)
-        calls = captured.get("calls") or []
-        status = calls[-1].get("status_code") if calls else None
-        if not (isinstance(status, int) and status >= 400):
-            return []
         if isinstance(reply, EpisodeResponse):
             extra = (reply.failure.model_extra if reply.failure else None) or {}
             observations = extra.get(keys.AGENT_OBSERVATIONS)
         else:
-            observations = reply.get(keys.AGENT_OBSERVATIONS)
+            observations = None if reply is None else reply.get(keys.AGENT_OBSERVATIONS)
         capture, trajectory = project(
             captured, observations, task_id=item.task_id, rollout_id=key, resolved=None
         )
-        task_input = item.task_input()
-        request = task_input.get("responses_create_params")
-        record = failed_call_record(
+        request = item.task_input().get("responses_create_params")
+        response = answer_before(failure)
+        reason = str(failure[keys.FAILURE_MESSAGE])
+        verified = None if model_caused else await self._verify(item, response)
+        record = failure_record(
             stamped,
-            str(failure[keys.FAILURE_MESSAGE]),
+            str(kind),
+            reason,
             request=request if isinstance(request, dict) else None,
-            response=failure.get(keys.FAILURE_PARTIAL_RESPONSE),
+            response=response,
             observations=observations,
             evidence={keys.TRAJECTORY: trajectory, keys.MODEL_CALL_CAPTURE: capture},
+            verified=verified,
         )
-        return [record]
+        return [record] if model_caused else [failure, record]
+
+    def _failed_for_good(self, key: str, failure: dict[str, Any]) -> bool:
+        """A model call that failed for good: the agent gave up (``agent_request_failed`` at
+        stage ``agent``) on a call the endpoint answered with an HTTP error, i.e. a 4xx retrying
+        cannot fix, or what the agent's client still got after its retries. A call that got no
+        answer at all (the connection broke) proves nothing about the model and stays a sidecar
+        row, dispatched again on resume."""
+        if (
+            failure.get(keys.FAILURE_KIND) != AGENT_REQUEST_FAILED
+            or failure.get(keys.FAILURE_STAGE) != "agent"
+        ):
+            return False
+        calls = read_capture(self.gateway.capture_dir, key).get("calls") or []
+        status = calls[-1].get("status_code") if calls else None
+        return isinstance(status, int) and status >= 400
+
+    async def _verify(self, item: RolloutInput, response: dict[str, Any]) -> dict[str, Any] | None:
+        """What the verifier makes of a failed call's evidence (NeMo Gym PR #4048), or None
+        when nothing verifies it (no resources server, or the verifier raised)."""
+        resources = self.verifiers.get(item.server)
+        if resources is None:
+            return None
+        try:
+            answer = {"response": response}
+            return await verify_answer(resources, item.task_input(), answer, "failed-call")
+        except Exception:  # no grade: the record stays masked and says it was not evaluated
+            return None
 
     def _discard_capture(self, key: str) -> None:
         capture_dir = Path(self.gateway.capture_dir)

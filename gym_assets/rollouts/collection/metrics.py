@@ -3,12 +3,16 @@
 Everything is derived from the inventory (materialized inputs), the success records and the
 failure rows, sorted by ``(task, rollout)`` first, so the same files give the same numbers.
 
+- ``summary``: the score with its denominator ("mean 0.500 over 10 of 10 planned; 0 masked;
+  0 failed"), the same line the command, the report and the Dagster metadata show.
 - ``passed``: measured rollouts whose reward is at least 1.0.
 - ``outcomes``: every planned rollout is exactly one of measured (reward, not masked), masked,
   unscored (no reward: not a zero), failed (no success, at least one failed attempt) or pending
   (no row at all: never dispatched, or lost in flight).
 - ``failure_kinds``: the latest failure of each failed rollout, by vocabulary name.
 - ``masked_kinds``: the ``failure_kind`` of each masked record (why it is not a measurement).
+- ``model_failure_kinds``: the ``failure_kind`` of each measured record the model's own failure
+  scored 0 (``records.accounting``).
 - ``agent_metrics``: mean, min, max, median and population std of every numeric top-level field
   over the unmasked successes (masked results are not measurements).
 - ``pass_at_k``: for k in 1..the most rollouts a task has, the unbiased estimate
@@ -27,10 +31,11 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from gym_assets.records import keys
+from gym_assets.records.accounting import outcome_of
 from gym_assets.records.keys import ENVIRONMENT_SERVER
 from gym_assets.rollouts.collection.inputs import RolloutInput
 from gym_assets.rollouts.collection.ledger import Key
-from gym_assets.rollouts.collection.records import failure_kind_of, outcome_of
+from gym_assets.rollouts.collection.records import failure_kind_of
 
 PASS_REWARD = 1.0
 HISTOGRAM_BINS = 10
@@ -60,6 +65,20 @@ class Outcomes:
         """Rollouts with a success record, whether or not it scores."""
         return self.measured + self.masked + self.unscored
 
+    @property
+    def planned(self) -> int:
+        return self.measured + self.masked + self.unscored + self.failed + self.pending
+
+    @property
+    def unmeasured(self) -> int:
+        """Rollouts our machinery lost a measurement of: masked, failed or never run. (An
+        unscored one is a verifier's design, not a loss.)"""
+        return self.masked + self.failed + self.pending
+
+    @property
+    def unmeasured_share(self) -> float:
+        return self.unmeasured / self.planned if self.planned else 0.0
+
 
 @dataclass(frozen=True)
 class HistogramBin:
@@ -77,6 +96,7 @@ class RunTotals:
     outcomes: Outcomes
     failure_kinds: Mapping[str, int]  # sorted by kind
     masked_kinds: Mapping[str, int]  # sorted by kind
+    model_failure_kinds: Mapping[str, int]  # sorted by kind
     key_metrics: Mapping[str, float]  # ``mean/reward`` and ``pass@1``, when there are any
     agent_metrics: Mapping[str, float]
     pass_at_k: Mapping[str, float]
@@ -87,12 +107,32 @@ class RunTotals:
         return self.key_metrics.get("mean/reward")
 
     @property
+    def unmeasured_kinds(self) -> dict[str, int]:
+        """Why rollouts went unmeasured, by kind (masked and failed ones; ``pending``: never
+        run or lost in flight), sorted by kind."""
+        kinds: Counter[str] = Counter(self.failure_kinds) + Counter(self.masked_kinds)
+        kinds["pending"] += self.outcomes.pending
+        return dict(sorted((+kinds).items()))
+
+    @property
+    def headline(self) -> str:
+        """The score with its denominator, e.g. "mean 0.500 over 10 of 10 planned; 0 masked;
+        0 failed": every planned rollout is in it, measured or said why not."""
+        o = self.outcomes
+        mean = "mean -" if self.reward_mean is None else f"mean {self.reward_mean:.3f}"
+        parts = [f"{mean} over {o.measured} of {o.planned} planned"]
+        parts += [f"{o.masked} masked", f"{o.failed} failed"]
+        parts += [f"{o.unscored} unscored"] if o.unscored else []
+        parts += [f"{o.pending} pending"] if o.pending else []
+        return "; ".join(parts)
+
+    @property
     def pass_at_1(self) -> float | None:
         return self.pass_at_k.get("pass@1")
 
     def to_json(self) -> dict[str, Any]:
         """The entry's fields in the aggregate-metrics file, in the file's order."""
-        entry = asdict(self)
+        entry = {"summary": self.headline, **asdict(self)}
         entry["reward_histogram"] = list(entry["reward_histogram"])
         return entry
 
@@ -194,6 +234,7 @@ def summarize(
     outcomes: Counter[str] = Counter()
     kinds: Counter[str] = Counter()
     masked_kinds: Counter[str] = Counter()
+    model_kinds: Counter[str] = Counter()
     unmasked: list[dict[str, Any]] = []
     passes: dict[int, list[bool]] = defaultdict(list)
     rollouts_per_task: Counter[int] = Counter()
@@ -210,6 +251,8 @@ def summarize(
             unmasked.append({k: v for k, v in record.items() if k not in STRIPPED_FIELDS})
         if record is not None and outcome == "measured":
             passes[item.key[0]].append(passed(record))
+            if record.get("failure_kind") is not None:
+                model_kinds[str(record["failure_kind"])] += 1
     stats = field_stats(unmasked)
     pass_k = pass_at_k(passes, max(rollouts_per_task.values(), default=0))
     rewards = [r["reward"] for r in unmasked if isinstance(r.get("reward"), int | float)]
@@ -221,6 +264,7 @@ def summarize(
         outcomes=Outcomes(**outcomes),
         failure_kinds=dict(sorted(kinds.items())),
         masked_kinds=dict(sorted(masked_kinds.items())),
+        model_failure_kinds=dict(sorted(model_kinds.items())),
         key_metrics=key_metrics,
         agent_metrics=stats,
         pass_at_k=pass_k,

@@ -5,25 +5,26 @@ protocol fields) plus the collector stamps and the evidence collection owns (``n
 ``ng_model_call_capture``). A failure row carries ``_ng_failure_*`` keys and the same stamps,
 never a ``reward`` or a synthetic ``response``: the split between the two is structural.
 
-One failure also gets a record (NeMo Gym PR #4048): a rollout whose model call failed for good
-(the endpoint answered an HTTP error the agent could not get past). The rollout did run, and
-its evidence (every failed attempt, who made it) is what a reader needs to see why, so it is
-kept as a masked record with reward 0 beside its sidecar row, which keeps the failure's details.
+Two failures become records instead of rows alone (docs/rollouts.md, "Accounting"): one the
+model's output caused is a measured record scoring 0 that names the failure (and no failure
+row), and a rollout whose model call failed for good (NeMo Gym PR #4048) keeps its failure row
+and gets a masked record graded by its verifier, whatever reward the verifier gives.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any
 
 from gym_assets.records import keys
+from gym_assets.records.accounting import caused_by_model
 from gym_assets.records.episode import EpisodeFailure, TaskId, clip_reason
 from gym_assets.records.evidence import FailureSidecarRow
 from gym_assets.records.stamps import RolloutStamps
 from gym_assets.rollouts.collection.inputs import RolloutInput
 
 AGENT_REQUEST_FAILED = "agent_request_failed"
-Outcome = Literal["measured", "masked", "unscored"]
+VERIFIER_REWARD = "verifier_reward"  # what the verifier awarded a rollout masked anyway
 
 
 def stamps(item: RolloutInput, attempt: int, result_type: str, agent: str | None) -> RolloutStamps:
@@ -42,33 +43,44 @@ def success_record(
     return {**result, **evidence, **stamps_row}
 
 
-def failed_call_record(
+def failure_record(
     stamped: RolloutStamps,
+    kind: str,
     reason: str,
     *,
     request: dict[str, Any] | None,
-    response: dict[str, Any] | None,
+    response: dict[str, Any],
     observations: Any,
     evidence: dict[str, Any],
+    verified: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The masked record of a rollout whose model call failed for good: reward 0, not a
-    measurement (``mask_sample``), never verified (``evaluation_completed: false``).
-
-    ``response`` is what the agent had answered before the failure, else an empty failed one.
+    """The record of a rollout that ended on a failure of ``kind``, as the accounting counts it:
+    the model's failure scores 0, measured; ours is masked. ``verified`` is what the verifier
+    made of the evidence (a failed call's rollout, NeMo Gym PR #4048): its reward is kept as
+    ``verifier_reward``, and never counts, since a mask is ours to set.
     """
-    if response is None:
-        response = {"output": [], "status": "failed", "usage": None, "error": {"message": reason}}
     result: dict[str, Any] = {} if request is None else {"responses_create_params": request}
-    result |= {
+    result |= dict(verified or {"evaluation_completed": False}) | {
         "response": response,
         "reward": 0.0,
-        "evaluation_completed": False,
-        "mask_sample": True,
-        "failure_kind": AGENT_REQUEST_FAILED,
+        "mask_sample": not caused_by_model(kind),
+        "failure_kind": kind,
         "failure_reason": clip_reason(reason),
         keys.AGENT_OBSERVATIONS: observations,
     }
+    if verified is not None:
+        result[VERIFIER_REWARD] = verified.get("reward")
     return success_record(result, stamped.to_row(), evidence)
+
+
+def answer_before(failure: Mapping[str, Any]) -> dict[str, Any]:
+    """What the agent had answered before a failure (its partial response), else an empty
+    failed response saying why: the answer a failure's record keeps and its verifier grades."""
+    partial = failure.get(keys.FAILURE_PARTIAL_RESPONSE)
+    if isinstance(partial, dict):
+        return partial
+    message = {"message": str(failure.get(keys.FAILURE_MESSAGE))}
+    return {"output": [], "status": "failed", "usage": None, "error": message}
 
 
 def failure_row(
@@ -98,15 +110,6 @@ def failure_row(
 def environment_failure_row(stamped: RolloutStamps, failure: EpisodeFailure) -> dict[str, Any]:
     """A failure the environment server handled and reported."""
     return failure.sidecar().to_row(stamped.to_row())
-
-
-def outcome_of(record: dict[str, Any]) -> Outcome:
-    """Masked when the verifier says so; unscored without a reward; measured otherwise."""
-    if record.get("mask_sample") is True:
-        return "masked"
-    if record.get("reward") is None:
-        return "unscored"
-    return "measured"
 
 
 def failure_kind_of(row: dict[str, Any]) -> str:

@@ -57,6 +57,16 @@ class ModelRequestFailed(Exception):
         self.status_code = status_code
 
 
+class HarnessKilled(Exception):
+    """A harness died of a signal after the model had answered it: killed or crashed by what
+    the model made it do (its ``agent_killed`` failure scores 0; docs/rollouts.md)."""
+
+
+class AnswerRejected(ValueError):
+    """A verifier cannot read the model's answer (oversized, unparseable): the model's failure
+    (``verifier_answer_rejected`` scores 0), where any other verifier exception is ours."""
+
+
 def classify(exc: BaseException, stage: str) -> tuple[bool, str]:
     """``(terminal, failure_kind)`` of an exception raised by a dependency at ``stage``."""
     if isinstance(exc, ModelRequestFailed):
@@ -72,6 +82,10 @@ def classify(exc: BaseException, stage: str) -> tuple[bool, str]:
         return False, "transport_timeout"
     if isinstance(exc, ConnectionError):
         return False, "transport_unreachable"
+    if isinstance(exc, HarnessKilled):
+        return True, "agent_killed"
+    if isinstance(exc, AnswerRejected):
+        return True, "verifier_answer_rejected"
     if isinstance(exc, ProtocolViolation | SessionConflict):
         return True, "protocol_violation"
     return True, _STAGE_KINDS.get(stage, ENVIRONMENT_SERVER_FAILED)

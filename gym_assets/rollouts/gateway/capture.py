@@ -82,6 +82,12 @@ def stream_category(stream: StreamAssembler) -> str | None:
     return "capture_parse_error" if stream.unparseable else None
 
 
+def answered(call: Mapping[str, Any]) -> bool:
+    """Whether a captured call got a usable answer (a 2xx that ended well)."""
+    status = call.get("status_code")
+    return isinstance(status, int) and 200 <= status < 300 and call.get("error_category") is None
+
+
 def client_session_id(headers: Mapping[str, str]) -> str | None:
     for name in SESSION_HEADERS:
         value = headers.get(name)

@@ -62,7 +62,8 @@ def test_refusals_exit_1_with_one_error_line(data, tmp_path, capsys):
 
 @pytest.mark.parametrize("name", ["units", "arith"])  # a native and a legacy (flat) server
 def test_a_run_where_nothing_produced_a_result_exits_1(data, tmp_path, capsys, name):
-    # Every rollout outlives its deadline (each answer takes 30 s, the deadline is 0.2 s): a
+    # Every rollout outlives its deadline (each answer takes 30 s, the deadline is 0.2 s) before
+    # the endpoint answered: the endpoint's failure (ours, retried), not the model's, so a
     # failure without a record, unlike a model call the endpoint refused.
     script = _script(tmp_path, [{"text": "42"}])
     code = _cli(
@@ -74,7 +75,7 @@ def test_a_run_where_nothing_produced_a_result_exits_1(data, tmp_path, capsys, n
     err = capsys.readouterr().err
     assert "none of the 2 dispatched rollouts produced a result" in err
     rows = list(read_jsonl(RunFiles(tmp_path / "run").failures))
-    assert [r["_ng_failure_class"] for r in rows] == ["agent_timeout"] * 2
+    assert [r["_ng_failure_class"] for r in rows] == ["agent_request_failed"] * 2
     assert all(r["_ng_failure_terminal"] is False and "reward" not in r for r in rows)
     assert list(read_jsonl(RunFiles(tmp_path / "run").records)) == []
 

@@ -1,8 +1,10 @@
 """A rollout whose model call failed for good still leaves a judged record (NeMo Gym PR #4048).
 
 Real runs through the gateway with a scripted upstream: a permanent 400, and 500 / 429 answered
-until the agent's client runs out of retries. Each rollout gets a masked record (reward 0, every
-captured attempt in its trajectory, owned by the agent's invocation) and keeps its sidecar row;
+until the agent's client runs out of retries. Each rollout's evidence still reaches its verifier,
+and it gets a masked record (reward 0, the verifier's own reward kept as ``verifier_reward``,
+every captured attempt in its trajectory, owned by the agent's invocation) whatever the verifier
+awarded, and keeps its sidecar row;
 `conformance inspect` judges that record under the `model_error` scope.
 """
 
@@ -42,7 +44,8 @@ def _assert_failed_call_record(record: dict[str, Any], status: int, attempts: in
     assert record["mask_sample"] is True
     assert record["failure_kind"] == "agent_request_failed"
     assert str(status) in record["failure_reason"]
-    assert record["reward"] == 0.0 and record["evaluation_completed"] is False
+    assert record["reward"] == 0.0 and record["evaluation_completed"] is True  # verified
+    assert record["verifier_reward"] == 0.0  # an empty answer
     assert record["response"]["output"] == [] and record["response"]["status"] == "failed"
     trajectory = record["ng_trajectory"]
     assert trajectory["rollout_id"] == f"{record['_ng_task_index']}-0"
@@ -80,8 +83,8 @@ def test_a_permanent_400_leaves_a_masked_record_and_its_sidecar_row(tmp_path, ca
     assert code == 1
     assert "masked by kind  : agent_request_failed 2" in captured.out
     error = captured.err.strip().splitlines()[-1]
-    assert error.startswith("error: 2 of 2 rollouts were masked")
-    assert "agent_request_failed 2" in error and "HTTP error" in error
+    assert error.startswith("error: 2 of 2 planned rollouts unmeasured (100.0%; budget 5%)")
+    assert "by kind: agent_request_failed 2" in error and "model endpoint failed" in error
     (metrics,) = json.loads(files.aggregate_metrics.read_text())
     assert metrics["outcomes"]["masked"] == 2 and metrics["outcomes"]["failed"] == 0
     assert metrics["masked_kinds"] == {"agent_request_failed": 2}
@@ -159,3 +162,20 @@ def test_an_endpoint_that_never_answers_leaves_only_sidecar_rows(tmp_path, capsy
     (failure,) = read_jsonl(files.failures)
     assert failure["_ng_failure_kind"] == "agent_request_failed"
     assert failure["_ng_failure_terminal"] is False
+
+
+def test_a_positive_verifier_reward_on_a_failed_call_is_still_masked(tmp_path, capsys):
+    """The right answer (81752) came before the call that failed for good: the verifier awards
+    1.0 from the evidence, and the rollout stays masked with that reward kept beside it."""
+    steps = [{"text": "81752", "call": "calculate", "args": {"expression": "1"}}]
+    steps += [{"error": 400, "times": 100, "message": "context too long"}]
+    code = _run(tmp_path, "arith", steps, "--max-unmeasured-share", "1")
+    assert code == 0  # a budget of 100%: the masked rollouts are within it
+    files = RunFiles(tmp_path / "run")
+    first = next(r for r in read_jsonl(files.records) if r["_ng_task_index"] == 0)
+    assert first["verifier_reward"] == 1.0 and first["evaluation_completed"] is True
+    assert first["reward"] == 0.0 and first["mask_sample"] is True
+    assert first["failure_kind"] == "agent_request_failed"
+    (metrics,) = json.loads(files.aggregate_metrics.read_text())
+    assert metrics["summary"] == "mean - over 0 of 2 planned; 2 masked; 0 failed"
+    assert "mean - over 0 of 2 planned; 2 masked; 0 failed" in capsys.readouterr().out

@@ -124,12 +124,16 @@ def test_run_totals_are_typed_and_write_the_files_entry():
     assert totals.reward_histogram[0] == HistogramBin(0.0, 0.1, 1)
     (entry,) = aggregate(inputs, records, failures)
     assert list(entry) == ["agent_ref", "_ng_environment_server", *totals.to_json()]
+    assert totals.headline == "mean 0.500 over 2 of 4 planned; 1 masked; 1 failed"
+    assert totals.unmeasured_kinds == {"agent_request_failed": 1, "agent_timeout": 1}
     assert list(totals.to_json()) == [
+        "summary",
         "rollouts",
         "passed",
         "outcomes",
         "failure_kinds",
         "masked_kinds",
+        "model_failure_kinds",
         "key_metrics",
         "agent_metrics",
         "pass_at_k",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from gym_assets.records.accounting import outcome_of
 from gym_assets.records.episode import EpisodeFailure
 from gym_assets.records.evidence import FailureSidecarRow, RolloutRecord
 from gym_assets.rollouts.collection.files import AppendLog, RunFiles, read_jsonl, repair_tail
@@ -12,7 +13,6 @@ from gym_assets.rollouts.collection.ledger import Ledger
 from gym_assets.rollouts.collection.records import (
     environment_failure_row,
     failure_row,
-    outcome_of,
     stamps,
     success_record,
 )

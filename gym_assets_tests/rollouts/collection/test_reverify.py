@@ -115,7 +115,7 @@ def test_records_of_failed_model_calls_are_kept_as_they_are(tmp_path):
     summary = json.loads((out.out_dir / "reverify_summary.json").read_text())
     assert (summary["rescored"], summary["kept"], summary["changed"]) == (
         0,
-        {"never_graded": 2},
+        {"scored_by_failure": 2},
         0,
     )
 

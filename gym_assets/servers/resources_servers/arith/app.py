@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from gym_assets.records.contracts import Step
+from gym_assets.rollouts.episodes.failures import AnswerRejected
 from gym_assets.rollouts.episodes.resources import SessionResources, graded
 from gym_assets.rollouts.episodes.responses import final_text, input_items, message_text
 
@@ -77,9 +78,15 @@ def _evaluate(node: ast.AST) -> int:
 
 
 def answer_integer(text: str) -> int | None:
-    """The last integer written in ``text`` (thousands separators ignored)."""
+    """The last integer written in ``text`` (thousands separators ignored); one longer than
+    Python converts (``sys.get_int_max_str_digits``) is an answer this verifier rejects."""
     found = _INTEGER.findall(text.replace(",", ""))
-    return int(found[-1]) if found else None
+    if not found:
+        return None
+    try:
+        return int(found[-1])
+    except ValueError:
+        raise AnswerRejected(f"the answer's last integer has {len(found[-1]):,} digits") from None
 
 
 class ArithResources(SessionResources[None]):

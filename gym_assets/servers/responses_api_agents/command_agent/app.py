@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -34,11 +35,12 @@ from gym_assets.records import keys
 from gym_assets.records.contracts import GatewayHandle, ResourcesServer
 from gym_assets.records.evidence import AgentObservations, GapCode, SandboxObservation
 from gym_assets.rollouts.episodes.agents import ActivationSettings, AgentSession, SessionAgent
-from gym_assets.rollouts.episodes.failures import ModelRequestFailed
+from gym_assets.rollouts.episodes.failures import HarnessKilled, ModelRequestFailed
 from gym_assets.rollouts.episodes.launch import EpisodeFiles, launch_of, run_isolated
 from gym_assets.rollouts.episodes.observations import Invocation
 from gym_assets.rollouts.episodes.responses import input_items, message_text
 from gym_assets.rollouts.gateway import read_capture
+from gym_assets.rollouts.gateway.capture import answered
 from gym_assets.rollouts.gateway.script import is_assistant_item
 from gym_assets.rollouts.harnesses.adapters import Adapter, Api, CliEpisode, adapter_named
 from gym_assets.sandbox import Isolation, SandboxPolicy
@@ -85,6 +87,20 @@ class Settings(ActivationSettings):
         if bool(self.command) == (self.adapter is not None):
             raise ValueError("give exactly one of command (an argv) or adapter (a cli harness)")
         return self
+
+
+class HarnessCrashed(RuntimeError):
+    """The program died of a signal before the model had answered it: ours, not the model's."""
+
+
+def killed_by(exit_code: int) -> str | None:
+    """The signal a program died of (negative: as asyncio reports it; 128 + N: as the sandbox's
+    init passes it on), or None for an exit of its own."""
+    number = -exit_code if exit_code < 0 else exit_code - 128
+    try:
+        return signal.Signals(number).name if exit_code < 0 or exit_code > 128 else None
+    except ValueError:
+        return None
 
 
 class HarnessWroteNothing(RuntimeError):
@@ -144,8 +160,13 @@ class CommandAgent(SessionAgent):
             self._reported.setdefault(key, []).append(bundle)
             session.partial_response = _response(files, bundle, invocation, params)
         calls = self._captured(key)[before:]
-        if calls and not _succeeded(calls[-1]):
+        if calls and not answered(calls[-1]):
             raise ModelRequestFailed(calls[-1].get("status_code"), calls[-1].get("error_category"))
+        killer = None if exit_code is None else killed_by(exit_code)
+        if killer is not None:
+            raise (HarnessKilled if any(map(answered, calls)) else HarnessCrashed)(
+                f"the harness died of {killer} (exit code {exit_code}); see {files.log}"
+            )
         if not bundle["records"]:
             raise HarnessWroteNothing(
                 f"the harness wrote no usable {files.observations.name} (exit code {exit_code}); "
@@ -225,19 +246,14 @@ def _prompt(params: Mapping[str, Any], roles: tuple[str, ...] = ("user",)) -> st
     return "\n\n".join(message_text(item) for item in items if item.get("role") in roles)
 
 
-def _succeeded(call: Mapping[str, Any]) -> bool:
-    status = call.get("status_code")
-    return isinstance(status, int) and 200 <= status < 300 and call.get("error_category") is None
-
-
 def _captured_usage(calls: list[dict[str, Any]]) -> dict[str, int] | None:
     """The activation's usage as the gateway captured it: the sum over its answered calls,
     or None when any count is unknown (never a zero for a count nobody reported)."""
-    answered = [call for call in calls if _succeeded(call)]
+    ok = [call for call in calls if answered(call)]
     usage: dict[str, int] = {}
     for key, field in USAGE_FIELDS:
-        counts = [count for call in answered if isinstance(count := call.get(field), int)]
-        if not answered or len(counts) < len(answered):
+        counts = [count for call in ok if isinstance(count := call.get(field), int)]
+        if not ok or len(counts) < len(ok):
             return None
         usage[key] = sum(counts)
     return usage
