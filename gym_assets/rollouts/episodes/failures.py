@@ -6,6 +6,7 @@ and timeout errors. Everything else â€” 4xx, schema or identity problems, bugs â
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -57,8 +58,42 @@ class ModelRequestFailed(Exception):
         self.status_code = status_code
 
 
+# Signals that say the program faulted, as opposed to being stopped by someone.
+CRASH_SIGNALS = frozenset(
+    {
+        signal.SIGILL,
+        signal.SIGTRAP,
+        signal.SIGABRT,
+        signal.SIGBUS,
+        signal.SIGFPE,
+        signal.SIGSEGV,
+        signal.SIGSYS,
+    }
+)
+
+
+def crash_signal(exit_code: int | None) -> signal.Signals | None:
+    """The fault signal an exit code reports, if any: ``-N`` from a direct child, ``128+N``
+    through a shell or the sandbox (bwrap reports its child's death that way)."""
+    if exit_code is None:
+        return None
+    number = -exit_code if exit_code < 0 else exit_code - 128 if exit_code > 128 else 0
+    try:
+        found = signal.Signals(number)
+    except ValueError:
+        return None
+    return found if found in CRASH_SIGNALS else None
+
+
+class HarnessCrashed(Exception):
+    """A harness program died of a fault signal: whatever it wrote, it did not finish (not
+    terminal: a crash may not recur)."""
+
+
 def classify(exc: BaseException, stage: str) -> tuple[bool, str]:
     """``(terminal, failure_kind)`` of an exception raised by a dependency at ``stage``."""
+    if isinstance(exc, HarnessCrashed):
+        return False, "agent_crashed"
     if isinstance(exc, ModelRequestFailed):
         status = exc.status_code
         return status is not None and not is_retryable_status(status), "agent_request_failed"

@@ -14,8 +14,9 @@ The bundle is the program's, as written; a missing or invalid one is an
 in the run's sandbox (``run_isolated``), whose ``sandbox`` record (ours, not the program's)
 joins the bundle either way, so the evidence says what isolation it had. When the gateway's
 last exchange of the activation failed, the activation failed with it
-(``agent_request_failed``), whatever the program claimed; a program that left no usable
-bundle (it crashed, or never ran) has no result to grade, and the activation fails too.
+(``agent_request_failed``), whatever the program claimed; a program that died of a fault
+signal (SIGSEGV, SIGILL, ...) failed too (``agent_crashed``), whatever it wrote; and one that
+left no usable bundle (or never ran) has no result to grade, and the activation fails too.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from gym_assets.records import keys
 from gym_assets.records.contracts import GatewayHandle, ResourcesServer
 from gym_assets.records.evidence import AgentObservations, GapCode, SandboxObservation
 from gym_assets.rollouts.episodes.agents import ActivationSettings, AgentSession, SessionAgent
-from gym_assets.rollouts.episodes.failures import ModelRequestFailed
+from gym_assets.rollouts.episodes.failures import HarnessCrashed, ModelRequestFailed, crash_signal
 from gym_assets.rollouts.episodes.launch import EpisodeFiles, launch_of, run_isolated
 from gym_assets.rollouts.episodes.observations import Invocation
 from gym_assets.rollouts.episodes.responses import input_items, message_text
@@ -143,6 +144,11 @@ class CommandAgent(SessionAgent):
             bundle = _bundle(files.observations, self.settings.harness)
             self._reported.setdefault(key, []).append(bundle)
             session.partial_response = _response(files, bundle, invocation, params)
+        crashed = crash_signal(exit_code)
+        if crashed is not None:
+            raise HarnessCrashed(
+                f"the harness was killed by {crashed.name} (exit code {exit_code}); see {files.log}"
+            )
         calls = self._captured(key)[before:]
         if calls and not _succeeded(calls[-1]):
             raise ModelRequestFailed(calls[-1].get("status_code"), calls[-1].get("error_category"))
