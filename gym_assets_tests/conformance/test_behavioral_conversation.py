@@ -18,7 +18,6 @@ from gym_assets.conformance.witness import Witness
 from gym_assets_tests.conformance import fixtures as fx
 from gym_assets_tests.conformance.witness_fixtures import BASELINE, baseline_witness, behavioral
 
-TOOL = {"type": "function", "name": fx.TOOL_NAME, "parameters": {"type": "object"}}
 TASK = Prescription(
     tool_steps=BASELINE.tool_steps,
     expected_reward=BASELINE.expected_reward,
@@ -31,7 +30,7 @@ NEW = ("model.task_params", "model.full_history")
 def _turns() -> tuple[dict[str, Any], Witness]:
     record = fx.baseline_record()
     for call in fx.calls(record):
-        call["request"]["tools"] = [dict(TOOL)]
+        call["request"]["tools"] = [dict(fx.TASK_TOOL)]
     return record, baseline_witness(record)
 
 
