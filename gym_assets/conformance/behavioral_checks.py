@@ -146,8 +146,9 @@ SAMPLING_DEFAULTS: Mapping[str, float] = {"temperature": 1.0, "top_p": 1.0}
 _MAX_TOKENS = {"chat": ("max_completion_tokens", "max_tokens"), "responses": ("max_output_tokens",)}
 
 
-def _carries_tools(request: Any) -> bool:
-    """A turn of the task's conversation; a request without tools is auxiliary (a title)."""
+def carries_tools(request: Any) -> bool:
+    """A turn of the task's conversation; a request without tools is auxiliary (a title).
+    The scripted provider draws the same line."""
     tools = as_mapping(request).get("tools")
     return isinstance(tools, list) and bool(tools)
 
@@ -289,7 +290,7 @@ class BehavioralContext:
     @property
     def turns(self) -> list[WitnessedAttempt]:
         """The witnessed requests that were turns of the task's conversation (they offer tools)."""
-        return [a for a in self.witnessed.attempts if _carries_tools(a.request)]
+        return [a for a in self.witnessed.attempts if carries_tools(a.request)]
 
     # ------------------------------------------------------------------ model exchanges
 
@@ -464,7 +465,7 @@ def _full_history(ctx: BehavioralContext) -> bool:
     issued: list[str] = []
     previous: list[str] = []
     for attempt in ctx.witnessed.attempts:
-        if _carries_tools(attempt.request):
+        if carries_tools(attempt.request):
             body = as_mapping(attempt.request)
             said = list(_strings([_history(body), body.get("instructions")]))
             if not all(any(text in s for s in said) for text in texts):
