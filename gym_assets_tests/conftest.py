@@ -30,6 +30,7 @@ SLOW_MODULES = frozenset(
         "suite/test_command_harness_suite.py",
         "suite/test_conformance_resources.py",
         "suite/test_suite_run.py",
+        "suite/test_suite_blind_spots.py",
         "suite/test_supervise.py",
         # command harnesses: a harness program (and its descendants) per test
         "rollouts/episodes/test_command_agent.py",

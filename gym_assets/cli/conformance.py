@@ -55,7 +55,13 @@ def _add_profile_flags(parser: argparse.ArgumentParser) -> None:
         + ", ".join(other for other in PROFILES if other != PROFILE_ID)
         + f" name the same checks, and reports record {PROFILE_ID}",
     )
-    parser.add_argument("--no-tools", action="store_true", help="tool evidence is out of scope")
+    tools = parser.add_mutually_exclusive_group()
+    tools.add_argument(
+        "--tools", action="store_true",
+        help="tool evidence is in scope for every record (default: where the record's task "
+        "declares tools, as the benchmark gave it)",
+    )  # fmt: skip
+    tools.add_argument("--no-tools", action="store_true", help="tool evidence is out of scope")
     parser.add_argument("--no-verifier", action="store_true", help="grades are out of scope")
     parser.add_argument("--no-steps", action="store_true", help="step evidence is out of scope")
     parser.add_argument(
@@ -142,6 +148,7 @@ def _options(args: argparse.Namespace, capture_dir: Path | None = None) -> Inspe
         scope=scope,
         capture_dir=capture_dir,
         configs_root=workspace_of(args).configs,
+        tools_from_benchmark=not (args.tools or args.no_tools),
     )
 
 
@@ -196,6 +203,7 @@ def run_inspect(args: argparse.Namespace) -> int:
     except _checker_errors() as exc:
         return _checker_error(exc)
     gate = "met" if inspection.gate_met else "not met"
+    print(f"{inspection.summary['tool_scope']}")
     print(f"P0 gate {gate}: {inspection.report_dir}")
     return inspection.exit_code
 
@@ -209,6 +217,7 @@ def run_matrix(args: argparse.Namespace) -> int:
     except _checker_errors() as exc:
         return _checker_error(exc)
     gate = "every harness meets" if matrix.gate_met else "not every harness meets"
+    print(f"{matrix.document['tool_scope']}")
     print(f"{gate} the P0 gate: {matrix.matrix_dir}")
     return matrix.exit_code
 

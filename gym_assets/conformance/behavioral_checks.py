@@ -6,7 +6,7 @@ tool marked completed that exited 7). In a scripted scenario the provider witnes
 exchange and tool result itself (``witness.json``), so these checks compare the two sides —
 by fingerprint, never by copying payloads into a report.
 
-All 19 checks are tier P0, kind ``behavioral``. Each is a row of ``BEHAVIORAL_SPECS``: its
+All 21 checks are tier P0, kind ``behavioral``. Each is a row of ``BEHAVIORAL_SPECS``: its
 applicability comes from the scenario prescription alone, never from the data.
 """
 
@@ -44,6 +44,8 @@ class ScenarioPrescription(Protocol):
     """What a scenario prescribes; any object with these attributes (e.g. a scenario) fits.
 
     Tool exit codes are not here: the witness records the code prescribed for each call.
+    ``create_params`` is the task's ``responses_create_params`` with the run's overrides
+    applied; ``model`` is the run's model, what a harness must send when the task names none.
     """
 
     @property
@@ -54,6 +56,10 @@ class ScenarioPrescription(Protocol):
     def terminal_error(self) -> bool: ...
     @property
     def expected_reward(self) -> float: ...
+    @property
+    def create_params(self) -> Mapping[str, Any]: ...
+    @property
+    def model(self) -> str | None: ...
 
 
 @dataclass(frozen=True)
@@ -64,6 +70,8 @@ class Prescription:
     http_errors: tuple[int, ...] = ()
     terminal_error: bool = False
     expected_reward: float = 1.0
+    create_params: Mapping[str, Any] = field(default_factory=dict[str, Any])
+    model: str | None = None
 
 
 def _same_json(left: Any, right: Any) -> bool:
@@ -130,6 +138,97 @@ def witnessed_finish(request: Any, response: Any) -> Any:
     return as_mapping(choices[0]).get("finish_reason") if choices else None
 
 
+# Sampling parameters and the value an omitted (or null) one means: the OpenAI APIs' defaults.
+# A harness that leaves one out asks for the default, so it keeps a task that leaves it out too.
+SAMPLING_DEFAULTS: Mapping[str, float] = {"temperature": 1.0, "top_p": 1.0}
+# Where each dialect puts the task's ``max_output_tokens``. A harness may bound its replies when
+# the task sets no bound; it may not change a bound the task set.
+_MAX_TOKENS = {"chat": ("max_completion_tokens", "max_tokens"), "responses": ("max_output_tokens",)}
+
+
+def carries_tools(request: Any) -> bool:
+    """A turn of the task's conversation; a request without tools is auxiliary (a title).
+    The scripted provider draws the same line."""
+    tools = as_mapping(request).get("tools")
+    return isinstance(tools, list) and bool(tools)
+
+
+def _sampling(body: Mapping[str, Any], dialect: str) -> dict[str, Any]:
+    """The sampling a request (or the task's create params) asks for, defaults filled in."""
+    asked: dict[str, Any] = {
+        name: default if body.get(name) is None else body.get(name)
+        for name, default in SAMPLING_DEFAULTS.items()
+    }
+    names = _MAX_TOKENS[dialect]
+    asked["max_output_tokens"] = next((body[n] for n in names if body.get(n) is not None), None)
+    return asked
+
+
+def _same_number(left: Any, right: Any) -> bool:
+    if _is_number(left) and _is_number(right):
+        return left == right
+    return _same_json(left, right)
+
+
+def _history(request: Any) -> list[Any]:
+    body = as_mapping(request)
+    return as_list(body.get("messages") if _is_chat_request(body) else body.get("input"))
+
+
+def conversation_facts(request: Any) -> list[str]:
+    """The tool calls and tool results of a request's history, in order, as comparable keys."""
+    facts = []
+    for item in map(as_mapping, _history(request)):
+        for call in map(as_mapping, as_list(item.get("tool_calls"))):
+            facts.append(_json_key(["call", call.get("id")]))
+        if item.get("type") == "function_call":
+            facts.append(_json_key(["call", item.get("call_id")]))
+        elif item.get("role") == "tool":
+            facts.append(_json_key(["result", item.get("tool_call_id"), item.get("content")]))
+        elif item.get("type") == "function_call_output":
+            facts.append(_json_key(["result", item.get("call_id"), item.get("output")]))
+    return facts
+
+
+def issued_calls(response: Any) -> list[str]:
+    """The call ids of the tool calls a witnessed reply issued (either dialect)."""
+    body = as_mapping(response)
+    choices = as_list(body.get("choices"))
+    message = as_mapping(as_mapping(choices[0]).get("message")) if choices else {}
+    chat = [as_mapping(c).get("id") for c in as_list(message.get("tool_calls"))]
+    items = [as_mapping(i) for i in as_list(body.get("output"))]
+    responses = [i.get("call_id") for i in items if i.get("type") == "function_call"]
+    return [c for c in chat + responses if isinstance(c, str)]
+
+
+def _strings(value: Any) -> Iterable[str]:
+    """Every string inside a JSON value, where a harness may have put the task's words."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+def task_texts(create_params: Mapping[str, Any]) -> list[str]:
+    """The task's own words: the text of its user messages (or its input string). Its system
+    message is left out: a CLI harness may word its instructions its own way."""
+    given = create_params.get("input")
+    if isinstance(given, str):
+        return [given] if given else []
+    texts = []
+    for item in map(as_mapping, as_list(given)):
+        if item.get("role", "user") != "user":
+            continue
+        content = item.get("content")
+        parts = [content] if isinstance(content, str) else as_list(content)
+        texts += [p if isinstance(p, str) else as_mapping(p).get("text") for p in parts]
+    return [t for t in texts if isinstance(t, str) and t]
+
+
 def _response_facts(attempt: WitnessedAttempt) -> list[Any]:
     body = as_mapping(attempt.response)
     return [body.get("id"), body.get("status"), witnessed_finish(attempt.request, attempt.response)]
@@ -187,6 +286,11 @@ class BehavioralContext:
     def witnessed(self) -> Witness:
         assert self.witness is not None, "evaluated only when the witness is available"
         return self.witness
+
+    @property
+    def turns(self) -> list[WitnessedAttempt]:
+        """The witnessed requests that were turns of the task's conversation (they offer tools)."""
+        return [a for a in self.witnessed.attempts if carries_tools(a.request)]
 
     # ------------------------------------------------------------------ model exchanges
 
@@ -334,6 +438,46 @@ def _witness_output(ctx: BehavioralContext) -> bool:
         and all(_same_json(o, ctx.saved_tool_by_id[t.id].get("output")) for o in t.outputs)
         for t in ctx.witnessed.tool_calls
     )
+
+
+def _task_params_kept(ctx: BehavioralContext) -> bool:
+    """Every turn names the task's model (else the run's) and asks for the task's sampling."""
+    params = ctx.prescription.create_params
+    model = params.get("model") or ctx.prescription.model
+    asked = _sampling(params, "responses")
+    for attempt in ctx.turns:
+        body = as_mapping(attempt.request)
+        sent = _sampling(body, "chat" if _is_chat_request(body) else "responses")
+        if model is not None and body.get("model") != model:
+            return False
+        if not all(_same_number(sent[name], asked[name]) for name in SAMPLING_DEFAULTS):
+            return False
+        bound = asked["max_output_tokens"]
+        if bound is not None and not _same_number(sent["max_output_tokens"], bound):
+            return False
+    return True
+
+
+def _full_history(ctx: BehavioralContext) -> bool:
+    """Each turn keeps the task's words, every call issued so far, and the previous turn's
+    calls and results unchanged and in order (nothing dropped, nothing rewritten)."""
+    texts = task_texts(ctx.prescription.create_params)
+    issued: list[str] = []
+    previous: list[str] = []
+    for attempt in ctx.witnessed.attempts:
+        if carries_tools(attempt.request):
+            body = as_mapping(attempt.request)
+            said = list(_strings([_history(body), body.get("instructions")]))
+            if not all(any(text in s for s in said) for text in texts):
+                return False
+            facts = conversation_facts(body)
+            if facts[: len(previous)] != previous:
+                return False
+            if any(_json_key(["call", c]) not in facts for c in issued):
+                return False
+            previous = facts
+        issued += issued_calls(attempt.response)
+    return True
 
 
 # ---------------------------------------------------------------------- the catalogue
@@ -486,6 +630,26 @@ BEHAVIORAL_SPECS: tuple[BehavioralSpec, ...] = (
         "stop the episode on a permanent model error without inventing a successful reply",
     ),
     _spec(
+        "model.task_params",
+        "1",
+        WITNESS_LOCATION,
+        ALWAYS,
+        _task_params_kept,
+        "a model request named another model or asked for other sampling than the task's",
+        "send the task's model (else the run's) and its sampling parameters unchanged in every"
+        " request of the conversation",
+    ),
+    _spec(
+        "model.full_history",
+        "4",
+        WITNESS_LOCATION,
+        ALWAYS,
+        _full_history,
+        "a model request dropped or rewrote earlier turns of the conversation",
+        "send the whole conversation so far with every request: the task, each tool call and"
+        " its result, unchanged and in order",
+    ),
+    _spec(
         "model.finished",
         "",
         WITNESS_LOCATION,
@@ -625,7 +789,7 @@ BEHAVIORAL_SPECS: tuple[BehavioralSpec, ...] = (
 
 
 def behavioral_checks(ctx: BehavioralContext) -> list[Check]:
-    """The 19 behavioral checks bound to one scenario's witness, record and prescription."""
+    """The 21 behavioral checks bound to one scenario's witness, record and prescription."""
     return [spec.bind(ctx) for spec in BEHAVIORAL_SPECS]
 
 

@@ -24,7 +24,7 @@ import shutil
 import tempfile
 from collections import Counter
 from collections.abc import Iterator, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -45,7 +45,7 @@ from gym_assets.conformance.result import (
     CheckerResult,
     TeStatus,
 )
-from gym_assets.conformance.scope import EvidenceScope
+from gym_assets.conformance.scope import EvidenceScope, declares_tools
 from gym_assets.errors import os_failure, reported
 from gym_assets.outputs.claims import claimed_dir
 from gym_assets.outputs.markers import CONFORMANCE_REPORTS, Kind
@@ -69,6 +69,7 @@ LIMITS = (
 SCOPE_NOTE = (
     "applicability is declared by the caller; absent evidence never makes a check not applicable"
 )
+TOOLS_FROM_BENCHMARK = "benchmark"
 
 
 class ReportConflictError(InspectionInputError):
@@ -78,7 +79,9 @@ class ReportConflictError(InspectionInputError):
 @dataclass(frozen=True)
 class InspectionOptions:
     """What the caller declares: the profile, the evidence scope, optional capture sidecars,
-    and the configs tree that reports may never be written over.
+    and the configs tree that reports may never be written over. With
+    ``tools_from_benchmark`` the tool scope is each record's task's (``declares_tools``)
+    instead of ``scope.tools``: a tool-less benchmark gets no tool checks.
 
     ``profile`` may be any id of ``PROFILES``; it holds the id it denotes once constructed, so
     reports record one id per catalogue. An unknown id is an ``InspectionInputError``.
@@ -88,6 +91,7 @@ class InspectionOptions:
     scope: EvidenceScope = field(default_factory=EvidenceScope)
     capture_dir: Path | None = None
     configs_root: Path = field(default_factory=lambda: Workspace.resolve().configs)
+    tools_from_benchmark: bool = False
 
     def __post_init__(self) -> None:
         if self.profile not in PROFILES:
@@ -98,6 +102,30 @@ class InspectionOptions:
 
     def output(self, path: Path, kind: Kind) -> Target:
         return Target(path, kind, self.configs_root, flag="--output")
+
+    def scope_for(self, record: Mapping[str, Any] | None) -> EvidenceScope:
+        """The scope one record is judged under."""
+        if not self.tools_from_benchmark:
+            return self.scope
+        return replace(self.scope, tools=declares_tools(record))
+
+    def applicability(self) -> dict[str, Any]:
+        """The declared scope as reports record it; ``tools`` is ``"benchmark"`` when each
+        record's task decides."""
+        declared: dict[str, Any] = asdict(self.scope)
+        if self.tools_from_benchmark:
+            declared["tools"] = TOOLS_FROM_BENCHMARK
+        return declared
+
+    def tool_scope_line(self, with_tools: int | None = None, records: int | None = None) -> str:
+        """Which tool scope was applied, in words (with counts once the records are read)."""
+        if not self.tools_from_benchmark:
+            said = "in scope" if self.scope.tools else "out of scope (--no-tools)"
+            return f"Tool scope: declared by the caller, tools {said}"
+        counted = (
+            "" if records is None else f": {with_tools} of {records} records' tasks declare tools"
+        )
+        return f"Tool scope: from the benchmark{counted} (the others get no tool checks)"
 
 
 @dataclass(frozen=True)
@@ -136,6 +164,7 @@ class _Tally:
     te: dict[str, Counter[str]] = field(default_factory=lambda: {k: Counter() for k in TE_NAMES})
     tokens: dict[str, Counter[str]] = field(default_factory=dict)
     failing: dict[str, dict[str, Any]] = field(default_factory=dict)
+    with_tools: int = 0  # records judged with tools in scope
 
     def add(self, result: CheckerResult) -> None:
         self.records += 1
@@ -181,21 +210,19 @@ class _Tally:
         return summary
 
 
-def _scope_json(scope: EvidenceScope) -> dict[str, bool]:
-    return asdict(scope)
-
-
 def report_manifest(provenance: Provenance, options: InspectionOptions) -> dict[str, Any]:
     """Everything that determines a report's content; its hash is the report id."""
     return {
         "sources": provenance.to_json(),
         "checker_sha256": checker_sha256(),
         "profile": options.profile,
-        "applicability": _scope_json(options.scope),
+        "applicability": options.applicability(),
     }
 
 
-def _summary(manifest: Mapping[str, Any], report_id: str, tally: _Tally) -> dict[str, Any]:
+def _summary(
+    manifest: Mapping[str, Any], report_id: str, tally: _Tally, options: InspectionOptions
+) -> dict[str, Any]:
     verdict = TeStatus.FULFILLED if tally.fulfilled == tally.records else TeStatus.NOT_FULFILLED
     return {
         "schema_version": SUMMARY_SCHEMA,
@@ -205,6 +232,7 @@ def _summary(manifest: Mapping[str, Any], report_id: str, tally: _Tally) -> dict
         "report_id": report_id,
         **manifest,
         "scope_note": SCOPE_NOTE,
+        "tool_scope": options.tool_scope_line(tally.with_tools, tally.records),
         "scope_closure": SCOPE_CLOSURE,
         "verdict": str(verdict),
         "is_behavioral_qualification": False,
@@ -228,6 +256,8 @@ def render_report(summary: Mapping[str, Any]) -> str:
         "# Harness evidence report",
         "",
         f"Profile `{summary['profile']}` · Gate **{gate}** · Records {summary['records']}",
+        "",
+        f"{summary['tool_scope']}.",
         "",
         "These are retained-artifact checks: they judge what the rollout file kept, not how the"
         " harness behaved while producing it.",
@@ -338,9 +368,9 @@ def inspect_bundle(
         with results:
             rows = iter_bundle_rows(bundle_file, expected_sha256=provenance.bundle.sha256)
             for line, record in rows:
-                result = check_record(
-                    record, options.scope, source=f"{provenance.bundle.name}:{line}"
-                )
+                scope = options.scope_for(record)
+                tally.with_tools += scope.tools
+                result = check_record(record, scope, source=f"{provenance.bundle.name}:{line}")
                 results.write(canonical_json(result.to_dict()) + "\n")
                 tally.add(result)
             results.flush()
@@ -348,7 +378,7 @@ def inspect_bundle(
         if tally.records == 0:
             raise InspectionInputError("bundle holds no records", path=bundle_file)
         provenance.verify_unchanged(options.capture_dir)
-        summary = _summary(manifest, report_id, tally)
+        summary = _summary(manifest, report_id, tally, options)
         write_text_durably(
             staged / SUMMARY_FILE, json.dumps(summary, indent=2, ensure_ascii=False) + "\n"
         )

@@ -14,7 +14,7 @@ import html
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -103,7 +103,8 @@ def matrix_document(
     return {
         "schema_version": MATRIX_SCHEMA,
         "profile": options.profile,
-        "applicability": asdict(options.scope),
+        "applicability": options.applicability(),
+        "tool_scope": options.tool_scope_line(),
         "verdict": str(TeStatus.FULFILLED if every else TeStatus.NOT_FULFILLED),
         "is_behavioral_qualification": False,
         "harnesses": harnesses,
@@ -139,6 +140,8 @@ def render_markdown(document: Mapping[str, Any]) -> str:
         "# Harness evidence matrix",
         "",
         f"Profile `{document['profile']}` · {len(document['harnesses'])} harnesses",
+        "",
+        f"{document['tool_scope']}.",
         "",
         "| " + " | ".join(header) + " |",
         "|" + "---|" * len(header),
@@ -225,7 +228,8 @@ def render_html(document: Mapping[str, Any]) -> str:
         f"<title>Harness evidence matrix</title><style>{STYLE}</style></head><body>"
         "<h1>Harness evidence matrix</h1>"
         f'<p class="meta">Profile <code>{e(document["profile"])}</code> · '
-        f"{passing} of {len(harnesses)} harnesses meet the P0 gate</p>"
+        f"{passing} of {len(harnesses)} harnesses meet the P0 gate · "
+        f"{e(document['tool_scope'])}</p>"
         f"<table><thead><tr><th>Harness</th><th>Records</th>{head}<th>P0</th></tr></thead>"
         f"<tbody>{''.join(rows)}</tbody></table>"
         '<p class="legend">✓ PASS: every applicable record fulfils it · ✗ FAIL: at least one'

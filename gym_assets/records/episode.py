@@ -37,6 +37,7 @@ FAILURE_KINDS = frozenset(
         "agent_run_error",
         "agent_request_failed",
         "agent_timeout",
+        "agent_crashed",
         "agent_command_not_allowed",
         "agent_killed",
         ENVIRONMENT_SERVER_FAILED,

@@ -59,11 +59,10 @@ from gym_assets.suite.layout import (
     WITNESS_FILE,
     WORKSPACE_DIR,
 )
-from gym_assets.suite.scenarios import Scenario, get_scenario, task_input
+from gym_assets.suite.scenarios import MODEL, Scenario, get_scenario, task_input
 from gym_assets.suite.scripted_provider import ProbeUpstream
 
 TASKSET = "conformance"
-MODEL = "conformance-model"
 MODEL_SERVER = "policy_model"
 RESOURCES = "conformance_resources"
 AGENT = "conformance_agent"

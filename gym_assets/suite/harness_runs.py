@@ -29,7 +29,7 @@ from gym_assets.outputs.claims import claimed_dir, rebuilt_dir
 from gym_assets.outputs.markers import CONFORMANCE_RUNS, CONFORMANCE_SWEEP
 from gym_assets.outputs.targets import Roots, Target
 from gym_assets.suite import report
-from gym_assets.suite.run import SUITE_FILE, SUMMARY_FILE, UNAVAILABLE
+from gym_assets.suite.run import NOT_RUN, SUITE_FILE, SUMMARY_FILE, UNAVAILABLE, UNUSABLE
 from gym_assets.suite.scenarios import SCENARIO_NAMES, SUITE_ID
 
 LATEST = "latest.json"
@@ -118,9 +118,10 @@ def p0_gate(latest: LatestRun | None, harness: str) -> CheckOutcome:
     if latest is None:
         return CheckOutcome(False, f"no finished conformance run of {harness} yet")
     entry = latest.harness(harness)
-    if entry["verdict"] == UNAVAILABLE:  # it ran no scenario: nothing failed, nothing passed
-        metadata = {"run": str(latest.directory), UNAVAILABLE: entry[UNAVAILABLE]}
-        return CheckOutcome(False, f"{UNAVAILABLE}: {entry[UNAVAILABLE]}", metadata)
+    status = entry["verdict"]
+    if status in NOT_RUN:  # it ran no scenario: nothing failed, nothing passed
+        metadata = {"run": str(latest.directory), status: entry[status]}
+        return CheckOutcome(False, f"{status}: {entry[status]}", metadata)
     failing = failing_by_scenario(entry)
     metadata: dict[str, Any] = {"run": str(latest.directory), "failing": failing}
     if not failing:
@@ -155,6 +156,7 @@ def _table(name: str, latest: LatestRun | None, unavailable: str | None) -> repo
         entry["scenarios"],
         timeout_s=float(latest.suite["timeout"]),
         unavailable=entry.get(UNAVAILABLE),
+        unusable=entry.get(UNUSABLE),
     )
 
 
@@ -173,7 +175,7 @@ def _entry(latest: LatestRun | None, name: str, unavailable: str | None) -> dict
         "scenarios": {s["scenario"]: s["verdict"] for s in entry["scenarios"]},
         "failing": failing_by_scenario(entry),
     }
-    return found | ({UNAVAILABLE: entry[UNAVAILABLE]} if UNAVAILABLE in entry else {})
+    return found | {status: entry[status] for status in NOT_RUN if status in entry}
 
 
 def publish_matrix(

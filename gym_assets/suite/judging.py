@@ -4,7 +4,11 @@ left on disk, and ``scenario_result.json``.
 The record is the one normal row of ``rollouts.jsonl`` (read strictly); the witness is
 ``witness.json``; the health engine reads ``rollouts.jsonl`` and the failure sidecar and leaves
 its reports in ``health/``. All rows go through one P0 gate. How the process ended (return
-code, timeout) is kept apart as execution status and never becomes a check. When a record
+code, timeout) is kept apart as execution status and never becomes a check. A scenario that
+fails also gets one named cause (``ScenarioFailure``), the line a report leads with: the
+sidecar's failure kind and text when the episode left one (a harness that answered and then
+never exited is ``hung_after_answer``, not a bare timeout; a crash is ``agent_crashed``),
+else a timeout, a missing record, or the failing checks. When a record
 exists, the standalone bundle inspector also publishes its content-addressed report under
 ``evidence/``. If inspecting itself fails, the result says so (``checker_error``) and the run
 counts it as an execution error.
@@ -15,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -31,9 +36,10 @@ from gym_assets.conformance.health import (
 )
 from gym_assets.conformance.inspection import InspectionOptions, inspect_bundle
 from gym_assets.conformance.result import TeStatus, te_verdicts
-from gym_assets.conformance.witness import load_witness
+from gym_assets.conformance.witness import Witness, load_witness
 from gym_assets.errors import UserError
 from gym_assets.fileio import atomic_write_text
+from gym_assets.records import keys
 from gym_assets.suite.layout import (
     EVIDENCE_DIR,
     FAILURES_FILE,
@@ -55,6 +61,48 @@ INSPECTION_ERRORS = (UserError, OSError, ValueError, TypeError, KeyError, Attrib
                      RecursionError)  # fmt: skip
 
 
+TIMEOUT_KIND = "agent_timeout"
+HUNG_AFTER_ANSWER = "hung_after_answer"
+
+
+@dataclass(frozen=True)
+class ScenarioFailure:
+    """Why a scenario failed, in one line: a failure kind and its reason."""
+
+    kind: str
+    reason: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"kind": self.kind, "reason": self.reason}
+
+
+def scenario_failure(
+    execution: Execution,
+    witness: Witness | None,
+    sidecar: Mapping[str, Any] | None,
+    record_exists: bool,
+    failing: int,
+) -> ScenarioFailure | None:
+    """The cause a failed scenario leads with (None when it passed and exited cleanly)."""
+    kind = sidecar and (sidecar.get(keys.FAILURE_KIND) or sidecar.get(keys.FAILURE_CLASS))
+    said = str(sidecar.get(keys.FAILURE_MESSAGE) or "") if sidecar else ""
+    timed_out = execution.timed_out or kind == TIMEOUT_KIND
+    if timed_out and witness is not None and witness.finished:
+        reason = "the harness gave the final answer, then did not exit"
+        return ScenarioFailure(HUNG_AFTER_ANSWER, f"{reason}: {said}" if said else reason)
+    if kind:
+        return ScenarioFailure(str(kind), said)
+    if execution.timed_out:
+        return ScenarioFailure("episode_timed_out", "the episode ran past its budget")
+    if not record_exists:
+        return ScenarioFailure("no_record", "the episode left no rollout record or failure row")
+    if failing:
+        return ScenarioFailure("checks_failed", f"{failing} checks failed")
+    if execution.failed:
+        return ScenarioFailure("episode_exit", f"the episode exited {execution.returncode}")
+    return None
+
+
 @dataclass
 class ScenarioResult:
     scenario: str
@@ -73,6 +121,7 @@ class ScenarioResult:
     health_report: str | None = None
     hashes: dict[str, str] = field(default_factory=dict)
     checker_error: str | None = None
+    failure: ScenarioFailure | None = None
 
     @property
     def execution_failed(self) -> bool:
@@ -98,6 +147,7 @@ class ScenarioResult:
             "artifact_report": self.artifact_report,
             "health_report": self.health_report,
             "hashes": self.hashes,
+            "failure": None if self.failure is None else self.failure.to_json(),
         }
         if self.checker_error is not None:
             data["checker_error"] = self.checker_error
@@ -166,6 +216,10 @@ def inspect_episode(directory: Path, scenario: Scenario, execution: Execution) -
                 for label in scenario.evidence
             },
             checker_error=type(exc).__name__,
+            failure=ScenarioFailure(
+                "checker_error",
+                f"could not inspect this episode's artifacts ({type(exc).__name__})",
+            ),
         )
     atomic_write_text(result.result_path, json.dumps(result.to_json(), indent=2) + "\n")
     return result
@@ -206,6 +260,7 @@ def _inspect(directory: Path, scenario: Scenario, execution: Execution) -> Scena
         if (directory / name).is_file()
     }
     hashes[HEALTH_SUMMARY] = _sha256(health_report)
+    sidecars = [i.record for i in inputs if i.source.startswith(f"{FAILURES_FILE}:") and i.record]
     return ScenarioResult(
         scenario=scenario.name,
         exercised=record is not None,
@@ -222,4 +277,7 @@ def _inspect(directory: Path, scenario: Scenario, execution: Execution) -> Scena
         artifact_report=artifact_report,
         health_report=str(health_report.relative_to(directory)),
         hashes=hashes,
+        failure=scenario_failure(
+            execution, witness, sidecars[-1] if sidecars else None, record is not None, len(failing)
+        ),
     )

@@ -6,9 +6,11 @@ Per harness, one table: a row per check (grouped Schema / Semantic / Behavioral 
 first-seen order across the harness's scenarios), a column per scenario, a compact symbol per
 cell — ✓ pass, ✗ fail, — not applicable, and ✗ when a scenario has no row for a check (absence
 is never a pass). How each episode process ended is a separate line, never a check. Below the
-table, each failing cell's reason and first failing location, and the exact command that reruns
-that harness × scenario. A harness that could not run (a ``cli`` harness not installed) has no
-table: it is marked unavailable, with why and the command that installs it. The HTML has no
+table, each failed scenario leads with its cause (a failure kind and the reason, e.g. the
+failure sidecar's text), then its failing cells' reasons and first failing locations; then the
+exact command that reruns that harness × scenario. A harness that could not run has no table
+and one line: unavailable (a ``cli`` harness not installed: with the command that installs it)
+or unusable (its program cannot say its version). The HTML has no
 scripts, fonts or links to fetch.
 """
 
@@ -59,6 +61,15 @@ class Failure:
 
 
 @dataclass(frozen=True)
+class Cause:
+    """Why one scenario failed: its failure kind and reason, named before its checks."""
+
+    scenario: str
+    kind: str
+    reason: str
+
+
+@dataclass(frozen=True)
 class HarnessTable:
     harness: str
     verdict: bool
@@ -71,7 +82,15 @@ class HarnessTable:
     # prerequisite failed: one line each, so the cause is not buried under its consequences
     not_evaluated: tuple[tuple[str, tuple[str, ...]], ...]
     reruns: tuple[tuple[str, str], ...]  # (scenario, command) for each scenario not fulfilled
-    unavailable: str | None = None  # why the harness could not run at all
+    causes: tuple[Cause, ...] = ()
+    unavailable: str | None = None  # why a cli harness could not run at all (not installed)
+    unusable: str | None = None  # why the harness's program could not be used at all
+
+    def failed_scenarios(self) -> tuple[str, ...]:
+        """The scenarios with a cause or a failing check, in column order."""
+        named = {c.scenario for c in self.causes} | {f.scenario for f in self.failures}
+        named |= {scenario for scenario, _ in self.not_evaluated}
+        return tuple(s for s in self.scenarios if s in named)
 
 
 @dataclass(frozen=True)
@@ -110,9 +129,10 @@ def harness_table(
     timeout_s: float,
     configs: str | None = None,
     unavailable: str | None = None,
+    unusable: str | None = None,
 ) -> HarnessTable:
     """The table of one harness from its scenario results (``scenario_result.json`` shapes);
-    ``unavailable``: why it ran no scenario."""
+    ``unavailable`` or ``unusable``: why it ran no scenario."""
     kind_of: dict[str, str] = {}
     rows_by_scenario = []
     for result in results:
@@ -165,7 +185,13 @@ def harness_table(
         failures=tuple(failures),
         not_evaluated=tuple((k, tuple(v)) for k, v in not_evaluated.items()),
         reruns=reruns,
+        causes=tuple(
+            Cause(r["scenario"], r["failure"]["kind"], _one_line(r["failure"]["reason"]))
+            for r in results
+            if r.get("failure")
+        ),
         unavailable=unavailable,
+        unusable=unusable,
     )
 
 
@@ -182,8 +208,20 @@ def _passing(table: HarnessTable) -> str:
 
 
 def _gate_mark(table: HarnessTable) -> str:
-    """The overview's P0 cell: ✓, ✗, or ✗ unavailable (never a pass)."""
-    return "✓" if table.verdict else "✗ unavailable" if table.unavailable else "✗"
+    """The overview's P0 cell: ✓, ✗, or ✗ unavailable / unusable (never a pass)."""
+    if table.verdict:
+        return "✓"
+    return "✗ unavailable" if table.unavailable else "✗ unusable" if table.unusable else "✗"
+
+
+def _scenario_failures(
+    table: HarnessTable, scenario: str
+) -> tuple[Cause | None, list[Failure], tuple[str, ...]]:
+    """One failed scenario's cause, its failing checks, and the checks it could not evaluate."""
+    cause = next((c for c in table.causes if c.scenario == scenario), None)
+    failures = [f for f in table.failures if f.scenario == scenario]
+    skipped = next((ids for s, ids in table.not_evaluated if s == scenario), ())
+    return cause, failures, skipped
 
 
 def render_markdown(report: Report) -> str:
@@ -196,6 +234,9 @@ def render_markdown(report: Report) -> str:
         if table.unavailable:
             lines += [f"## {table.harness}", "", f"**Unavailable**: {_md(table.unavailable)}", ""]
             lines += ["```bash", install_command(table.harness), "```", ""]
+            continue
+        if table.unusable:
+            lines += [f"## {table.harness}", "", f"**Harness unusable**: {_md(table.unusable)}", ""]
             continue
         verdict = "P0 met" if table.verdict else "P0 not met"
         lines += [f"## {table.harness}", "", f"**{verdict}**", ""]
@@ -221,14 +262,19 @@ def render_markdown(report: Report) -> str:
             + " · ".join(f"{s} {p}" for s, p in zip(table.scenarios, table.process, strict=True)),
             "",
         ]
-        if table.failures or table.not_evaluated:
-            lines += ["### Failing checks", ""]
-            for f in table.failures:
+        if table.failed_scenarios():
+            lines += ["### Failing scenarios", ""]
+        for scenario in table.failed_scenarios():
+            cause, failures, skipped = _scenario_failures(table, scenario)
+            if cause is not None:
+                lines.append(f"**{scenario}** · `{cause.kind}`: {_md(cause.reason)}")
+                lines.append("")
+            for f in failures:
                 where = f" (first failing location `{f.location}`)" if f.location else ""
                 lines.append(f"- {f.scenario} · `{f.check_id}`: {_md(f.reason)}{where}")
-            for scenario, ids in table.not_evaluated:
-                listed = ", ".join(f"`{i}`" for i in ids)
-                lines.append(f"- {scenario} · {NOT_EVALUATED.format(n=len(ids))}: {listed}")
+            if skipped:
+                listed = ", ".join(f"`{i}`" for i in skipped)
+                lines.append(f"- {scenario} · {NOT_EVALUATED.format(n=len(skipped))}: {listed}")
             lines.append("")
         if table.reruns:
             lines += ["### Rerun", ""]
@@ -246,6 +292,31 @@ def _cell_html(cell: Cell) -> str:
     return f'<td class="{CSS[cell.status]}"{title}>{SYMBOL[cell.status]}</td>'
 
 
+def _scenario_html(table: HarnessTable, scenario: str) -> str:
+    """One failed scenario: its cause first, then its failing checks."""
+    e = html.escape
+    cause, failures, skipped = _scenario_failures(table, scenario)
+    lead = (
+        f"<p><strong>{e(scenario)}</strong> · <code>{e(cause.kind)}</code>: {e(cause.reason)}</p>"
+        if cause is not None
+        else ""
+    )
+    items = "".join(
+        f"<li>{e(f.scenario)} · <code>{e(f.check_id)}</code>: {e(f.reason)}"
+        + (f' <span class="meta">(first failing location <code>{e(f.location)}</code>)</span>'
+           if f.location else "")
+        + "</li>"
+        for f in failures
+    )  # fmt: skip
+    if skipped:
+        items += (
+            f"<li>{e(scenario)} · {e(NOT_EVALUATED.format(n=len(skipped)))}: "
+            + ", ".join(f"<code>{e(i)}</code>" for i in skipped)
+            + "</li>"
+        )
+    return lead + (f"<ul>{items}</ul>" if items else "")
+
+
 def _table_html(table: HarnessTable) -> str:
     e = html.escape
     if table.unavailable:
@@ -253,6 +324,11 @@ def _table_html(table: HarnessTable) -> str:
             f'<section class="bad"><h2>{e(table.harness)} — ✗ unavailable</h2>'
             f"<p>{e(table.unavailable)}</p><p>Install it: "
             f"<code>{e(install_command(table.harness))}</code></p></section>"
+        )
+    if table.unusable:
+        return (
+            f'<section class="bad"><h2>{e(table.harness)} — ✗ harness unusable</h2>'
+            f"<p>{e(table.unusable)}</p></section>"
         )
     head = "".join(f"<th>{e(s)}</th>" for s in table.scenarios)
     width = len(table.scenarios) + 1
@@ -274,19 +350,7 @@ def _table_html(table: HarnessTable) -> str:
         for v in table.verdicts
     )
     process = "".join(f'<td class="na">{e(p)}</td>' for p in table.process)
-    failures = "".join(
-        f"<li>{e(f.scenario)} · <code>{e(f.check_id)}</code>: {e(f.reason)}"
-        + (f' <span class="meta">(first failing location <code>{e(f.location)}</code>)</span>'
-           if f.location else "")
-        + "</li>"
-        for f in table.failures
-    )  # fmt: skip
-    failures += "".join(
-        f"<li>{e(scenario)} · {e(NOT_EVALUATED.format(n=len(ids)))}: "
-        + ", ".join(f"<code>{e(i)}</code>" for i in ids)
-        + "</li>"
-        for scenario, ids in table.not_evaluated
-    )
+    failures = "".join(_scenario_html(table, scenario) for scenario in table.failed_scenarios())
     reruns = "".join(
         f"<li>{e(scenario)}: <code>{e(command)}</code></li>" for scenario, command in table.reruns
     )
@@ -299,7 +363,7 @@ def _table_html(table: HarnessTable) -> str:
         f'<tr><th scope="row">P0 gate</th>{verdicts}</tr>'
         f'<tr class="group"><th colspan="{width}">Process status (not a check)</th></tr>'
         f'<tr><th scope="row">episode</th>{process}</tr></tbody></table>'
-        + (f"<h3>Failing checks</h3><ul>{failures}</ul>" if failures else "")
+        + (f"<h3>Failing scenarios</h3>{failures}" if failures else "")
         + (f"<h3>Rerun</h3><ul>{reruns}</ul>" if reruns else "")
         + "</section>"
     )

@@ -10,10 +10,12 @@ The output must not exist, so stale rollouts can never qualify a new run. Episod
 parallel (``jobs``), each in its own directory, process group, gateway port (bound to port 0)
 and capture files; their results are reported in catalogue order whatever order they finish
 in. A ``cli`` harness that is not installed at its pinned version runs no episode: its verdict
-is ``unavailable``, with the command that installs it (never a pass, never a crash). Exit code:
-2 if any episode failed to run (non-zero exit, timeout, or its inspection failed), else 0 if
-every harness meets the P0 gate, else 1 (an unavailable harness does not meet it). An
-interrupted run writes no summary.
+is ``unavailable``, with the command that installs it (never a pass, never a crash). A harness
+whose program cannot say its version (``--version`` fails or prints nothing) runs no episode
+either: its verdict is ``unusable``, one line with why, rather than one failure per scenario.
+Exit code: 2 if any episode failed to run (non-zero exit, timeout, or its inspection failed),
+else 0 if every harness meets the P0 gate, else 1 (an unavailable or unusable harness does not
+meet it). An interrupted run writes no summary.
 """
 
 from __future__ import annotations
@@ -38,7 +40,12 @@ from gym_assets.outputs.claims import claimed_dir
 from gym_assets.outputs.markers import CONFORMANCE_RUN
 from gym_assets.outputs.targets import Target
 from gym_assets.rollouts.harnesses.install import unavailable_reason
-from gym_assets.rollouts.harnesses.registry import Harness, get_harness, load_harnesses
+from gym_assets.rollouts.harnesses.registry import (
+    Harness,
+    get_harness,
+    load_harnesses,
+    runtime_version,
+)
 from gym_assets.suite import report
 from gym_assets.suite.judging import ScenarioResult, inspect_episode
 from gym_assets.suite.layout import LOG_FILE
@@ -73,6 +80,8 @@ class TeCount:
 
 
 UNAVAILABLE = "unavailable"
+UNUSABLE = "unusable"
+NOT_RUN = (UNAVAILABLE, UNUSABLE)  # verdicts of a harness that ran no scenario
 
 
 @dataclass
@@ -81,10 +90,15 @@ class HarnessResult:
     scenarios: list[ScenarioResult]
     evidence: dict[str, TeCount] = field(default_factory=dict)
     unavailable: str | None = None  # why the harness could not run, with its install command
+    unusable: str | None = None  # why its program could not be used (its --version failed)
 
     @classmethod
     def of_unavailable(cls, reason: str) -> HarnessResult:
         return cls(verdict=False, scenarios=[], unavailable=reason)
+
+    @classmethod
+    def of_unusable(cls, reason: str) -> HarnessResult:
+        return cls(verdict=False, scenarios=[], unusable=reason)
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -92,10 +106,21 @@ class HarnessResult:
             "evidence": {label: c.to_json() for label, c in self.evidence.items()},
             "verdict": "fulfilled" if self.verdict else "not_fulfilled",
         }
-        if self.unavailable is not None:
-            data["verdict"] = UNAVAILABLE
-            data[UNAVAILABLE] = self.unavailable
+        for status, reason in ((UNAVAILABLE, self.unavailable), (UNUSABLE, self.unusable)):
+            if reason is not None:
+                data["verdict"] = status
+                data[status] = reason
         return data
+
+
+def unusable_reason(harness: Harness) -> str | None:
+    """Why the harness's program cannot be used at all (its ``--version`` fails), or None: said
+    once for the harness instead of once per scenario."""
+    try:
+        runtime_version(harness)
+    except UserError as exc:
+        return exc.render()
+    return None
 
 
 @dataclass
@@ -210,6 +235,11 @@ def run_suite(
         for name, harness in selected.items()
         if (reason := unavailable_reason(harness)) is not None
     }
+    unusable = {
+        name: reason
+        for name, harness in selected.items()
+        if name not in unavailable and (reason := unusable_reason(harness)) is not None
+    }
     output = Path(os.path.abspath(output))
     if os.path.lexists(output):
         raise UserError(
@@ -229,7 +259,9 @@ def run_suite(
 
         for name, reason in unavailable.items():
             say(f"{name}: unavailable: {reason}")
-        runnable = [h for h in selected.values() if h.name not in unavailable]
+        for name, reason in unusable.items():
+            say(f"{name}: harness unusable: {reason}")
+        runnable = [h for h in selected.values() if h.name not in unavailable | unusable]
         work = [(h, s) for h in runnable for s in chosen]
         done = [0]
         saying = threading.Lock()  # episodes finish on several threads; one line at a time
@@ -264,6 +296,9 @@ def run_suite(
             if name in unavailable:
                 results[name] = HarnessResult.of_unavailable(unavailable[name])
                 continue
+            if name in unusable:
+                results[name] = HarnessResult.of_unusable(unusable[name])
+                continue
             mine = finished[ran[name] * len(chosen) : (ran[name] + 1) * len(chosen)]
             results[name] = HarnessResult(
                 verdict=all(r.verdict == "fulfilled" for r in mine),
@@ -284,6 +319,7 @@ def run_suite(
                     timeout_s=timeout_s,
                     configs=configs,
                     unavailable=r.unavailable,
+                    unusable=r.unusable,
                 )
                 for name, r in results.items()
             ),

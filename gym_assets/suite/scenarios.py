@@ -20,6 +20,7 @@ SUITE_ID = "harness-p0-probes/v1"
 ALL_EVIDENCE = tuple(f"TE-{n}" for n in range(1, 10))
 FINAL_ANSWER = "CONFORMANCE_DONE"
 PROMPT = f"Run the requested shell checks, then report {FINAL_ANSWER}."
+MODEL = "conformance-model"  # the run's model: what the gateway tells a harness to send
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,15 @@ class Scenario:
         return EvidenceScope.for_scenario(
             tool_steps=self.tool_steps, terminal_error=self.terminal_error, steps=self.steps
         )
+
+    @property
+    def create_params(self) -> Mapping[str, Any]:
+        """The task's ``responses_create_params`` (a suite run has no overrides)."""
+        return task_input(self)["responses_create_params"]
+
+    @property
+    def model(self) -> str:
+        return MODEL
 
     def status_for(self, attempt: int) -> int:
         """The HTTP status the provider answers the ``attempt``-th tool-carrying request with."""

@@ -37,6 +37,7 @@ from collections.abc import AsyncIterator, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from gym_assets.conformance.behavioral_checks import carries_tools
 from gym_assets.conformance.witness_log import WitnessData, WitnessLog
 from gym_assets.rollouts.gateway.ids import new_id
 from gym_assets.rollouts.gateway.render import (
@@ -112,11 +113,6 @@ def refresh_executed(data: WitnessData) -> None:
         call["executed"] = _marker_holds(call["marker"], call["token"])
 
 
-def _carries_tools(body: Any) -> bool:
-    tools = body.get("tools") if isinstance(body, Mapping) else None
-    return isinstance(tools, list) and bool(tools)
-
-
 async def _aiter(chunks: list[bytes]) -> AsyncIterator[bytes]:
     for chunk in chunks:
         yield chunk
@@ -147,10 +143,10 @@ class ProbeUpstream:
         index = len(data["attempts"])
         model = body.get("model")
         model = model if isinstance(model, str) else "conformance-model"
-        if not _carries_tools(body):
+        if not carries_tools(body):
             reply, response = self._reply(request, self._turn(model, index, text=AUXILIARY_TEXT))
         else:
-            scripted = sum(1 for a in data["attempts"] if _carries_tools(a["request"]))
+            scripted = sum(1 for a in data["attempts"] if carries_tools(a["request"]))
             status = self.scenario.status_for(scripted)
             if status != 200:
                 error = ErrorReply(status, "controlled model failure", "conformance_error")

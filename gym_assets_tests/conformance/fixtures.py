@@ -29,6 +29,8 @@ MODEL_NAME = "synthetic-model"
 TOOL_NAME = "read_value"
 TOOL_ARGUMENTS = '{"key": "example"}'
 TOOL_OUTPUT = "value"
+# The tool the baseline's task declares (so its tool evidence is in the benchmark's scope).
+TASK_TOOL = {"type": "function", "name": TOOL_NAME, "parameters": {"type": "object"}}
 USER_MESSAGE = {"role": "user", "content": "Read the example value.", "type": "message"}
 USAGE = {
     "input_tokens": 10,
@@ -214,7 +216,7 @@ def _baseline_model() -> ev.RolloutRecord:
         reward=0.0,
         evaluation_completed=True,
         mask_sample=False,
-        responses_create_params={"input": [dict(USER_MESSAGE)]},
+        responses_create_params={"input": [dict(USER_MESSAGE)], "tools": [dict(TASK_TOOL)]},
         response={"id": "response-2", "status": "completed", "output": [function_call(2)]},
         agent_ref={"name": "synthetic-agent"},
         ng_trajectory=ev.TrajectoryRecord(

@@ -33,8 +33,8 @@ def canonical_fp(request, status, response):
     return canonical_json([request, status, response])
 
 
-def test_catalogue_is_nineteen_p0_behavioral_checks_with_unique_ids():
-    assert len(ALL_IDS) == 19 == len(set(ALL_IDS))
+def test_catalogue_is_twenty_one_p0_behavioral_checks_with_unique_ids():
+    assert len(ALL_IDS) == 21 == len(set(ALL_IDS))
     rows = behavioral(fx.baseline_record(), baseline_witness()).rows()
     assert {r.tier for r in rows} == {Tier.P0}
     assert {r.kind for r in rows} == {Kind.BEHAVIORAL}
@@ -527,6 +527,8 @@ def test_a_scenario_object_with_the_prescription_attributes_fits():
         terminal_error: bool = False
         expected_reward: float = 0.0
         steps: bool = True
+        create_params: dict = dataclasses.field(default_factory=dict)
+        model: str | None = None
 
     witness = _with_error_attempts(baseline_witness(), [500])
     assert failing(behavioral(fx.baseline_record(), witness, Scenario())) == {

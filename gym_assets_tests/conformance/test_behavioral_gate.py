@@ -29,7 +29,7 @@ def test_baseline_episode_is_fulfilled_with_behavioral_rows():
     result = scenario_result(fx.baseline_record(), baseline_witness())
     assert result.passed
     assert result.status("model.saved_exchanges") == Status.PASS
-    assert len(result.rows) == 56 + 19
+    assert len(result.rows) == 56 + 21
 
 
 def test_duplicate_witness_attempt_fails_the_record_but_not_the_artifacts():

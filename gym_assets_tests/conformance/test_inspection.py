@@ -148,7 +148,10 @@ def test_conflicting_existing_report_is_left_untouched(tmp_path, capsys):
     with pytest.raises(ReportConflictError):
         inspect_bundle(bundle, tmp_path / "out")
     assert tampered.read_text() == "edited by hand\n"
-    assert cli("inspect", "--bundle", str(bundle), "--output", str(tmp_path / "out")) == 2
+    # --tools: the options of the library call above, so the CLI hits the same report id
+    assert (
+        cli("inspect", "--bundle", str(bundle), "--output", str(tmp_path / "out"), "--tools") == 2
+    )
     assert "no report published" in capsys.readouterr().err
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [MARKER_NAME, first.report_id]
 

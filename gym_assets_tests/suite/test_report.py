@@ -107,3 +107,38 @@ def test_html_is_self_contained_and_has_the_same_cells() -> None:
 def test_a_harness_without_rows_says_no_check_results() -> None:
     table = harness_table("h", False, [_result("only", [])], timeout_s=5)
     assert "| No check results available | ✗ |" in render_markdown(Report("s", False, (table,)))
+
+
+def _caused() -> Report:
+    failure = {"kind": "hung_after_answer", "reason": "the harness gave the final answer, then "
+               "did not exit: Episode timed out"}  # fmt: skip
+    late = {**RESULTS[2], "failure": failure}
+    table = harness_table("pi", False, [RESULTS[0], late], timeout_s=30)
+    return Report("harness-p0-probes/v1", False, (table,))
+
+
+def test_each_failed_scenario_leads_with_its_failure_kind_and_reason() -> None:
+    text = render_markdown(_caused())
+    cause = (
+        "**late** · `hung_after_answer`: the harness gave the final answer, then did not exit: "
+        "Episode timed out"
+    )
+    assert cause in text
+    assert text.index("- normal · `tool.status`") < text.index(cause)
+    assert text.index(cause) < text.index("- late · `calls.timing`: needs clocks")
+    page = render_html(_caused())
+    lead = page.index("<code>hung_after_answer</code>: the harness gave the final answer")
+    assert lead < page.index("late · <code>calls.timing</code>")
+
+
+def test_an_unusable_harness_is_one_line_and_no_table() -> None:
+    why = "harness 'x': `x --version` failed (CalledProcessError); fix the command"
+    table = harness_table("x", False, [], timeout_s=30, unusable=why)
+    text = render_markdown(Report("s", False, (table,)))
+    assert "| x | ✗ unusable | 0 / 0 |" in text
+    assert [line for line in text.splitlines() if "unusable" in line.lower()] == [
+        "| x | ✗ unusable | 0 / 0 |",
+        f"**Harness unusable**: {why}",
+    ]
+    assert "| Check |" not in text
+    assert "harness unusable" in render_html(Report("s", False, (table,)))

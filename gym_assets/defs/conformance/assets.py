@@ -48,6 +48,8 @@ def _metadata(summary: SuiteSummary, harness: str) -> dict[str, dg.MetadataValue
     }
     if result.unavailable is not None:  # a cli harness not installed: it ran no scenario
         metadata["unavailable"] = dg.MetadataValue.text(result.unavailable)
+    if result.unusable is not None:  # its program cannot say its version: it ran no scenario
+        metadata["unusable"] = dg.MetadataValue.text(result.unusable)
     return metadata
 
 

@@ -6,6 +6,7 @@ and timeout errors. Everything else â€” 4xx, schema or identity problems, bugs â
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -67,8 +68,47 @@ class AnswerRejected(ValueError):
     (``verifier_answer_rejected`` scores 0), where any other verifier exception is ours."""
 
 
+# Signals that say the program faulted, as opposed to being stopped by someone.
+CRASH_SIGNALS = frozenset(
+    {
+        signal.SIGILL,
+        signal.SIGTRAP,
+        signal.SIGABRT,
+        signal.SIGBUS,
+        signal.SIGFPE,
+        signal.SIGSEGV,
+        signal.SIGSYS,
+    }
+)
+
+
+def death_signal(exit_code: int | None) -> signal.Signals | None:
+    """The signal a program died of: ``-N`` from a direct child, ``128+N`` through a shell or
+    the sandbox (bwrap reports its child's death that way); None for an exit of its own."""
+    if exit_code is None:
+        return None
+    number = -exit_code if exit_code < 0 else exit_code - 128 if exit_code > 128 else 0
+    try:
+        return signal.Signals(number)
+    except ValueError:
+        return None
+
+
+def crash_signal(exit_code: int | None) -> signal.Signals | None:
+    """The fault signal an exit code reports, if any (see ``death_signal``)."""
+    found = death_signal(exit_code)
+    return found if found in CRASH_SIGNALS else None
+
+
+class HarnessCrashed(Exception):
+    """A harness program died of a fault signal: whatever it wrote, it did not finish (not
+    terminal: a crash may not recur)."""
+
+
 def classify(exc: BaseException, stage: str) -> tuple[bool, str]:
     """``(terminal, failure_kind)`` of an exception raised by a dependency at ``stage``."""
+    if isinstance(exc, HarnessCrashed):
+        return False, "agent_crashed"
     if isinstance(exc, ModelRequestFailed):
         status = exc.status_code
         return status is not None and not is_retryable_status(status), "agent_request_failed"

@@ -115,7 +115,7 @@ class EpisodeRunner:
                 outcome = await protocol(episode)
         except TimeoutError as exc:
             outcome = (
-                EpisodeFailure.of("Episode timed out", terminal=False)
+                EpisodeFailure.of("Episode timed out", terminal=False, kind="agent_timeout")
                 if deadline.expired()
                 else _unhandled(exc)
             )

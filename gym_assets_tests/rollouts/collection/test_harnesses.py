@@ -23,8 +23,9 @@ AGENTS = "responses_api_agents"
 
 def test_the_bundled_registry():
     registry = load_harnesses(load_configs(REPO / "configs"))
-    assert list(registry)[:2] == ["simple_agent", "minimal_agent"]
-    assert {h.kind for h in list(registry.values())[2:]} == {"cli"}  # third-party programs
+    assert list(registry)[:3] == ["simple_agent", "minimal_agent", "negative_control"]
+    assert registry["negative_control"].kind == "command"  # the suite's negative control
+    assert {h.kind for h in list(registry.values())[3:]} == {"cli"}  # third-party programs
     assert {"codex", "pi", "opencode", "hermes"} <= {
         n for n, h in registry.items() if h.kind == "cli"
     }

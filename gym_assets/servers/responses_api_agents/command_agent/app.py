@@ -14,15 +14,15 @@ The bundle is the program's, as written; a missing or invalid one is an
 in the run's sandbox (``run_isolated``), whose ``sandbox`` record (ours, not the program's)
 joins the bundle either way, so the evidence says what isolation it had. When the gateway's
 last exchange of the activation failed, the activation failed with it
-(``agent_request_failed``), whatever the program claimed; a program that left no usable
-bundle (it crashed, or never ran) has no result to grade, and the activation fails too.
+(``agent_request_failed``), whatever the program claimed; a program that died of a fault
+signal (SIGSEGV, SIGILL, ...) failed too (``agent_crashed``), whatever it wrote; and one that
+left no usable bundle (or never ran) has no result to grade, and the activation fails too.
 """
 
 from __future__ import annotations
 
 import json
 import shutil
-import signal
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -35,7 +35,13 @@ from gym_assets.records import keys
 from gym_assets.records.contracts import GatewayHandle, ResourcesServer
 from gym_assets.records.evidence import AgentObservations, GapCode, SandboxObservation
 from gym_assets.rollouts.episodes.agents import ActivationSettings, AgentSession, SessionAgent
-from gym_assets.rollouts.episodes.failures import HarnessKilled, ModelRequestFailed
+from gym_assets.rollouts.episodes.failures import (
+    HarnessCrashed,
+    HarnessKilled,
+    ModelRequestFailed,
+    crash_signal,
+    death_signal,
+)
 from gym_assets.rollouts.episodes.launch import EpisodeFiles, launch_of, run_isolated
 from gym_assets.rollouts.episodes.observations import Invocation
 from gym_assets.rollouts.episodes.responses import input_items, message_text
@@ -89,18 +95,8 @@ class Settings(ActivationSettings):
         return self
 
 
-class HarnessCrashed(RuntimeError):
+class HarnessDiedUnanswered(RuntimeError):
     """The program died of a signal before the model had answered it: ours, not the model's."""
-
-
-def killed_by(exit_code: int) -> str | None:
-    """The signal a program died of (negative: as asyncio reports it; 128 + N: as the sandbox's
-    init passes it on), or None for an exit of its own."""
-    number = -exit_code if exit_code < 0 else exit_code - 128
-    try:
-        return signal.Signals(number).name if exit_code < 0 or exit_code > 128 else None
-    except ValueError:
-        return None
 
 
 class HarnessWroteNothing(RuntimeError):
@@ -159,13 +155,18 @@ class CommandAgent(SessionAgent):
             bundle = _bundle(files.observations, self.settings.harness)
             self._reported.setdefault(key, []).append(bundle)
             session.partial_response = _response(files, bundle, invocation, params)
+        crashed = crash_signal(exit_code)
+        if crashed is not None:
+            raise HarnessCrashed(
+                f"the harness was killed by {crashed.name} (exit code {exit_code}); see {files.log}"
+            )
         calls = self._captured(key)[before:]
         if calls and not answered(calls[-1]):
             raise ModelRequestFailed(calls[-1].get("status_code"), calls[-1].get("error_category"))
-        killer = None if exit_code is None else killed_by(exit_code)
+        killer = death_signal(exit_code)
         if killer is not None:
-            raise (HarnessKilled if any(map(answered, calls)) else HarnessCrashed)(
-                f"the harness died of {killer} (exit code {exit_code}); see {files.log}"
+            raise (HarnessKilled if any(map(answered, calls)) else HarnessDiedUnanswered)(
+                f"the harness died of {killer.name} (exit code {exit_code}); see {files.log}"
             )
         if not bundle["records"]:
             raise HarnessWroteNothing(
