@@ -80,12 +80,20 @@ def scenario_failure(
     execution: Execution,
     witness: Witness | None,
     sidecar: Mapping[str, Any] | None,
-    record_exists: bool,
+    record: Mapping[str, Any] | None,
     failing: int,
 ) -> ScenarioFailure | None:
-    """The cause a failed scenario leads with (None when it passed and exited cleanly)."""
-    kind = sidecar and (sidecar.get(keys.FAILURE_KIND) or sidecar.get(keys.FAILURE_CLASS))
-    said = str(sidecar.get(keys.FAILURE_MESSAGE) or "") if sidecar else ""
+    """The cause a failed scenario leads with (None when it passed and exited cleanly): the
+    failure row's, else the record's own when the model's output failed the rollout (a
+    measured record scored 0 with its ``failure_kind``)."""
+    if sidecar:
+        kind = sidecar.get(keys.FAILURE_KIND) or sidecar.get(keys.FAILURE_CLASS)
+        said = str(sidecar.get(keys.FAILURE_MESSAGE) or "")
+    elif record and (failing or execution.timed_out or execution.failed):
+        kind = record.get("failure_kind")
+        said = str(record.get("failure_reason") or "")
+    else:
+        kind, said = None, ""
     timed_out = execution.timed_out or kind == TIMEOUT_KIND
     if timed_out and witness is not None and witness.finished:
         reason = "the harness gave the final answer, then did not exit"
@@ -94,7 +102,7 @@ def scenario_failure(
         return ScenarioFailure(str(kind), said)
     if execution.timed_out:
         return ScenarioFailure("episode_timed_out", "the episode ran past its budget")
-    if not record_exists:
+    if record is None:
         return ScenarioFailure("no_record", "the episode left no rollout record or failure row")
     if failing:
         return ScenarioFailure("checks_failed", f"{failing} checks failed")
@@ -278,6 +286,10 @@ def _inspect(directory: Path, scenario: Scenario, execution: Execution) -> Scena
         health_report=str(health_report.relative_to(directory)),
         hashes=hashes,
         failure=scenario_failure(
-            execution, witness, sidecars[-1] if sidecars else None, record is not None, len(failing)
+            execution,
+            witness,
+            sidecars[-1] if sidecars else None,
+            record if isinstance(record, Mapping) else None,
+            len(failing),
         ),
     )
