@@ -92,15 +92,22 @@ def _document(kind: Kind, **extra: Any) -> str:
     return json.dumps(fields, sort_keys=True) + "\n"
 
 
-def _read(path: Path) -> dict[str, Any] | None:
-    """The marker's fields, or None when there is no readable marker of ours at ``path``."""
+def read_small_json(path: Path) -> Any:
+    """A small JSON file gym-assets keeps beside a product (a marker, an inputs record), or
+    None: read only when it is a regular file of at most 64 KiB, never through a link, a FIFO
+    or a device someone put in its place."""
     try:
         info = os.lstat(path)
         if not stat.S_ISREG(info.st_mode) or info.st_size > _MAX_MARKER_BYTES:
             return None
-        value = json.loads(path.read_bytes())
+        return json.loads(path.read_bytes())
     except (OSError, ValueError):
         return None
+
+
+def _read(path: Path) -> dict[str, Any] | None:
+    """The marker's fields, or None when there is no readable marker of ours at ``path``."""
+    value = read_small_json(path)
     if (
         not isinstance(value, dict)
         or value.get("written_by") != WRITTEN_BY

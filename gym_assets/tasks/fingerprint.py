@@ -24,6 +24,7 @@ from typing import Any, Literal, get_args
 
 from gym_assets.fileio import atomic_write_text
 from gym_assets.json_shapes import is_mapping
+from gym_assets.outputs.markers import read_small_json
 from gym_assets.tasks.catalog import Benchmark, Catalog
 
 FINGERPRINT_LENGTH = 16
@@ -155,10 +156,10 @@ def forget_inputs(directory: Path) -> None:
 
 def recorded_inputs(directory: Path) -> Inputs | None:
     """What the product in ``directory`` was built from, or None without a readable record."""
+    value = read_small_json(directory / RECORD_NAME)
     try:
-        value = json.loads((directory / RECORD_NAME).read_bytes())
         product, root, parts = value["product"], value["configs_root"], value["parts"]
-    except (OSError, ValueError, TypeError, KeyError):
+    except (TypeError, KeyError):
         return None
     if (
         product not in PRODUCTS

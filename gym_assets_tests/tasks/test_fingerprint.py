@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from gym_assets.tasks.catalog import load_catalog
 from gym_assets.tasks.fingerprint import (
     FINGERPRINT_LENGTH,
     PRODUCTS,
+    RECORD_NAME,
     Inputs,
     InputsOf,
     benchmark_fingerprint,
@@ -217,3 +219,30 @@ def test_a_record_reads_back_and_names_what_changed(tmp_path: Path) -> None:
     )
     forget_inputs(tmp_path)
     assert recorded_inputs(tmp_path) is None
+
+
+@pytest.mark.parametrize("plant", ["fifo", "link to /dev/zero", "oversized"])
+def test_a_record_someone_replaced_is_not_followed_or_read_unbounded(
+    plant: str, tmp_path: Path
+) -> None:
+    """A FIFO would block the run for ever and /dev/zero would read without end: such a
+    record counts as missing (the product is rebuilt), found at once."""
+    record = tmp_path / RECORD_NAME
+    if plant == "fifo":
+        os.mkfifo(record)
+    elif plant == "link to /dev/zero":
+        record.symlink_to("/dev/zero")
+    else:
+        record.write_text('{"product": "taskset", "pad": "' + "x" * 100_000 + '"}')
+    done = threading.Event()
+    found: list[Inputs | None] = []
+    reader = threading.Thread(target=lambda: (found.append(recorded_inputs(tmp_path)), done.set()))
+    reader.start()
+    try:
+        assert done.wait(5), "reading the record blocked"
+    finally:
+        if not done.is_set():  # release a reader stuck on the FIFO
+            with open(record, "w"):
+                pass
+        reader.join(5)
+    assert found == [None]
