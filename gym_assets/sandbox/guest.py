@@ -2,12 +2,13 @@
 '<limits JSON>'`` (a single-use sandbox), or ``run`` in a task process the warm worker's
 resident forked (``zygote.py``).
 
-It caps its own resources before it reads any untrusted code, keeps the protocol on private
-copies of stdin/stdout and points fds 0-2 at /dev/null (so nothing the code prints can reach the
-protocol by accident), then serves one candidate: load its source, call its functions with the
-arguments the trusted side sends, answer with plain data. Every answer is untrusted on the other
-side; this program only has to be useful to honest code. Stdlib only, since ``-S`` leaves out
-site-packages.
+It caps its own resources and installs its system-call filter (``syscall_filter.py``: no
+kernel keys, no memory outside its address space) before it reads any untrusted code, keeps the
+protocol on private copies of stdin/stdout and points fds 0-2 at /dev/null (so nothing the code
+prints can reach the protocol by accident), then serves one candidate: load its source, call
+its functions with the arguments the trusted side sends, answer with plain data. Every answer is
+untrusted on the other side; this program only has to be useful to honest code. Stdlib only,
+since ``-S`` leaves out site-packages.
 """
 
 import json
@@ -17,6 +18,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import syscall_filter
 from plain_data import NotPlainData, decode, encode
 
 _LIMITS = {
@@ -84,6 +86,7 @@ def _request(line: bytes) -> dict:
 def run(limits: dict) -> None:
     """Serve one candidate on fds 0 and 1 under ``limits``."""
     _apply_limits(limits)
+    syscall_filter.install()
     inbox, outbox = _private_channel()
     _send(outbox, {"ready": True})
     namespace: dict = {"__name__": "candidate"}

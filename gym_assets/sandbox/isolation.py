@@ -30,7 +30,7 @@ from typing import Literal
 from gym_assets.errors import UserError
 
 GUEST_DIR = Path(__file__).parent
-GUEST_FILES = ("guest.py", "plain_data.py", "zygote.py")
+GUEST_FILES = ("guest.py", "plain_data.py", "syscall_filter.py", "zygote.py")
 GUEST_MOUNT = "/guest"
 SandboxKind = Literal["bwrap", "none"]
 _MiB = 1024 * 1024

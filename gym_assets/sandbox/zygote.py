@@ -8,8 +8,9 @@ Nothing may carry over from one task to the next, so each task process:
 
 * runs under a fresh uid of its own, without capabilities (the resident keeps only what it needs
   to hand out uids and clean up: setuid, setgid, chown, kill, dac_override, fowner): it cannot
-  signal, trace or read the resident, and its kernel keyrings are its uid's own (the session
-  keyring it inherits was made read-only before this program started);
+  signal, trace or read the resident; it may not touch kernel keys at all (``guest.run`` installs
+  the system-call filter of ``syscall_filter.py``: keys would outlive the task in the host
+  kernel), and the session keyring it inherits was made read-only before this program started;
 * talks to the trusted side over two pipes made for this task alone (received over the control
   socket), never over the control socket;
 * may write only in its own directory (``/tmp`` is not writable for it).

@@ -127,6 +127,51 @@ def add(x, y):
     hoard.append(bytearray(16 * 1024 ** 3))
     return x + y
 """,
+    "memfd_hog": """
+import os
+held = []
+for _ in range(40):  # 600 MiB in memfds: in no address space, so RLIMIT_AS misses it
+    fd = os.memfd_create('hoard')
+    os.posix_fallocate(fd, 0, 15 << 20)
+    held.append(fd)
+def add(x, y):
+    return x + y
+""",
+    "shared_memory_hog": """
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+libc.shmat.restype = ctypes.c_void_p
+held = 0
+for _ in range(3):  # SysV segments outlive their mapping (and their creator)
+    segment = libc.shmget(0, 256 << 20, 0o1600)
+    address = libc.shmat(segment, None, 0) if segment >= 0 else None
+    if address in (None, 2 ** 64 - 1):
+        break
+    ctypes.memset(address, 1, 256 << 20)
+    libc.shmdt(ctypes.c_void_p(address))
+    held += 256
+for index in range(40 if held < 512 else 0):  # POSIX shared memory: files in /dev/shm
+    try:
+        fd = os.open(f'/dev/shm/hoard-{{index}}', os.O_CREAT | os.O_RDWR, 0o600)
+        os.posix_fallocate(fd, 0, 15 << 20)
+        held += 15
+    except OSError:
+        break
+def add(x, y):
+    if held <= 512:
+        raise MemoryError(f'held only {{held}} MiB')
+    return x + y
+""",
+    "plant_a_kernel_key": """
+import ctypes, platform
+libc = ctypes.CDLL(None, use_errno=True)
+add_key = {{'x86_64': 248, 'aarch64': 217}}[platform.machine()]
+planted = libc.syscall(add_key, b'user', b'gym-planted', b'{token}', len(b'{token}'), -4)
+def add(x, y):
+    if planted < 0:
+        raise PermissionError('no key planted')
+    return x + y
+""",
     "infinite_loop": """
 def add(x, y):
     while True:

@@ -104,28 +104,64 @@ def test_a_task_cannot_touch_the_resident_or_the_sandboxs_init(pool) -> None:
     assert _run(pool, IDENTITY)[2].startswith("/tmp/task-")
 
 
+ADD_KEYS = """
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+def probe(secret):
+    libc.syscall(250, 1, None)  # KEYCTL_JOIN_SESSION_KEYRING: a session keyring of its own
+    libc.syscall(250, 8, -4, -3)  # KEYCTL_LINK its uid's keyring into it, to possess its keys
+    made = []
+    for ring in (-3, -4, -5):  # session, user, user-session
+        payload = secret.encode()
+        serial = libc.syscall(248, b'user', b'gym-carried', payload, len(payload), ring)
+        if serial > 0:
+            libc.syscall(250, 5, serial, 0x3F3F3F3F)  # KEYCTL_SETPERM: anyone may read it
+            made.append(serial)
+    return made
+"""
+
+READ_KEYS = """
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+def probe(serials):
+    found = [open('/proc/keys').read()]
+    payload = ctypes.create_string_buffer(256)
+    for serial in serials:
+        size = libc.syscall(250, 11, serial, payload, 256)  # KEYCTL_READ
+        found.append(payload.raw[: max(size, 0)].decode(errors='replace'))
+    return '\\n'.join(found)
+"""
+
+
+def _sandbox_key_owners() -> set[str]:
+    """Uids of the sandboxes' range that own keys in the host kernel (``/proc/key-users``
+    counts every uid's keys, whoever may read them)."""
+    with open("/proc/key-users") as table:
+        owners = {line.split(":")[0].strip() for line in table}
+    return {uid for uid in owners if 1_000_000_000 <= int(uid) < 1_100_000_000}
+
+
 @pytest.mark.skipif(platform.machine() != "x86_64", reason="the probe calls add_key by number")
-def test_kernel_keys_of_one_task_are_out_of_the_next_tasks_reach(pool) -> None:
-    add_key = (
-        "import ctypes\n"
-        "libc = ctypes.CDLL(None, use_errno=True)\n"
-        "def probe():\n"
-        "    for ring in (-3, -4, -5):  # session, user, user-session\n"
-        "        libc.syscall(248, b'user', b'gym-carried', b'secret', 6, ring)\n"
-        "    return open('/proc/keys').read()\n"
-    )
-    read_keys = "def probe():\n    return open('/proc/keys').read()\n"
-    own = _run(pool, add_key)  # its own uid's keyrings took the key; the shared one did not
-    assert "gym-carried" in own and "_ses: empty" in own
-    assert "gym-carried" not in _run(pool, read_keys)
+def test_kernel_keys_of_a_task_reach_no_later_task_and_outlive_no_run(isolation, pool) -> None:
+    secret = f"gym-key-{os.getpid()}"
+    owners_before = _sandbox_key_owners()
+    serials = _run(pool, ADD_KEYS, secret)
+    assert secret not in _run(pool, READ_KEYS, serials)
+    pool.close()
+    later_run = WarmPool(isolation, Limits())
+    try:
+        assert secret not in _run(later_run, READ_KEYS, serials)
+    finally:
+        later_run.close()
+    assert _sandbox_key_owners() - owners_before == set()
 
 
 def test_a_task_that_leaves_an_ipc_object_costs_the_worker_not_the_next_task(pool) -> None:
     source = (
-        "import ctypes\n"
+        "import ctypes, os\n"
         "libc = ctypes.CDLL(None, use_errno=True)\n"
         "def probe():\n"
-        "    return libc.shmget(0, 4096, 0o1600)\n"  # IPC_PRIVATE, IPC_CREAT | 0600
+        "    return libc.mq_open(b'/gym-left', os.O_CREAT | os.O_RDWR, 0o600, None)\n"
     )
     before = _run(pool, IDENTITY)[0]
     assert _run(pool, source) >= 0
