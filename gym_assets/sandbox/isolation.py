@@ -116,16 +116,23 @@ class Isolation:
         no task can write to; ``/tmp`` is writable for tasks only in their own directory."""
         assert self.warm_workers and self.setpriv is not None
         python = guest_python()
-        argv = [*self._sandbox(python, limits, tmp_mode="0755"), "--mqueue", "/dev/mqueue", "--"]
+        argv = [*self._sandbox(python, limits, tmp_mode="0755", mqueue=True), "--"]
         argv += [str(self.keyctl), "session", "-", "/bin/sh", "-c"]
         argv += [f'{self.keyctl} setperm @s {_READ_ONLY_KEYRING} && exec "$@"', "sh"]
         argv += [self.setpriv, f"--bounding-set=-all,{_RESIDENT_CAPS}", "--inh-caps=-all"]
         argv += ["--no-new-privs", str(python), "-I", "-S", f"{GUEST_MOUNT}/zygote.py"]
         return [*argv, limits.guest_argument(), str(control_fd)]
 
-    def _sandbox(self, python: Path, limits: Limits, *, tmp_mode: str) -> list[str]:
+    def _sandbox(
+        self, python: Path, limits: Limits, *, tmp_mode: str, mqueue: bool = False
+    ) -> list[str]:
+        """The shared part of both argvs. ``/dev`` is made read-only (after any mount under
+        it): in a user namespace the guest owns it, and an unsized tmpfs there (``/dev/shm``
+        included) would hold memory no rlimit counts."""
         assert self.bwrap is not None
         argv = [self.bwrap, *namespaces(as_root=self.setpriv is not None)]
+        argv += ["--mqueue", "/dev/mqueue"] if mqueue else []
+        argv += ["--remount-ro", "/dev"]
         argv += system_view(python)
         argv += parents(GUEST_MOUNT)
         for name in GUEST_FILES:

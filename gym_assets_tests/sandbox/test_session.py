@@ -207,6 +207,15 @@ def test_the_guest_holds_none_of_the_run_sessions_kernel_keys(tmp_path) -> None:
 
 SYSTEM_PYTHON = Path("/usr/bin/python3")
 REPO = Path(__file__).resolve().parents[2]
+UNPRIVILEGED_PROBE = """
+import os
+def probe():
+    try:
+        open('/dev/shm/hoard', 'w')
+    except OSError as exc:
+        return [os.getpid(), dict(os.environ), exc.strerror]
+    return [os.getpid(), dict(os.environ), 'written']
+"""
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to become another user")
@@ -216,13 +225,15 @@ REPO = Path(__file__).resolve().parents[2]
 )
 def test_run_as_a_user_who_is_not_root_the_sandbox_adds_a_user_namespace() -> None:
     """The package's sandbox side is stdlib-only, so the system interpreter can drive it as
-    ``nobody``: bubblewrap then runs unprivileged, with a user namespace."""
+    ``nobody``: bubblewrap then runs unprivileged, with a user namespace. The guest owns
+    ``/dev`` there, so it is read-only: an unsized tmpfs (``/dev/shm``) would hold memory that
+    no rlimit counts."""
     script = (
         f"import json, sys\nsys.path.insert(0, {str(REPO)!r})\n"
         "from gym_assets.sandbox import SandboxPolicy, Limits, GuestSession\n"
         "isolation = SandboxPolicy().isolation()\n"
         "assert isolation.kind == 'bwrap' and isolation.setpriv is None, isolation\n"
-        "source = 'import os\\ndef probe():\\n    return [os.getpid(), dict(os.environ)]\\n'\n"
+        f"source = {UNPRIVILEGED_PROBE!r}\n"
         "with GuestSession(isolation, Limits()) as session:\n"
         "    session.load(source, 10)\n"
         "    print(json.dumps(session.call('probe', (), {})))\n"
@@ -235,5 +246,6 @@ def test_run_as_a_user_who_is_not_root_the_sandbox_adds_a_user_namespace() -> No
     if "Permission denied" in done.stderr:
         pytest.skip(f"the checkout is not readable by nobody: {done.stderr.strip()[-200:]}")
     assert done.returncode == 0, done.stderr
-    pid, environ = json.loads(done.stdout)
+    pid, environ, shared_memory = json.loads(done.stdout)
     assert pid <= 3 and set(environ) <= {"LC_CTYPE", "PWD"}
+    assert shared_memory == "Read-only file system"
