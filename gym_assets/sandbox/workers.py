@@ -7,6 +7,11 @@ task started, removes its directory and checks that nothing is left (see ``zygot
 cannot carry over and why). A resident that answers anything but ``clean``, or does not answer
 in time, has its whole sandbox killed; the next task gets a new worker.
 
+A worker is handed out only on its resident's ``clean`` answer to the end of its previous task,
+by construction rather than by the callers' care: the verdict is kept on the worker itself,
+``start_task`` refuses a worker without one, and the pool takes back only a clean worker. No
+ordering of threads, and no delay, can put a dirty sandbox in front of the next task.
+
 Warm workers need a sandbox started as root (a fresh uid per task); otherwise the pool hands out
 single-use sandboxes (``GuestSession``), which need nothing carried over by construction.
 """
@@ -74,14 +79,25 @@ class Worker:
         finally:
             theirs.close()
         self._control = ours
+        self._clean = False  # until the resident says it is ready
         try:
             self._expect(b"ready", STARTUP_SECONDS)
         except GuestFault as exc:
             self.kill()
             raise SandboxStartError(f"the worker sandbox did not start: {exc.reason}") from None
+        self._clean = True
+
+    @property
+    def clean(self) -> bool:
+        """Ready, or its resident answered ``clean`` to the end of its last task."""
+        return self._clean
 
     def start_task(self) -> tuple[int, int]:
-        """Pipes to a new task process: ``(to_guest, from_guest)``."""
+        """Pipes to a new task process: ``(to_guest, from_guest)``; the worker is not clean
+        again until ``end_task`` says so."""
+        if not self._clean:
+            raise SandboxStartError("the worker has no clean verdict on its last task")
+        self._clean = False
         to_read, to_guest = os.pipe()
         from_guest, from_write = os.pipe()
         try:
@@ -96,16 +112,18 @@ class Worker:
             os.close(from_write)
         return to_guest, from_guest
 
-    def end_task(self) -> bool:
-        """Have the resident clean up after the task; True if the worker may serve again."""
+    def end_task(self) -> None:
+        """Have the resident clean up after the task; the worker is clean again only if it
+        answers ``clean`` in time."""
         try:
             self._control.sendall(b"end")
             self._expect(b"clean", END_SECONDS)
         except (OSError, GuestFault):
-            return False
-        return True
+            return
+        self._clean = True
 
     def kill(self) -> None:
+        self._clean = False
         self._sandbox.kill()
         self._control.close()
 
@@ -128,7 +146,8 @@ class TaskSession(Channel):
             return
         worker, self._worker = self._worker, None
         self._end_of_input()
-        self._pool.release(worker, reusable=worker.end_task())
+        worker.end_task()
+        self._pool.release(worker)
         self._close_pipes()
 
     def discard(self) -> None:
@@ -162,9 +181,10 @@ class WarmPool:
         finally:
             session.close()
 
-    def release(self, worker: Worker, *, reusable: bool) -> None:
+    def release(self, worker: Worker) -> None:
+        """Keep ``worker`` for the next task if it is clean, else end its sandbox."""
         with self._lock:
-            if reusable and self._closer.alive:
+            if worker.clean and self._closer.alive:
                 self._idle.append(worker)
                 return
         worker.kill()

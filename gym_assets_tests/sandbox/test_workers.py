@@ -4,20 +4,23 @@ from __future__ import annotations
 
 import os
 import platform
+import threading
 
 import psutil
 import pytest
 
 from gym_assets.sandbox import TIMED_OUT, GuestFault, Isolation, Limits
-from gym_assets.sandbox.workers import WarmPool
+from gym_assets.sandbox.workers import WarmPool, Worker
 
 pytestmark = pytest.mark.slow
 
-IDENTITY = (
-    "import os\n"
-    "def probe():\n"
-    "    return os.readlink('/proc/self/ns/pid'), os.getuid(), os.getcwd()\n"
+# A sandbox is its PID namespace and the start of its PID 1: the kernel hands a freed
+# namespace's number to the next new namespace, so the number alone does not tell two apart.
+SANDBOX = (
+    "os.readlink('/proc/self/ns/pid') + '@' + "
+    "open('/proc/1/stat').read().rsplit(')', 1)[1].split()[19]"
 )
+IDENTITY = f"import os\ndef probe():\n    return {SANDBOX}, os.getuid(), os.getcwd()\n"
 
 
 @pytest.fixture
@@ -167,6 +170,39 @@ def test_a_task_that_leaves_an_ipc_object_costs_the_worker_not_the_next_task(poo
     assert _run(pool, source) >= 0
     after = _run(pool, IDENTITY)[0]
     assert after != before  # the dirty sandbox was discarded; a new one serves
+
+
+def test_a_dirty_worker_is_never_handed_out_whatever_the_order(pool, monkeypatch) -> None:
+    """The race the suite seemed to lose under load, ordered by hand: while one task's worker is
+    being judged (its resident has answered ``dirty``, the pool has not yet heard), another
+    task is dispatched, and a third comes after the judgement. Neither lands in the dirty
+    sandbox."""
+    judged, dispatched = threading.Event(), threading.Event()
+    end_task = Worker.end_task
+
+    def judge_then_wait(worker: Worker) -> None:
+        end_task(worker)
+        judged.set()
+        assert dispatched.wait(60)  # a hang guard only
+
+    dirty = (
+        "import ctypes, os\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "def probe():\n"
+        "    libc.mq_open(b'/gym-dirty', os.O_CREAT | os.O_RDWR, 0o600, None)\n"
+        f"    return {SANDBOX}\n"
+    )
+    monkeypatch.setattr(Worker, "end_task", judge_then_wait)
+    result: list[object] = []
+    first = threading.Thread(target=lambda: result.append(_run(pool, dirty)))
+    first.start()
+    assert judged.wait(60)
+    monkeypatch.setattr(Worker, "end_task", end_task)
+    during = _run(pool, IDENTITY)[0]
+    dispatched.set()
+    first.join(60)
+    after = _run(pool, IDENTITY)[0]
+    assert result and result[0] not in (during, after)
 
 
 def test_a_task_that_overruns_its_deadline_leaves_a_reusable_worker(pool) -> None:
