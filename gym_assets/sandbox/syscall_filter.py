@@ -6,17 +6,18 @@ memory limit, and allows everything else:
 * ``add_key``, ``request_key``, ``keyctl``: kernel keys belong to a uid's keyrings, which stay in
   the host kernel after the process (and the sandbox) is gone, readable by whoever the key's
   permissions allow;
-* ``memfd_create``, ``shmget``, ``msgget``, ``semget``: memory that belongs to no process's
-  address space, so ``RLIMIT_AS`` does not count it (a memfd is written with ``write``, never
-  mapped), and SysV objects outlive their creator.
+* ``memfd_create``, ``shmget``, ``msgget``, ``semget``, ``bpf``: memory that belongs to no
+  process's address space, so ``RLIMIT_AS`` does not count it (a memfd is written with
+  ``write``, never mapped; a BPF map, where the host allows unprivileged ones, is charged to a
+  memory cgroup only), and SysV objects outlive their creator.
 
 A system call of another ABI than the interpreter's (``int 0x80`` or x32 on x86_64) is refused
 whole, so no second table of numbers reaches around the first.
 
 Why our own program: the guest runs ``python -I -S`` with the stdlib alone (no site-packages, so
 no libseccomp binding), and bubblewrap's ``--seccomp`` would filter the sandbox's set-up too
-(``keyctl session -``, the resident's ``keyctl setperm``). The program is eight to eleven classic
-BPF instructions, assembled here from the kernel's documented ABI (``linux/filter.h``,
+(``keyctl session -``, the resident's ``keyctl setperm``). The program is 13 or 14 classic BPF
+instructions, assembled here from the kernel's documented ABI (``linux/filter.h``,
 ``linux/seccomp.h``, ``linux/audit.h``) and installed with ``prctl``. Stdlib only.
 """
 
@@ -34,10 +35,10 @@ _X32_BIT = 0x40000000
 _PR_SET_NO_NEW_PRIVS, _PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 38, 22, 2
 
 # machine: (AUDIT_ARCH_*, numbers of add_key, request_key, keyctl, memfd_create, shmget,
-# msgget, semget, whether x32 numbers exist)
+# msgget, semget, bpf, whether x32 numbers exist)
 _TABLES = {
-    "x86_64": (0xC000003E, (248, 249, 250, 319, 29, 68, 64), True),
-    "aarch64": (0xC00000B7, (217, 218, 219, 279, 194, 186, 190), False),
+    "x86_64": (0xC000003E, (248, 249, 250, 319, 29, 68, 64, 321), True),
+    "aarch64": (0xC00000B7, (217, 218, 219, 279, 194, 186, 190, 280), False),
 }
 
 
