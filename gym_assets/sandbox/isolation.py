@@ -13,7 +13,9 @@ user whose process count is capped by ``RLIMIT_NPROC``:
 ``keyctl session -`` gives the guest a new, empty session keyring: the kernel keyring of the
 session that started the run (a login's, say) is not handed down to it.
 
-The guest caps its own CPU time, memory, file size and open files before reading any code.
+The guest caps its own CPU time, memory, file size and open files, and installs its seccomp
+filter (``syscall_filter.py``: no kernel keys, no memory outside an address space), before
+reading any code; ``/dev`` is read-only, so no tmpfs there can hold memory either.
 """
 
 from __future__ import annotations
