@@ -367,13 +367,13 @@ def run_rollouts(
     if options.timeout_s is not None and options.timeout_s <= 0:
         raise UserError(f"timeout must be positive, got {options.timeout_s}")
     require_ready(upstream, options.script)
-    resolved = resolve(harness)
+    sandbox = SandboxPolicy(allow_unsandboxed=options.allow_unsandboxed)
+    resolved = resolve(harness, sandbox)
     benchmark = catalog.get(benchmark_name)
     plan = load_plan(catalog.workspace.plan_path(benchmark.name))
     files = RunFiles(Path(out_dir))
     target = Target.of(files.out_dir, ROLLOUTS_RUN, catalog.workspace)
     notes: list[str] = []
-    sandbox = SandboxPolicy(allow_unsandboxed=options.allow_unsandboxed)
     with claimed_dir(target), sandbox:
         if options.resume:
             _check_logs(files, options.quarantine_corrupt, notes)
