@@ -4,7 +4,8 @@
     <out>/rollouts_failures.jsonl             one line per failed attempt
     <out>/rollouts_materialized_inputs.jsonl  one line per planned rollout (the inventory)
     <out>/rollouts_aggregate_metrics.json     one entry per environment server
-    <out>/captures/                           the gateway's per-rollout capture files
+    <out>/captures/                           the gateway's per-rollout capture files, and
+                                              each harness activation's network log
     <out>/report.html, <out>/report/          the run's HTML report and the records it links
     <out>/history/                            per-task snapshots of the runs made here
 
@@ -40,9 +41,12 @@ from gym_assets.outputs.markers import (
     RUN_REPORT,
     dir_marker,
 )
+from gym_assets.rollouts.episodes.network_logs import NETWORK_LOG_SUFFIX
 from gym_assets.rollouts.gateway.capture import CAPTURE_SUFFIX, INCOMPLETE_SUFFIX
 
 DEFAULT_STEM = "rollouts"
+# What a run keeps in captures/: the gateway's captures and the harness sandbox's network logs
+CAPTURE_FILE_SUFFIXES = (CAPTURE_SUFFIX, INCOMPLETE_SUFFIX, NETWORK_LOG_SUFFIX)
 
 
 @dataclass(frozen=True)
@@ -139,7 +143,7 @@ class RunFiles:
         if entries and dir_marker(self.capture_dir) != CAPTURES.id:
             return self.capture_dir
         for name in entries:
-            if name != MARKER_NAME and not name.endswith((CAPTURE_SUFFIX, INCOMPLETE_SUFFIX)):
+            if name != MARKER_NAME and not name.endswith(CAPTURE_FILE_SUFFIXES):
                 return self.capture_dir / name
         return None
 
