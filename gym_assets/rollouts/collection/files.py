@@ -41,6 +41,7 @@ from gym_assets.outputs.markers import (
     RUN_REPORT,
     dir_marker,
 )
+from gym_assets.redaction import NOTHING, Redactor
 from gym_assets.rollouts.episodes.network_logs import NETWORK_LOG_SUFFIX
 from gym_assets.rollouts.gateway.capture import CAPTURE_SUFFIX, INCOMPLETE_SUFFIX
 
@@ -246,14 +247,15 @@ class AppendLog:
     progress can be cut short). ``close`` fsyncs, for durability beyond the process.
     """
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, redactor: Redactor = NOTHING):
         self._path = path
+        self._redactor = redactor  # the run's secrets never reach the file
         with reported(path):
             path.parent.mkdir(parents=True, exist_ok=True)
             self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, PUBLISHED_FILE_MODE)
 
     def write(self, row: dict[str, Any]) -> None:
-        data = memoryview(json_line(row))
+        data = memoryview(self._redactor.data(json_line(row)))
         with reported(self._path):
             while data:
                 data = data[os.write(self._fd, data) :]
