@@ -11,7 +11,8 @@ it is a big program:
 * read-write: only the activation directory (workspace, private home, its files), bound at
   its own path, a private size-capped ``/tmp``, and the directories the run names as
   ``writable`` (a conformance episode's workspace, where the scripted model's commands
-  write); the activation's ``network.jsonl`` is read-only to the harness, so what is logged
+  write; an install folder whose packages' scripts run), given back to us when it ends; the
+  activation's ``network.jsonl`` is read-only to the harness, so what is logged
   there cannot be rewritten;
 * ``/etc``: a ``resolv.conf`` naming 127.0.0.1, ``hosts`` naming localhost, a ``passwd`` and
   ``group`` with the harness's identity, ``/etc/alternatives`` (commands link through it);
@@ -147,6 +148,9 @@ class HarnessSandbox:
         if self._scratch is not None:
             shutil.rmtree(self._scratch, ignore_errors=True)
             self._scratch = None
+        if self.relay_uid is not None:  # the sandbox has stopped: nothing of it writes there
+            for tree in self.writable:
+                _hand_over(tree, os.getuid())  # the host's directories are ours again
 
     def started(self) -> bool:
         """Whether the sandbox came up: its init program logs that it is ready first of all."""
@@ -307,9 +311,9 @@ def _outermost(trees: Sequence[str | Path]) -> list[str]:
     return kept
 
 
-def _hand_over(root: Path, uid: int, *, keep: Path) -> None:
-    """Make the activation directory the harness's (as root, it runs under a fresh uid);
-    ``keep`` stays ours."""
+def _hand_over(root: Path, uid: int, *, keep: Path | None = None) -> None:
+    """Make the activation directory the harness's (as root, it runs under a fresh uid), or
+    give a directory back to us; ``keep`` stays ours."""
     for directory, subdirs, names in os.walk(root):
         os.chown(directory, uid, uid)
         for name in [*subdirs, *names]:

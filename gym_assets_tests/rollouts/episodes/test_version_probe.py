@@ -58,13 +58,13 @@ def test_a_hostile_version_probe_reaches_nothing_of_the_host(tmp_path, monkeypat
 
 def test_a_process_asks_each_harness_once(tmp_path, monkeypatch) -> None:
     asked = []
-    probe = version_probe._probe
+    run = version_probe.run_offline
 
-    async def counted(command, isolation):
-        asked.append(command)
-        return await probe(command, isolation)
+    async def counted(argv, isolation, **settings):
+        asked.append(argv)
+        return await run(argv, isolation, **settings)
 
-    monkeypatch.setattr(version_probe, "_probe", counted)
+    monkeypatch.setattr(version_probe, "run_offline", counted)
     program = tmp_path / "prog.py"
     program.write_text(f"print('once {uuid.uuid4().hex}')")
     harness = Harness(name="p", kind="command", command=(sys.executable, str(program)))
