@@ -3,9 +3,10 @@
 A run knows its secret values (the model upstream's API key, read from the variable its config
 names), and whatever it writes may hold one it never meant to: a model server that echoes the
 key in an error message puts it into the capture, the harness's answer, the record, the
-failure's reason and the report. So each writer passes its bytes or text through the run's
-``Redactor`` on the way out, which replaces every secret, as written and as JSON escapes it,
-with ``[redacted]``; a writer made without one redacts nothing.
+failure's reason and the report. So each writer (and the gateway, for the whole answers it
+hands the agent) passes its bytes or text through the run's ``Redactor`` on the way out,
+which replaces every secret, as written and as JSON escapes it, with ``[redacted]``; a writer
+made without one redacts nothing.
 
 Values shorter than ``MIN_SECRET_CHARS`` are not treated as secrets: replacing a short string
 everywhere would corrupt the data and hide nothing worth hiding.

@@ -296,7 +296,8 @@ class ModelGateway:
                 await self._capture(
                     rollout_id, exchange, reply.status, category, response, response_raw
                 )
-        return Response(reply.content, reply.status, reply.headers, media_type=reply.media_type)
+        content = self._redactor.data(reply.content)  # an echoed key never reaches the agent
+        return Response(content, reply.status, reply.headers, media_type=reply.media_type)
 
     async def _relay(
         self, rollout_id: str | None, exchange: _Exchange, reply: UpstreamReply

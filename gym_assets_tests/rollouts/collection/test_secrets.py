@@ -8,11 +8,14 @@ import json
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
+import httpx2
 import pytest
 
 from gym_assets.redaction import REDACTED, Redactor
 from gym_assets.rollouts.collection.files import read_jsonl
+from gym_assets.rollouts.gateway import ModelGateway
 from gym_assets.rollouts.gateway.upstream_config import upstream_config
+from gym_assets.rollouts.gateway.upstreams import OpenAIUpstream
 from gym_assets.rollouts.harnesses.registry import load_harnesses
 from gym_assets.rollouts.options import RunOptions
 from gym_assets.rollouts.run import run_rollouts
@@ -74,6 +77,19 @@ def test_an_upstream_that_echoes_the_key_leaves_it_in_no_file(
     # the harness sandbox's network log stays with the run, beside the capture
     (network,) = result.files.capture_dir.glob("*.network.jsonl")
     assert json.loads(network.read_text().splitlines()[0])["event"] == "sandbox_ready"
+
+
+def test_an_echoed_key_never_reaches_the_agent(tmp_path, monkeypatch) -> None:
+    """The gateway's answer to the harness is redacted too, so a model-driven harness never
+    holds the key (a stream is relayed as it arrives: its capture and record are redacted)."""
+    monkeypatch.setenv("GYM_ASSETS_TEST_KEY", KEY)
+    with serving(_echoing(401)) as port:
+        upstream = OpenAIUpstream(f"http://127.0.0.1:{port}/v1", "GYM_ASSETS_TEST_KEY")
+        redactor = Redactor.of_env(["GYM_ASSETS_TEST_KEY"])
+        with ModelGateway(upstream, tmp_path / "captures", redactor=redactor) as gateway:
+            body = {"model": "m", "input": "hi"}
+            answer = httpx2.post(gateway.url_for("r1") + "/responses", json=body, timeout=30)
+    assert answer.status_code == 401 and KEY not in answer.text and REDACTED in answer.text
 
 
 def test_the_key_is_replaced_as_written_and_as_json_escapes_it() -> None:
