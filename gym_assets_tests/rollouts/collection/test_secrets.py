@@ -95,11 +95,12 @@ def test_an_echoed_key_never_reaches_the_agent(tmp_path, monkeypatch) -> None:
 def test_the_key_is_replaced_as_written_and_as_json_escapes_it() -> None:
     secret = 'key"with/üñí\\code'
     redactor = Redactor([secret, "short"])
-    escaped = json.dumps({"m": f"a {secret} b"})
-    assert json.loads(redactor.text(escaped)) == {"m": f"a {REDACTED} b"}
-    assert secret.encode() not in redactor.data(f"x{secret}y".encode())
-    assert redactor.text("short stays") == "short stays"  # too short to be a secret
-    assert Redactor.of_env(["UNSET_VARIABLE", None], {}).text(secret) == secret
+    for ascii_only in (True, False):
+        line = json.dumps({"m": f"a {secret} b"}, ensure_ascii=ascii_only).encode()
+        assert json.loads(redactor.data(line)) == {"m": f"a {REDACTED} b"}
+    assert redactor.data(f"x{secret}y".encode()) == f"x{REDACTED}y".encode()
+    assert redactor.data(b"short stays") == b"short stays"  # too short to be a secret
+    assert Redactor.of_env(["UNSET_VARIABLE", None], {}).data(secret.encode()) == secret.encode()
 
 
 def test_nothing_is_redacted_without_a_key(tmp_path: Path) -> None:
