@@ -40,6 +40,7 @@ from gym_assets.outputs.markers import CAPTURES, ROLLOUTS_RUN
 from gym_assets.outputs.targets import Target
 from gym_assets.plans.model import load_plan
 from gym_assets.records.contracts import EnvironmentServer, ResourcesServer, Step
+from gym_assets.redaction import Redactor
 from gym_assets.rollouts.collection.corruption import corrupt, corrupted_keys
 from gym_assets.rollouts.collection.dispatch import Dispatcher, ScriptFor
 from gym_assets.rollouts.collection.files import (
@@ -314,11 +315,13 @@ def _dispatch(
     ledger: Ledger,
     gate: PlanGate,
     progress_stream: TextIO | None,
+    redactor: Redactor,
 ) -> None:
     """Start the gateway, run ``todo`` on the environment servers, stop the gateway: all on
-    one event loop (Ctrl-C cancels the dispatch, and the gateway still stops cleanly)."""
+    one event loop (Ctrl-C cancels the dispatch, and the gateway still stops cleanly). Rows
+    reach their files through ``redactor`` (the reports are made from those files)."""
     progress = Progress(len(todo), progress_stream)
-    records, failures = AppendLog(files.records), AppendLog(files.failures)
+    records, failures = AppendLog(files.records, redactor), AppendLog(files.failures, redactor)
     dispatcher = Dispatcher(
         servers=servers.environments,
         agents=servers.agents,
@@ -367,13 +370,13 @@ def run_rollouts(
     if options.timeout_s is not None and options.timeout_s <= 0:
         raise UserError(f"timeout must be positive, got {options.timeout_s}")
     require_ready(upstream, options.script)
-    resolved = resolve(harness)
+    sandbox = SandboxPolicy(allow_unsandboxed=options.allow_unsandboxed)
+    resolved = resolve(harness, sandbox)
     benchmark = catalog.get(benchmark_name)
     plan = load_plan(catalog.workspace.plan_path(benchmark.name))
     files = RunFiles(Path(out_dir))
     target = Target.of(files.out_dir, ROLLOUTS_RUN, catalog.workspace)
     notes: list[str] = []
-    sandbox = SandboxPolicy(allow_unsandboxed=options.allow_unsandboxed)
     with claimed_dir(target), sandbox:
         if options.resume:
             _check_logs(files, options.quarantine_corrupt, notes)
@@ -387,7 +390,8 @@ def run_rollouts(
         gate = PlanGate(plan, allow_drift=options.allow_plan_drift)
         started = time.monotonic()
         if todo:
-            _dispatch(servers, options, files, todo, ledger, gate, progress_stream)
+            redactor = upstream.redactor()
+            _dispatch(servers, options, files, todo, ledger, gate, progress_stream, redactor)
         seconds = time.monotonic() - started
         done = latest_rows(read_jsonl(files.records))
         failed = latest_rows(read_jsonl(files.failures))

@@ -7,7 +7,8 @@ the sandbox's own network namespace, where nothing but loopback exists. It sets 
   ``/etc/resolv.conf`` names 127.0.0.1), so a lookup fails at once and its name is logged;
 * a relay on the gateway's own address (``127.0.0.1:<port>``, so the harness keeps its base
   URL) carrying each connection over the Unix socket bound into the sandbox to the host,
-  whose half (``gateway_route``) forwards it to the gateway;
+  whose half (``gateway_route``) forwards it to the gateway (none when the config names no
+  gateway: a ``--version`` probe has no route out at all);
 * a watch on loopback, where every outside address leads in this namespace, logging each
   connection attempt to one (refused at once: nothing listens there);
 
@@ -232,19 +233,21 @@ def _route_everything_here() -> None:
 
 
 def _bound(config: dict[str, Any]) -> dict[str, socket.socket]:
-    host, port = config["gateway_host"], config["gateway_port"]
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
     udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     udp.bind(("0.0.0.0", DNS_PORT))  # a resolver hard-coded in a program ends here too
     watch = socket.socket(socket.AF_PACKET, socket.SOCK_DGRAM, socket.htons(_ETH_P_ALL))
     watch.bind(("lo", 0))
     watch.setblocking(False)
-    return {
+    bound = {
         "dns_udp": udp,
         "dns_tcp": socket.create_server(("0.0.0.0", DNS_PORT)),
-        "relay": socket.create_server((host, port), family=family),
         "watch": watch,
     }
+    if config["gateway"] is not None:
+        host, port = config["gateway"]
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        bound["relay"] = socket.create_server((host, port), family=family)
+    return bound
 
 
 def _limit(limits: dict[str, int]) -> None:
@@ -276,7 +279,7 @@ async def _serve(config: dict[str, Any], command: list[str], log: _Log) -> int:
     _new_session_keyring()
     _route_everything_here()
     sockets = _bound(config)
-    address = f"{config['gateway_host']}:{config['gateway_port']}"
+    address = None if config["gateway"] is None else "{}:{}".format(*config["gateway"])
     log.write(event=READY, resolver=f"*:{DNS_PORT}", relay=address)  # bound: nothing is lost
     env = {k: v for k, v in os.environ.items() if k not in config["unset"]}
     harness = subprocess.Popen(command, env=env, preexec_fn=lambda: _limit(config["limits"]))
@@ -284,7 +287,9 @@ async def _serve(config: dict[str, Any], command: list[str], log: _Log) -> int:
     loop = asyncio.get_running_loop()
     await loop.create_datagram_endpoint(lambda: _Resolver(log), sock=sockets["dns_udp"])
     await asyncio.start_server(_serve_dns_tcp(log), sock=sockets["dns_tcp"])
-    await asyncio.start_server(_relay(log, config["socket"], address), sock=sockets["relay"])
+    if address is not None:
+        relay = _relay(log, config["socket"], address)
+        await asyncio.start_server(relay, sock=sockets["relay"])
     loop.add_reader(sockets["watch"].fileno(), _Watch(log, sockets["watch"]).read)
     status = await loop.run_in_executor(None, harness.wait)
     return 128 - status if status < 0 else status

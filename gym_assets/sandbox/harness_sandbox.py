@@ -11,13 +11,15 @@ it is a big program:
 * read-write: only the activation directory (workspace, private home, its files), bound at
   its own path, a private size-capped ``/tmp``, and the directories the run names as
   ``writable`` (a conformance episode's workspace, where the scripted model's commands
-  write); the activation's ``network.jsonl`` is read-only to the harness, so what is logged
+  write; an install folder whose packages' scripts run), given back to us when it ends; the
+  activation's ``network.jsonl`` is read-only to the harness, so what is logged
   there cannot be rewritten;
 * ``/etc``: a ``resolv.conf`` naming 127.0.0.1, ``hosts`` naming localhost, a ``passwd`` and
   ``group`` with the harness's identity, ``/etc/alternatives`` (commands link through it);
 * network: loopback only, where ``harness_init`` answers every DNS query with NXDOMAIN, logs
   every attempt to reach an outside address, and relays the gateway's address over a Unix
-  socket to ``gateway_route`` on the host.
+  socket to ``gateway_route`` on the host; without a gateway (a ``--version`` probe, which
+  needs no model) there is no relay and no route at all.
 
 Run as root, the harness drops to a fresh uid (the activation directory is handed to it) and
 the relay to another. Otherwise a user namespace maps our own uid to its root, which owns the
@@ -84,13 +86,14 @@ class HarnessLimits:
 class HarnessSandbox:
     """One activation's sandbox. ``async with`` prepares the host side (scratch files, the
     network log, the gateway route); ``command`` is the argv that runs ``argv`` inside, with
-    ``pass_fds`` handed to it. ``isolation`` must be bubblewrap."""
+    ``pass_fds`` handed to it. ``isolation`` must be bubblewrap; ``gateway_url`` None: no
+    route out at all."""
 
     def __init__(
         self,
         isolation: Isolation,
         root: Path,
-        gateway_url: str,
+        gateway_url: str | None,
         *,
         read_only: Sequence[Path] = (),
         writable: Sequence[Path] = (),
@@ -103,10 +106,7 @@ class HarnessSandbox:
         self.read_only = tuple(read_only)
         self.writable = tuple(writable)
         self.limits = limits
-        address = urlsplit(gateway_url)
-        if address.hostname is None or address.port is None:
-            raise ValueError(f"the gateway URL names no host and port: {gateway_url}")
-        self.gateway = (address.hostname, address.port)
+        self.gateway = None if gateway_url is None else _host_and_port(gateway_url)
         as_root = isolation.setpriv is not None
         self.harness_uid = sandbox_uid() if as_root else 0  # the user namespace's own root
         self.relay_uid = sandbox_uid() if as_root else None
@@ -128,8 +128,9 @@ class HarnessSandbox:
             if self.relay_uid is not None:
                 for tree in (self.root, *self.writable):
                     _hand_over(tree, self.harness_uid, keep=self.network_log)
-            self._route = GatewayRoute(self._scratch / SOCKET, *self.gateway)
-            await self._route.__aenter__()
+            if self.gateway is not None:
+                self._route = GatewayRoute(self._scratch / SOCKET, *self.gateway)
+                await self._route.__aenter__()
         except BaseException:
             await self.__aexit__(None, None, None)
             raise
@@ -147,6 +148,9 @@ class HarnessSandbox:
         if self._scratch is not None:
             shutil.rmtree(self._scratch, ignore_errors=True)
             self._scratch = None
+        if self.relay_uid is not None:  # the sandbox has stopped: nothing of it writes there
+            for tree in self.writable:
+                _hand_over(tree, os.getuid())  # the host's directories are ours again
 
     def started(self) -> bool:
         """Whether the sandbox came up: its init program logs that it is ready first of all."""
@@ -180,11 +184,11 @@ class HarnessSandbox:
             wrapper += [*parents(os.path.dirname(tree)), "--bind", tree, tree]
         wrapper += ["--ro-bind", str(self.network_log), str(self.network_log)]
         wrapper += [*parents(RUN_DIR), "--ro-bind", str(INIT), f"{RUN_DIR}/{INIT.name}"]
-        wrapper += ["--ro-bind", str(self._scratch / SOCKET), f"{RUN_DIR}/{SOCKET}"]
+        if self.gateway is not None:
+            wrapper += ["--ro-bind", str(self._scratch / SOCKET), f"{RUN_DIR}/{SOCKET}"]
         wrapper += ["--chdir", str(cwd), "--"]
         config = {
-            "gateway_host": self.gateway[0],
-            "gateway_port": self.gateway[1],
+            "gateway": self.gateway,
             "socket": f"{RUN_DIR}/{SOCKET}",
             "log_fd": self._log_fd,
             "uid": self.relay_uid,
@@ -229,6 +233,13 @@ class HarnessSandbox:
             if os.path.isdir(host):
                 argv += ["--ro-bind", host, host]
         return [*argv, "--remount-ro", "/etc"]
+
+
+def _host_and_port(url: str) -> tuple[str, int]:
+    address = urlsplit(url)
+    if address.hostname is None or address.port is None:
+        raise ValueError(f"the gateway URL names no host and port: {url}")
+    return address.hostname, address.port
 
 
 def install_trees(argv: Sequence[str], search_path: str | None) -> list[str]:
@@ -300,9 +311,9 @@ def _outermost(trees: Sequence[str | Path]) -> list[str]:
     return kept
 
 
-def _hand_over(root: Path, uid: int, *, keep: Path) -> None:
-    """Make the activation directory the harness's (as root, it runs under a fresh uid);
-    ``keep`` stays ours."""
+def _hand_over(root: Path, uid: int, *, keep: Path | None = None) -> None:
+    """Make the activation directory the harness's (as root, it runs under a fresh uid), or
+    give a directory back to us; ``keep`` stays ours."""
     for directory, subdirs, names in os.walk(root):
         os.chown(directory, uid, uid)
         for name in [*subdirs, *names]:

@@ -149,7 +149,8 @@ def run_episode(
     witness = WitnessLog(directory / WITNESS_FILE)
     witness.create()
     config = episode_config(harness, scenario, directory, timeout_s)
-    resolved = resolve(harness)
+    sandbox = SandboxPolicy(allow_unsandboxed=allow_unsandboxed)
+    resolved = resolve(harness, sandbox)
     item = episode_input(scenario, resolved.interface)
     atomic_write_text(
         directory / RUNTIME_FILE,
@@ -176,7 +177,7 @@ def run_episode(
     gateway = ModelGateway(
         upstream, directory / CAPTURE_DIR, model_name=MODEL, model_server_name=MODEL_SERVER
     )
-    with SandboxPolicy(allow_unsandboxed=allow_unsandboxed) as sandbox, gateway:
+    with sandbox, gateway:
         server = build_environment(config, ENVIRONMENT, gateway, sandbox)
         records, failures = AppendLog(files.records), AppendLog(files.failures)
         dispatcher = Dispatcher(

@@ -12,7 +12,8 @@ and capture files; their results are reported in catalogue order whatever order 
 in. A ``cli`` harness that is not installed at its pinned version runs no episode: its verdict
 is ``unavailable``, with the command that installs it (never a pass, never a crash). A harness
 whose program cannot say its version (``--version`` fails or prints nothing) runs no episode
-either: its verdict is ``unusable``, one line with why, rather than one failure per scenario.
+either: its verdict is ``unusable``, one line with why, rather than one failure per scenario. The
+version is asked once per harness, in the harness sandbox, and handed to its episodes.
 Exit code: 2 if any episode failed to run (non-zero exit, timeout, or its inspection failed),
 else 0 if every harness meets the P0 gate, else 1 (an unavailable or unusable harness does not
 meet it). An interrupted run writes no summary.
@@ -46,6 +47,7 @@ from gym_assets.rollouts.harnesses.registry import (
     load_harnesses,
     runtime_version,
 )
+from gym_assets.sandbox import SandboxPolicy
 from gym_assets.suite import report
 from gym_assets.suite.judging import ScenarioResult, inspect_episode
 from gym_assets.suite.layout import LOG_FILE
@@ -113,14 +115,24 @@ class HarnessResult:
         return data
 
 
-def unusable_reason(harness: Harness) -> str | None:
-    """Why the harness's program cannot be used at all (its ``--version`` fails), or None: said
-    once for the harness instead of once per scenario."""
-    try:
-        runtime_version(harness)
-    except UserError as exc:
-        return exc.render()
-    return None
+def runtime_versions(
+    harnesses: Mapping[str, Harness], sandbox: SandboxPolicy
+) -> tuple[dict[str, str], dict[str, str]]:
+    """Each harness's runtime version, asked once for the whole run (``--version`` runs in the
+    harness sandbox), and why each one whose program cannot say it is unusable: said once for
+    the harness instead of once per scenario."""
+    versions, unusable = {}, {}
+    for name, harness in harnesses.items():
+        try:
+            versions[name] = runtime_version(harness, sandbox)
+        except UserError as exc:
+            unusable[name] = exc.render()
+    return versions, unusable
+
+
+def pinned(harness: Harness, version: str) -> Harness:
+    """A command harness with the version the run asked for, so its episodes ask no more."""
+    return harness.model_copy(update={"version": version}) if harness.kind == "command" else harness
 
 
 @dataclass
@@ -235,11 +247,8 @@ def run_suite(
         for name, harness in selected.items()
         if (reason := unavailable_reason(harness)) is not None
     }
-    unusable = {
-        name: reason
-        for name, harness in selected.items()
-        if name not in unavailable and (reason := unusable_reason(harness)) is not None
-    }
+    available = {name: h for name, h in selected.items() if name not in unavailable}
+    versions, unusable = runtime_versions(available, SandboxPolicy(allow_unsandboxed))
     output = Path(os.path.abspath(output))
     if os.path.lexists(output):
         raise UserError(
@@ -261,7 +270,7 @@ def run_suite(
             say(f"{name}: unavailable: {reason}")
         for name, reason in unusable.items():
             say(f"{name}: harness unusable: {reason}")
-        runnable = [h for h in selected.values() if h.name not in unavailable | unusable]
+        runnable = [pinned(h, versions[h.name]) for h in available.values() if h.name in versions]
         work = [(h, s) for h in runnable for s in chosen]
         done = [0]
         saying = threading.Lock()  # episodes finish on several threads; one line at a time

@@ -4,7 +4,8 @@
     <out>/rollouts_failures.jsonl             one line per failed attempt
     <out>/rollouts_materialized_inputs.jsonl  one line per planned rollout (the inventory)
     <out>/rollouts_aggregate_metrics.json     one entry per environment server
-    <out>/captures/                           the gateway's per-rollout capture files
+    <out>/captures/                           the gateway's per-rollout capture files, and
+                                              each harness activation's network log
     <out>/report.html, <out>/report/          the run's HTML report and the records it links
     <out>/history/                            per-task snapshots of the runs made here
 
@@ -40,9 +41,13 @@ from gym_assets.outputs.markers import (
     RUN_REPORT,
     dir_marker,
 )
+from gym_assets.redaction import NOTHING, Redactor
+from gym_assets.rollouts.episodes.network_logs import NETWORK_LOG_SUFFIX
 from gym_assets.rollouts.gateway.capture import CAPTURE_SUFFIX, INCOMPLETE_SUFFIX
 
 DEFAULT_STEM = "rollouts"
+# What a run keeps in captures/: the gateway's captures and the harness sandbox's network logs
+CAPTURE_FILE_SUFFIXES = (CAPTURE_SUFFIX, INCOMPLETE_SUFFIX, NETWORK_LOG_SUFFIX)
 
 
 @dataclass(frozen=True)
@@ -139,7 +144,7 @@ class RunFiles:
         if entries and dir_marker(self.capture_dir) != CAPTURES.id:
             return self.capture_dir
         for name in entries:
-            if name != MARKER_NAME and not name.endswith((CAPTURE_SUFFIX, INCOMPLETE_SUFFIX)):
+            if name != MARKER_NAME and not name.endswith(CAPTURE_FILE_SUFFIXES):
                 return self.capture_dir / name
         return None
 
@@ -242,14 +247,15 @@ class AppendLog:
     progress can be cut short). ``close`` fsyncs, for durability beyond the process.
     """
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, redactor: Redactor = NOTHING):
         self._path = path
+        self._redactor = redactor  # the run's secrets never reach the file
         with reported(path):
             path.parent.mkdir(parents=True, exist_ok=True)
             self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, PUBLISHED_FILE_MODE)
 
     def write(self, row: dict[str, Any]) -> None:
-        data = memoryview(json_line(row))
+        data = memoryview(self._redactor.data(json_line(row)))
         with reported(self._path):
             while data:
                 data = data[os.write(self._fd, data) :]

@@ -86,6 +86,7 @@ def build_gateway(
         capture_dir,
         model_name=config.model or model_name,
         model_server_name=model_server_name,
+        redactor=config.redactor(),
     )
 
 

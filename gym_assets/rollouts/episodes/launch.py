@@ -22,7 +22,6 @@ import contextlib
 import os
 import signal
 import subprocess
-import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -48,7 +47,6 @@ DUMMY_API_KEY = "gym-assets-local"  # the gateway needs no key; real keys stay u
 
 POLL_SECONDS = 0.1
 TERMINATE_GRACE_SECONDS = 2.0
-VERSION_TIMEOUT_SECONDS = 10.0
 
 
 @dataclass(frozen=True)
@@ -112,6 +110,7 @@ class Launch:
     cwd: Path
     log: Path
     pass_fds: tuple[int, ...] = ()  # descriptors the program inherits besides stdio
+    errors: Path | None = None  # where stderr goes when not into ``log``
 
 
 def launch_of(
@@ -150,14 +149,20 @@ def launch_of(
 async def supervise(launch: Launch) -> int:
     """Run the launch to its exit and return its exit code; the process tree never outlives
     this call (cancelling it stops the program)."""
-    with open(launch.log, "ab") as log:
+    with contextlib.ExitStack() as opened:
+        log = opened.enter_context(open(launch.log, "ab"))
+        errors = (
+            subprocess.STDOUT
+            if launch.errors is None
+            else opened.enter_context(open(launch.errors, "ab"))
+        )
         process = await asyncio.create_subprocess_exec(
             *launch.argv,
             env=dict(launch.env),
             cwd=launch.cwd,
             stdin=subprocess.DEVNULL,
             stdout=log,
-            stderr=subprocess.STDOUT,
+            stderr=errors,
             start_new_session=True,
             pass_fds=launch.pass_fds,
         )
@@ -177,7 +182,7 @@ async def run_isolated(
     isolation: Isolation,
     files: EpisodeFiles,
     *,
-    gateway_url: str,
+    gateway_url: str | None,
     sandbox_id: str,
     records: list[dict[str, Any]],
     read_only: Sequence[Path] = (),
@@ -187,7 +192,8 @@ async def run_isolated(
     ``none``) and append the ``sandbox`` record of how it ended to ``records``, whatever
     happens (docs/evidence-format.md: a failed start is ``sandbox_error``, a stop before the
     program exited ``cancelled``). ``read_only`` and ``writable``: host directories it may
-    also read (an install folder) or write (a conformance workspace)."""
+    also read (an install folder) or write (a conformance workspace); ``gateway_url`` None:
+    no route out of the sandbox at all."""
     started = time.monotonic()
     record: dict[str, Any] = {
         "kind": "sandbox",
@@ -251,22 +257,3 @@ def _group_alive(pgid: int) -> bool:
     except (ProcessLookupError, PermissionError):
         return False
     return True
-
-
-def version_of(command: Sequence[str]) -> str:
-    """The first line the program prints for ``--version``, run with a scrubbed environment
-    in a throwaway home; ``OSError``/``subprocess`` errors propagate to the caller."""
-    with tempfile.TemporaryDirectory(prefix="gym-harness-version-") as home:
-        (Path(home) / "tmp").mkdir()
-        done = subprocess.run(
-            [*command, "--version"],
-            env=base_environment(Path(home)),
-            cwd=home,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=VERSION_TIMEOUT_SECONDS,
-            check=True,
-            start_new_session=True,
-        )
-    lines = [line.strip() for line in done.stdout.decode(errors="replace").splitlines()]
-    return next((line for line in lines if line), "")

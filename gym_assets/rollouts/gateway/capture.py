@@ -37,6 +37,7 @@ from gym_assets.records.evidence import (
     ModelCallRecord,
     ObservationGap,
 )
+from gym_assets.redaction import NOTHING, Redactor
 from gym_assets.rollouts.gateway.sse import StreamAssembler
 
 log = logging.getLogger(__name__)
@@ -120,8 +121,9 @@ class CaptureWriter:
     failed (the gateway answers the client only then).
     """
 
-    def __init__(self, capture_dir: Path) -> None:
+    def __init__(self, capture_dir: Path, redactor: Redactor = NOTHING) -> None:
         self.capture_dir = capture_dir
+        self._redactor = redactor
         self._queue: queue.SimpleQueue[tuple[str, bytes, Future[bool]] | None] = queue.SimpleQueue()
         try:
             capture_dir.mkdir(parents=True, exist_ok=True)
@@ -137,7 +139,7 @@ class CaptureWriter:
         done: Future[bool] = Future()
         try:
             CaptureExchange.model_validate(fields)
-            data = _encode(fields)
+            data = self._redactor.data(_encode(fields))
         except ValueError as exc:  # a ValidationError, or an unencodable payload
             log.error("capture line for rollout %s is invalid: %s", rollout_id, type(exc).__name__)
             self._mark_incomplete(rollout_id)

@@ -40,6 +40,7 @@ from starlette.routing import Route
 from gym_assets.records.contracts import GATEWAY_KEEP_ALIVE_S, Step
 from gym_assets.records.evidence import ModelRef
 from gym_assets.records.ids import ROLLOUT_ID_PATTERN, is_rollout_id
+from gym_assets.redaction import NOTHING, Redactor
 from gym_assets.rollouts.gateway.capture import (
     CaptureWriter,
     client_session_id,
@@ -103,6 +104,7 @@ class ModelGateway:
         model_server_name: str = "policy_model",
         host: str = "127.0.0.1",
         port: int = 0,
+        redactor: Redactor = NOTHING,
     ) -> None:
         if not ipaddress.ip_address(host).is_loopback:
             raise ValueError(f"the model gateway binds loopback only, not {host!r}")
@@ -114,6 +116,7 @@ class ModelGateway:
         self.port = port
         self.origin = ""
         self._model_ref = ModelRef(name=model_server_name).model_dump()
+        self._redactor = redactor  # the capture never holds a secret an upstream echoed
         self._writer: CaptureWriter | None = None
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
@@ -127,7 +130,7 @@ class ModelGateway:
         """Bind, serve in a background thread, and return the uncaptured base URL (``.../v1``)."""
         if self._thread is not None:
             raise RuntimeError("the gateway is already started")
-        self._writer = CaptureWriter(self.capture_dir)
+        self._writer = CaptureWriter(self.capture_dir, self._redactor)
         family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
         # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY only on sockets that say TCP, and
         # without it Nagle + delayed ACK add 40 ms to every keep-alive answer.
@@ -293,7 +296,8 @@ class ModelGateway:
                 await self._capture(
                     rollout_id, exchange, reply.status, category, response, response_raw
                 )
-        return Response(reply.content, reply.status, reply.headers, media_type=reply.media_type)
+        content = self._redactor.data(reply.content)  # an echoed key never reaches the agent
+        return Response(content, reply.status, reply.headers, media_type=reply.media_type)
 
     async def _relay(
         self, rollout_id: str | None, exchange: _Exchange, reply: UpstreamReply

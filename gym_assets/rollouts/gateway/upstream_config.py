@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from gym_assets.errors import UserError
 from gym_assets.modes import UpstreamMode
+from gym_assets.redaction import Redactor
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -69,6 +70,10 @@ class UpstreamConfig(BaseModel):
                 "under that name before running"
             )
         return value
+
+    def redactor(self) -> Redactor:
+        """What keeps the key out of everything the run writes (an upstream may echo it)."""
+        return Redactor.of_env([self.api_key_env])
 
 
 def upstream_config(**fields: Any) -> UpstreamConfig:

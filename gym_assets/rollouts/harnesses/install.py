@@ -10,10 +10,11 @@ telling whether one is installed.
 tools get a HOME of their own under ``<root>/.cache``. An install is verified before it takes
 the harness's name (the package's ``package.json`` or the distribution's ``METADATA`` says the
 pinned version, and the adapter's executable exists), so a failed or interrupted install never
-leaves a folder that could pass for installed. The project removes or replaces only folders
-it made itself (they hold the product marker of ``gym_assets/outputs``); a foreign folder at
-the install path is refused unless it already holds the pinned version, which is then used
-as it is, read-only.
+leaves a folder that could pass for installed. npm downloads without running any package's
+scripts; those run afterwards in the harness sandbox, offline (``_run_scripts``). The
+project removes or replaces only folders it made itself (they hold the product marker of
+``gym_assets/outputs``); a foreign folder at the install path is refused unless it already
+holds the pinned version, which is then used as it is, read-only.
 
 Only the standard library is imported here at import time (the CLI's ``--help`` stays
 instant); the project's registry, adapters and output helpers are imported when used.
@@ -206,6 +207,36 @@ def _run(argv: Sequence[str], env: Mapping[str, str], log: Path, name: str) -> N
         raise UserError(f"harness '{name}': `{shown}` failed: {cause} (full output: {log})")
 
 
+def _run_scripts(partial: Path, log: Path, name: str) -> None:
+    """The packages' own install scripts (``preinstall``, ``install``, ``postinstall``), which
+    the download skipped: run by ``npm rebuild`` in the harness sandbox, where only the install
+    folder is writable and nothing is reachable (``offline_run``), never on the host."""
+    import asyncio
+
+    from gym_assets.rollouts.episodes.offline_run import ProgramTimedOut, run_offline
+    from gym_assets.sandbox import SandboxPolicy
+
+    argv = ["npm", "rebuild", "--prefix", str(partial), "--no-audit", "--no-fund"]
+    shown = shlex.join(argv)
+    offline = {"npm_config_offline": "true", "npm_config_update_notifier": "false"}
+    isolation = SandboxPolicy().isolation()
+    try:
+        done = asyncio.run(
+            run_offline(
+                argv, isolation, timeout_s=INSTALL_TIMEOUT_S, env=offline, writable=[partial]
+            )
+        )
+    except ProgramTimedOut:
+        raise UserError(
+            f"harness '{name}': `{shown}` took over {INSTALL_TIMEOUT_S:.0f} s and was stopped"
+        ) from None
+    with log.open("a", encoding="utf-8") as out:
+        out.write(f"$ {shown}  (in the harness sandbox)\n{done.stdout}{done.stderr}")
+    if done.exit_code != 0:
+        cause = failure_cause(done.stderr) or f"exit code {done.exit_code}"
+        raise UserError(f"harness '{name}': `{shown}` failed: {cause} (full output: {log})")
+
+
 def failure_cause(stderr: str) -> str | None:
     """The line of a failed tool's stderr that says why: its last line (pip), or npm's first
     error line after the error code (npm ends with boilerplate: advice and where its log is)."""
@@ -238,8 +269,9 @@ def _requirement(harness: Harness) -> str:
 def _install_into(harness: Harness, partial: Path, env: Mapping[str, str], log: Path) -> None:
     pinned = _requirement(harness)
     if _package(harness)[0] == "npm":
-        argv = ["npm", "install", "--prefix", str(partial), "--no-audit", "--no-fund", pinned]
-        _run(argv, env, log, harness.name)
+        argv = ["npm", "install", "--prefix", str(partial), "--no-audit", "--no-fund"]
+        _run([*argv, "--ignore-scripts", pinned], env, log, harness.name)
+        _run_scripts(partial, log, harness.name)
         return
     _run([sys.executable, "-m", "venv", str(partial)], env, log, harness.name)
     _run([str(partial / "bin" / "python"), "-m", "pip", "install", pinned], env, log, harness.name)

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -33,11 +32,12 @@ from gym_assets.config.locate import did_you_mean, locator_of
 from gym_assets.config.model import AGENTS, ENVIRONMENTS, attributed_agent, server_instances
 from gym_assets.errors import ConfigError, UserError
 from gym_assets.plans.provenance import gym_version
-from gym_assets.rollouts.episodes.launch import version_of
 from gym_assets.rollouts.episodes.legacy import LEGACY_RELAY
 from gym_assets.rollouts.episodes.registry import agent_class
+from gym_assets.rollouts.episodes.version_probe import VersionProbeFailed, version_of
 from gym_assets.rollouts.harnesses.adapters.base import Api, adapter_named
 from gym_assets.rollouts.harnesses.install import unavailable_reason
+from gym_assets.sandbox import SandboxPolicy
 
 HARNESSES_KEY = "harnesses"
 COMMAND_AGENT = "command_agent"
@@ -294,9 +294,10 @@ def resolve_interface(harness: Harness) -> Interface:
     )
 
 
-def runtime_version(harness: Harness) -> str:
+def runtime_version(harness: Harness, sandbox: SandboxPolicy) -> str:
     """The configured ``version``; else a builtin's is the package's, a command's is the first
-    line its program prints for ``--version`` (a program that cannot answer is refused)."""
+    line its program prints for ``--version``, asked in the run's harness sandbox
+    (``version_probe``; a program that cannot answer is refused)."""
     if harness.version is not None:
         return harness.version
     if harness.kind == "builtin":
@@ -304,14 +305,11 @@ def runtime_version(harness: Harness) -> str:
     _located(harness)
     shown = " ".join([*harness.command, "--version"])
     try:
-        version = version_of(harness.command)
-    except (OSError, subprocess.SubprocessError) as exc:
-        said = getattr(exc, "stderr", None) or b""
-        last = said.decode(errors="replace").strip().splitlines()[-1:] if said else []
+        version = version_of(harness.command, sandbox.isolation())
+    except (OSError, VersionProbeFailed) as exc:
         raise UserError(
-            f"harness '{harness.name}': `{shown}` failed ({type(exc).__name__}"
-            f"{': ' + last[0] if last else ''}); fix the command or pin the runtime with "
-            "`version:` in the harness entry"
+            f"harness '{harness.name}': `{shown}` failed ({exc}); fix the command or pin the "
+            "runtime with `version:` in the harness entry"
         ) from None
     if not version:
         raise UserError(
@@ -333,11 +331,11 @@ def require_installed(harness: Harness) -> None:
         raise HarnessUnavailable(reason)
 
 
-def resolve(harness: Harness) -> ResolvedHarness:
+def resolve(harness: Harness, sandbox: SandboxPolicy) -> ResolvedHarness:
     """Interface and runtime version, settled before a run writes anything (a ``cli`` harness
-    that is not installed is refused here)."""
+    that is not installed is refused here); ``sandbox``: the run's, where a version is asked."""
     require_installed(harness)
-    return ResolvedHarness(harness, resolve_interface(harness), runtime_version(harness))
+    return ResolvedHarness(harness, resolve_interface(harness), runtime_version(harness, sandbox))
 
 
 def with_harness(

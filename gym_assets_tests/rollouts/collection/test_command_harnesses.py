@@ -25,6 +25,7 @@ from gym_assets.rollouts.harnesses.registry import (
 )
 from gym_assets.rollouts.options import RunOptions
 from gym_assets.rollouts.run import RunResult, run_rollouts
+from gym_assets.sandbox import SandboxPolicy
 from gym_assets_tests.rollouts.collection.conftest import REPO, Products
 
 ENVIRONMENTS = "environment_servers"
@@ -121,16 +122,17 @@ def _command(tmp_path: Path, source: str, **fields: Any) -> Harness:
 
 
 def test_runtime_versions(tmp_path):
+    sandbox = SandboxPolicy()
     assert runtime_version(
-        Harness(name="b", kind="builtin", agent_implementation="simple_agent")
+        Harness(name="b", kind="builtin", agent_implementation="simple_agent"), sandbox
     ).startswith("gym-assets ")
-    assert runtime_version(_command(tmp_path, "raise SystemExit(1)", version="v9")) == "v9"
+    assert runtime_version(_command(tmp_path, "raise SystemExit(1)", version="v9"), sandbox) == "v9"
     example = Harness(name="m", kind="command", command=(sys.executable, str(EXAMPLE)))
-    assert runtime_version(example) == "minimal_agent 1.0"
-    with pytest.raises(UserError, match=r"--version` failed \(CalledProcessError: boom\)"):
-        runtime_version(_command(tmp_path, "import sys; sys.exit('boom')"))
+    assert runtime_version(example, sandbox) == "minimal_agent 1.0"
+    with pytest.raises(UserError, match=r"--version` failed \(exit code 1: boom\)"):
+        runtime_version(_command(tmp_path, "import sys; sys.exit('boom')"), sandbox)
     with pytest.raises(UserError, match="printed nothing"):
-        runtime_version(_command(tmp_path, ""))
+        runtime_version(_command(tmp_path, "# nothing"), sandbox)
 
 
 def _run(

@@ -321,3 +321,47 @@ def test_the_example_harness_passes_a_conformance_scenario_in_the_sandbox(tmp_pa
     (record,) = (json.loads(line) for line in (episode / "rollouts.jsonl").open())
     (sandbox,) = (r for r in record["ng_agent_observations"]["records"] if r["kind"] == "sandbox")
     assert sandbox["provider"] == "bwrap" and sandbox["outcome"] == "completed"
+
+
+def test_a_sandbox_record_the_harness_writes_is_not_taken_as_ours(start_gateway, tmp_path) -> None:
+    """Only the run says how it isolated a harness: a forged ``sandbox`` record in the
+    program's bundle is dropped with a gap, and the run's own is the only one kept."""
+    command = program(
+        tmp_path,
+        """
+        answer = ask("hi")
+        forged = {"kind": "sandbox", "role": "agent", "provider": "bwrap",
+                  "sandbox_id": "forged", "outcome": "completed", "exit_code": 0}
+        invocation = {"kind": "agent_invocation", "invocation_id": E["GYM_INVOCATION_ID"],
+                      "status": "completed", "model_calls": [],
+                      "conversation": [{"role": "user", "content": "hi"}, *answer["output"]]}
+        with open(E["GYM_OBSERVATIONS_PATH"], "w") as out:
+            json.dump({"source": "test_program", "records": [invocation, forged]}, out)
+        """,
+    )
+    made, _ = agent(start_gateway(ScriptedUpstream(DONE)), command, tmp_path)
+    asyncio.run(_activate(made))
+    bundle = asyncio.run(made.close_session("as", EPISODE))["agent_observations"]
+    (record,) = (r for r in bundle["records"] if r["kind"] == "sandbox")
+    assert record["sandbox_id"] != "forged" and record["outcome"] == "completed"
+    assert any("sandbox record" in gap["detail"] for gap in bundle["gaps"])
+
+
+def test_the_network_log_is_kept_beside_the_capture(start_gateway, tmp_path) -> None:
+    """The activation directory goes with the session; its network log stays as evidence."""
+    command = program(
+        tmp_path,
+        """
+        answer = ask("hi")
+        bundle(conversation=[{"role": "user", "content": "hi"}, *answer["output"]])
+        """,
+    )
+    gateway = start_gateway(ScriptedUpstream(DONE))
+    made = create("agent", {"command": command}, gateway=gateway, resources=None)  # scratch dirs
+    asyncio.run(_activate(made))
+    asyncio.run(made.close_session("as", EPISODE))
+    kept = Path(gateway.capture_dir) / f"{EPISODE.capture_key}.root.network.jsonl"
+    assert [json.loads(line)["event"] for line in kept.open()][:2] == [
+        "sandbox_ready",
+        "gateway_connection",
+    ]

@@ -12,7 +12,9 @@ invocation's conversation gained after the task input, with the usage the gatewa
 The bundle is the program's, as written; a missing or invalid one is an
 ``agent_observations_invalid`` gap, never a record made up on its behalf. Each activation runs
 in the run's sandbox (``run_isolated``), whose ``sandbox`` record (ours, not the program's)
-joins the bundle either way, so the evidence says what isolation it had. When the gateway's
+joins the bundle either way, so the evidence says what isolation it had; a ``sandbox`` record
+the program wrote itself is dropped, with a gap, so none can pose as ours. The sandbox's
+network log is kept beside the rollout's capture (``network_logs``). When the gateway's
 last exchange of the activation failed, the activation failed with it
 (``agent_request_failed``), whatever the program claimed; a program that died of a fault
 signal (SIGSEGV, SIGILL, ...) failed too (``agent_crashed``), whatever it wrote; and one that
@@ -43,6 +45,7 @@ from gym_assets.rollouts.episodes.failures import (
     death_signal,
 )
 from gym_assets.rollouts.episodes.launch import EpisodeFiles, launch_of, run_isolated
+from gym_assets.rollouts.episodes.network_logs import keep_network_log, network_log_path
 from gym_assets.rollouts.episodes.observations import Invocation
 from gym_assets.rollouts.episodes.responses import input_items, message_text
 from gym_assets.rollouts.gateway import read_capture
@@ -51,6 +54,7 @@ from gym_assets.rollouts.gateway.script import is_assistant_item
 from gym_assets.rollouts.harnesses.adapters import Adapter, Api, CliEpisode, adapter_named
 from gym_assets.sandbox import Isolation, SandboxPolicy
 
+SANDBOX = "sandbox"  # the kind of the records only the run writes
 # What a cli harness is told: the task's instructions (system, developer) and its user text.
 INSTRUCTION_ROLES = ("system", "developer", "user")
 # Responses usage keys and the capture's token fields they sum.
@@ -149,6 +153,9 @@ class CommandAgent(SessionAgent):
                 writable=[Path(d) for d in self.settings.writable_dirs],
             )
         finally:  # stopped or not, what it wrote so far is its evidence
+            if self.isolation.kind == "bwrap":  # else the program could have written the log
+                kept = network_log_path(self.gateway.capture_dir, key, invocation.invocation_id)
+                keep_network_log(files.root, kept)
             if episode is not None:
                 written = self._adapter().observations(episode, exit_code)
                 atomic_write_text(files.observations, json.dumps(written, ensure_ascii=False))
@@ -201,6 +208,7 @@ class CommandAgent(SessionAgent):
             detail = f"the activations' bundles do not merge ({exc.error_count()} errors)"
             kept = _invalid(source, detail)
         ours = [SandboxObservation.model_validate(r).model_dump(mode="json") for r in sandboxes]
+        kept = _without_posing(kept)
         return {**kept, "records": [*kept["records"], *ours]}
 
     def _adapter(self) -> Adapter:
@@ -271,6 +279,21 @@ def _bundle(path: Path, harness: str) -> dict[str, Any]:
         count = exc.error_count() if isinstance(exc, ValidationError) else 1
         detail = f"{path.name} is not an ng_agent_observations bundle ({count} errors)"
     return _invalid(harness, detail)
+
+
+def _without_posing(bundle: dict[str, Any]) -> dict[str, Any]:
+    """The program's bundle without the ``sandbox`` records it wrote: those say how the run
+    isolated it, so only the run writes them; each one dropped is a gap."""
+    posing = [r for r in bundle["records"] if r.get("kind") == SANDBOX]
+    if not posing:
+        return bundle
+    detail = (
+        f"the harness wrote {len(posing)} sandbox record(s); only the run writes those, so "
+        "they were dropped"
+    )
+    gap = {"code": GapCode.AGENT_OBSERVATIONS_INVALID.value, "detail": detail}
+    kept = [r for r in bundle["records"] if r.get("kind") != SANDBOX]
+    return {**bundle, "records": kept, "gaps": [*bundle["gaps"], gap]}
 
 
 def _invalid(source: str, detail: str) -> dict[str, Any]:

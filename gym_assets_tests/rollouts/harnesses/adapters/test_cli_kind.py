@@ -22,6 +22,7 @@ from gym_assets.rollouts.harnesses.registry import (
     load_harnesses,
     resolve,
 )
+from gym_assets.sandbox import SandboxPolicy
 from gym_assets.servers.responses_api_agents.command_agent.app import create
 from gym_assets_tests.rollouts.harnesses.adapters import fake_adapter
 
@@ -90,7 +91,7 @@ def test_a_harness_that_is_not_installed_is_refused_with_the_install_command(
     monkeypatch.setenv(HARNESSES_DIR_ENV, str(tmp_path))
     harness = load_harnesses({"harnesses": {"fakecli": ENTRY}})["fakecli"]
     with pytest.raises(HarnessUnavailable, match="gym-assets harness install fakecli"):
-        resolve(harness)
+        resolve(harness, SandboxPolicy())
 
 
 def _activate(gateway, episodes: Path, task: list[dict]) -> tuple[Any, EpisodeId, dict]:

@@ -49,13 +49,22 @@ def build_wheel(folder: Path, version: str, *, program: str = PROGRAM) -> Path:
     return wheel
 
 
-def npm_tarball(version: str) -> bytes:
-    """An npm package whose ``bin`` is a node script printing its version."""
+def _manifest(version: str, postinstall: str | None) -> dict:
     manifest = {"name": NPM_PACKAGE, "version": version, "bin": {PROGRAM: "cli.js"}}
+    if postinstall is not None:
+        manifest["scripts"] = {"postinstall": "node postinstall.js"}
+    return manifest
+
+
+def npm_tarball(version: str, postinstall: str | None = None) -> bytes:
+    """An npm package whose ``bin`` is a node script printing its version; ``postinstall``: the
+    source of a node script it runs when installed."""
     members = {
-        "package/package.json": json.dumps(manifest).encode(),
+        "package/package.json": json.dumps(_manifest(version, postinstall)).encode(),
         "package/cli.js": f"#!/usr/bin/env node\nconsole.log('{PROGRAM} {version}');\n".encode(),
     }
+    if postinstall is not None:
+        members["package/postinstall.js"] = postinstall.encode()
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
         for name, data in members.items():
@@ -66,9 +75,9 @@ def npm_tarball(version: str) -> bytes:
 
 
 @contextmanager
-def npm_registry(versions: list[str]) -> Iterator[str]:
+def npm_registry(versions: list[str], postinstall: str | None = None) -> Iterator[str]:
     """A registry on 127.0.0.1 serving ``NPM_PACKAGE`` at ``versions``; yields its URL."""
-    tarballs = {version: npm_tarball(version) for version in versions}
+    tarballs = {version: npm_tarball(version, postinstall) for version in versions}
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_GET(self) -> None:
@@ -76,9 +85,8 @@ def npm_registry(versions: list[str]) -> Iterator[str]:
             if self.path.rstrip("/") == f"/{NPM_PACKAGE}":
                 entries = {
                     version: {
-                        "name": NPM_PACKAGE,
-                        "version": version,
-                        "bin": {PROGRAM: "cli.js"},
+                        **_manifest(version, postinstall),
+                        "hasInstallScript": postinstall is not None,
                         "dist": {
                             "tarball": f"{base}{NPM_PACKAGE}-{version}.tgz",
                             "shasum": hashlib.sha1(data).hexdigest(),

@@ -25,7 +25,12 @@ from gym_assets.rollouts.harnesses.registry import (
     require_installed,
 )
 from gym_assets_tests.rollouts.harnesses.install.conftest import cli_entry, write_registry
-from gym_assets_tests.rollouts.harnesses.install.packages import PROGRAM, build_wheel
+from gym_assets_tests.rollouts.harnesses.install.packages import (
+    NPM_PACKAGE,
+    PROGRAM,
+    build_wheel,
+    npm_registry,
+)
 
 pytestmark = pytest.mark.slow  # a venv or an npm install per test
 
@@ -78,6 +83,33 @@ def test_npm_install_into_a_prefix(configs, root, npm_versions, home, capsys) ->
     }
     assert os.listdir(home) == []
     assert (root / ".cache" / "npm").is_dir()
+
+
+# Run on the host, this script would write the parent's environment into a host folder; in the
+# sandbox it may write only into its own package, which is what a real post-install step does.
+POSTINSTALL = """
+const fs = require("fs");
+let stolen = "";
+try { stolen = fs.readFileSync(`/proc/${process.ppid}/environ`, "latin1"); } catch (e) {}
+try { fs.writeFileSync(process.argv[2] || "HOST_MARKER", stolen); } catch (e) {}
+fs.writeFileSync("built.txt", "built");
+"""
+
+
+def test_npm_install_scripts_run_in_the_sandbox_not_on_the_host(
+    configs, root, home, tmp_path, monkeypatch
+) -> None:
+    host = tmp_path / "host"
+    host.mkdir()
+    script = POSTINSTALL.replace("HOST_MARKER", str(host / "marker"))
+    with npm_registry(["1.0.0"], postinstall=script) as url:
+        monkeypatch.setenv("npm_config_registry", url)
+        write_registry(configs, {"fakenpm": cli_entry("npm", "1.0.0")})
+        install(_harness(configs, "fakenpm"))
+    package = root / "fakenpm" / "node_modules" / NPM_PACKAGE
+    assert (package / "built.txt").read_text() == "built"  # the script ran, inside
+    assert list(host.iterdir()) == []  # and reached nothing of the host
+    assert {p.stat().st_uid for p in (root / "fakenpm").rglob("*")} == {os.getuid()}
 
 
 def test_a_new_pin_replaces_our_install(configs, root, npm_versions) -> None:
