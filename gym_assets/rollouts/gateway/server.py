@@ -3,12 +3,15 @@
 Routes (JSON, or SSE when the body says ``"stream": true``)::
 
     POST /v1/chat/completions     POST /v1/responses     GET /v1/models
-    ... and the same under /ng-rollout/<rollout_id>/
+    ... and the same under /ng-rollout/<rollout_id>/<token>/
+    and under /ng-rollout/<rollout_id>/invocation/<invocation_id>/<token>/
 
 Only prefixed calls are captured (one line per exchange in
 ``<capture_dir>/<rollout_id>.capture.jsonl``); unprefixed calls are answered but not recorded,
 which is what probes and health checks want. Agents therefore always get
-``url_for(rollout_id)`` as their base URL.
+``url_for(rollout_id)`` as their base URL; its token (``capabilities``) is what lets a call
+write into that rollout's capture, and a call under the prefix without it is refused and
+logged. Request and answer bodies are capped while they stream (``bodies``).
 
 The server is Starlette on uvicorn, running in a background thread with its own event loop,
 so synchronous callers (collection, tests, the CLI) can start and stop it like an object.
@@ -40,6 +43,22 @@ from starlette.routing import Route
 from gym_assets.records.contracts import GATEWAY_KEEP_ALIVE_S, Step
 from gym_assets.records.evidence import ModelRef
 from gym_assets.records.ids import ROLLOUT_ID_PATTERN, is_rollout_id
+from gym_assets.rollouts.gateway.bodies import (
+    ANSWER_TOO_LARGE,
+    DEFAULT_LIMITS,
+    REQUEST_TOO_LARGE,
+    BodyLimits,
+    BodyTooLarge,
+    declared_length,
+    read_capped,
+)
+from gym_assets.rollouts.gateway.capabilities import (
+    INVOCATION_PREFIX,
+    ROLLOUT_PREFIX,
+    CapabilityPaths,
+    check_id,
+    new_key,
+)
 from gym_assets.rollouts.gateway.capture import (
     CaptureWriter,
     client_session_id,
@@ -47,6 +66,7 @@ from gym_assets.rollouts.gateway.capture import (
     stream_category,
 )
 from gym_assets.rollouts.gateway.ids import new_id
+from gym_assets.rollouts.gateway.render import error_event
 from gym_assets.rollouts.gateway.script import Dialect, ErrorReply
 from gym_assets.rollouts.gateway.sse import StreamAssembler
 from gym_assets.rollouts.gateway.upstreams import (
@@ -60,20 +80,21 @@ from gym_assets.rollouts.gateway.upstreams import (
 
 log = logging.getLogger(__name__)
 
-ROLLOUT_PREFIX = "/ng-rollout"
-INVOCATION_PREFIX = "/invocation"
 START_TIMEOUT_S = 15.0
 STOP_GRACE_S = 5
 # Failures with no upstream HTTP answer: what the client is told.
 _FAILURE_STATUS = {"timeout": 504, "connection": 502}
+# Sending the same body again cannot make it smaller; the openai SDKs honour this header.
+_NO_RETRY = {"x-should-retry": "false"}
+_LOGGED_CHARS = 120  # of a refused path in the log
 
 
 def _json(status: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> Response:
     return Response(orjson.dumps(body), status, headers, media_type="application/json")
 
 
-def _error(status: int, message: str, kind: str) -> Response:
-    return _json(status, ErrorReply(status, message, kind).body())
+def _error(status: int, message: str, kind: str, headers: dict[str, str] | None = None) -> Response:
+    return _json(status, ErrorReply(status, message, kind).body(), headers)
 
 
 class _Exchange:
@@ -81,10 +102,14 @@ class _Exchange:
 
     __slots__ = ("dialect", "request", "request_raw", "session", "started", "t0", "ttft")
 
-    def __init__(self, dialect: Dialect, raw: bytes, request: dict | None, session: str | None):
+    def __init__(
+        self, dialect: Dialect, raw: bytes | None, request: dict | None, session: str | None
+    ):
         self.dialect: Dialect = dialect
         self.request = request
-        self.request_raw = None if request is not None else raw.decode("utf-8", "replace")
+        self.request_raw = (
+            None if request is not None or raw is None else raw.decode("utf-8", "replace")
+        )
         self.session = session
         self.started = time.time()
         self.t0 = time.perf_counter()
@@ -103,7 +128,11 @@ class ModelGateway:
         model_server_name: str = "policy_model",
         host: str = "127.0.0.1",
         port: int = 0,
+        limits: BodyLimits = DEFAULT_LIMITS,
+        path_key: str | None = None,
     ) -> None:
+        """``path_key`` makes the capability tokens (a fresh one by default); a gateway in
+        another process is given its parent's, so both make the same URLs."""
         if not ipaddress.ip_address(host).is_loopback:
             raise ValueError(f"the model gateway binds loopback only, not {host!r}")
         self.upstream = upstream
@@ -112,6 +141,8 @@ class ModelGateway:
         self.model_server_name = model_server_name
         self.host = host
         self.port = port
+        self.limits = limits
+        self.paths = CapabilityPaths(path_key or new_key())
         self.origin = ""
         self._model_ref = ModelRef(name=model_server_name).model_dump()
         self._writer: CaptureWriter | None = None
@@ -127,7 +158,7 @@ class ModelGateway:
         """Bind, serve in a background thread, and return the uncaptured base URL (``.../v1``)."""
         if self._thread is not None:
             raise RuntimeError("the gateway is already started")
-        self._writer = CaptureWriter(self.capture_dir)
+        self._writer = CaptureWriter(self.capture_dir, self.limits.capture_line_bytes)
         family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
         # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY only on sockets that say TCP, and
         # without it Nagle + delayed ACK add 40 ms to every keep-alive answer.
@@ -206,10 +237,10 @@ class ModelGateway:
     # ------------------------------------------------------------------ GatewayHandle
 
     def url_for(self, rollout_id: str, invocation_id: str | None = None) -> str:
-        return rollout_url(self.origin, rollout_id, invocation_id)
+        return self.paths.url(self.origin, rollout_id, invocation_id)
 
     def set_reference_script(self, rollout_id: str, steps: Sequence[Step]) -> None:
-        _check_rollout_id(rollout_id)
+        check_id(rollout_id)
         if not isinstance(self.upstream, ReferenceUpstream):
             raise TypeError(
                 f"set_reference_script needs a ReferenceUpstream; this gateway answers from "
@@ -222,16 +253,49 @@ class ModelGateway:
     def _build_app(self) -> Starlette:
         routes = []
         rollout = ROLLOUT_PREFIX + "/{rollout_id}"
-        for prefix in ("", rollout, rollout + INVOCATION_PREFIX + "/{invocation_id}"):
+        invocation = rollout + INVOCATION_PREFIX + "/{invocation_id}"
+        for prefix in ("", rollout + "/{token}", invocation + "/{token}"):
             routes += [
                 Route(prefix + "/v1/chat/completions", self._chat, methods=["POST"]),
                 Route(prefix + "/v1/responses", self._responses, methods=["POST"]),
                 Route(prefix + "/v1/models", self._models, methods=["GET"]),
             ]
+        # Any other call under the prefix (no token, a guessed layout) is an attempt too.
+        routes.append(Route(ROLLOUT_PREFIX + "/{rest:path}", self._off_path, methods=["POST"]))
         return Starlette(routes=routes, exception_handlers={HTTPException: _http_error})
 
+    def _refused_path(self, request: Request) -> Response | None:
+        """A 400 for an id in the URL that ids may not look like; a 403, logged, for a
+        path whose token is not the one this gateway made for its ids."""
+        params = request.path_params
+        for key in ("rollout_id", "invocation_id"):
+            value = params.get(key)
+            if value is not None and not is_rollout_id(value):
+                return _bad_rollout_id(value)
+        rollout_id = params.get("rollout_id")
+        if rollout_id is None or self.paths.allows(
+            rollout_id, params.get("invocation_id"), params["token"]
+        ):
+            return None
+        log.warning(  # never the token: the caller's own would be a valid one
+            "refused a call on rollout %.*r: its path does not carry the token this gateway "
+            "gave that rollout (another rollout's or a guessed URL)",
+            _LOGGED_CHARS,
+            rollout_id,
+        )
+        return _error(403, "this URL is not one the gateway gave out", "permission_error")
+
+    async def _off_path(self, request: Request) -> Response:
+        rollout_id = request.path_params["rest"].partition("/")[0]  # the rest may hold a token
+        log.warning(
+            "refused a call on rollout %.*r: not a URL the gateway gave out",
+            _LOGGED_CHARS,
+            rollout_id,
+        )
+        return _error(404, "this URL is not one the gateway gave out", "not_found_error")
+
     async def _models(self, request: Request) -> Response:
-        if (refused := _refused_path(request)) is not None:
+        if (refused := self._refused_path(request)) is not None:
             return refused
         model = {"id": self.model_name, "object": "model", "created": 0, "owned_by": "gym_assets"}
         return _json(200, {"object": "list", "data": [model]})
@@ -243,18 +307,27 @@ class ModelGateway:
         return await self._model_call(request, "responses")
 
     async def _model_call(self, request: Request, dialect: Dialect) -> Response:
-        rollout_id = request.path_params.get("rollout_id")
-        if (refused := _refused_path(request)) is not None:
+        if (refused := self._refused_path(request)) is not None:
             return refused
-        raw = await request.body()
+        rollout_id = request.path_params.get("rollout_id")
+        # A per-invocation URL names the session itself; else the client's session header.
+        session = request.path_params.get("invocation_id") or client_session_id(request.headers)
+        limit = self.limits.request_bytes
+        try:
+            raw = await read_capped(
+                request.stream(), limit, "request body", declared_length(request.headers)
+            )
+        except BodyTooLarge as exc:
+            if rollout_id is not None:
+                exchange = _Exchange(dialect, None, None, session)
+                await self._capture(rollout_id, exchange, 413, REQUEST_TOO_LARGE, None, None)
+            return _error(413, str(exc), REQUEST_TOO_LARGE, _NO_RETRY)
         try:
             body = orjson.loads(raw)
         except orjson.JSONDecodeError:
             body = None
         if not isinstance(body, dict):
             body = None
-        # A per-invocation URL names the session itself; else the client's session header.
-        session = request.path_params.get("invocation_id") or client_session_id(request.headers)
         exchange = _Exchange(dialect, raw, body, session)
         failure: UpstreamFailure | None = None
         if body is None:
@@ -274,7 +347,8 @@ class ModelGateway:
                 )
             if failure is not None:
                 status = _FAILURE_STATUS.get(failure.category, 502)
-                reply = error_reply(status, str(failure), "upstream_unavailable")
+                retry = _NO_RETRY if failure.category == ANSWER_TOO_LARGE else {}
+                reply = error_reply(status, str(failure), "upstream_unavailable", retry)
         if reply.stream is not None:
             return StreamingResponse(
                 self._relay(rollout_id, exchange, reply),
@@ -300,29 +374,35 @@ class ModelGateway:
     ) -> AsyncIterator[bytes]:
         """Pass the stream through; the capture line is made durable just before the terminal
         event goes out, or before the end of a stream that stopped without one, so it is on
-        disk when the client sees the end."""
+        disk when the client sees the end. A stream the upstream fails (one past the answer
+        cap) ends with an error event naming the failure, and is captured without payload."""
         assert reply.stream is not None
-        if rollout_id is None:
-            async for chunk in reply.stream:
-                yield chunk
-            return
         stream = StreamAssembler(exchange.dialect)
-        written = False
+        failure: UpstreamFailure | None = None
+        written = rollout_id is None  # nothing to capture
 
         def fields() -> tuple:
+            if failure is not None:  # like a whole answer that failed: no payload
+                return (reply.status, failure.category, None, None)
             return (reply.status, stream_category(stream), stream.result(), stream.raw)
 
         try:
-            async for chunk in reply.stream:
-                if exchange.ttft is None:
-                    exchange.ttft = time.perf_counter()
-                if stream.feed(chunk) and not written:
-                    written = True
-                    await self._capture(rollout_id, exchange, *fields())
-                yield chunk
+            try:
+                async for chunk in reply.stream:
+                    if exchange.ttft is None:
+                        exchange.ttft = time.perf_counter()
+                    if not written and stream.feed(chunk):
+                        written = True
+                        await self._capture(rollout_id, exchange, *fields())
+                    yield chunk
+            except UpstreamFailure as exc:
+                log.warning("model upstream failed mid-stream (%s): %s", exc.category, exc)
+                failure = exc
             if not written:  # no terminal event: durable before the client sees the end
                 written = True
                 await self._capture(rollout_id, exchange, *fields())
+            if failure is not None:
+                yield error_event(exchange.dialect, str(failure), failure.category)
         finally:
             if not written:  # client gone or cancelled: hand the line off without awaiting
                 self._append(rollout_id, exchange, *fields())
@@ -375,33 +455,6 @@ def _parsed(reply: UpstreamReply) -> tuple[dict | None, str | None]:
     if isinstance(value, dict):
         return value, None
     return None, reply.content.decode("utf-8", "replace")
-
-
-def rollout_url(origin: str, rollout_id: str, invocation_id: str | None = None) -> str:
-    """The base URL whose calls a gateway serving at ``origin`` captures under ``rollout_id``;
-    with ``invocation_id``, every call made on it is also recorded as made in that invocation's
-    session (``client_session_id``), whatever session header the client sends."""
-    _check_rollout_id(rollout_id)
-    if not origin:
-        raise RuntimeError("start the gateway before asking for its URLs")
-    if invocation_id is None:
-        return f"{origin}{ROLLOUT_PREFIX}/{rollout_id}/v1"
-    _check_rollout_id(invocation_id)
-    return f"{origin}{ROLLOUT_PREFIX}/{rollout_id}{INVOCATION_PREFIX}/{invocation_id}/v1"
-
-
-def _check_rollout_id(rollout_id: str) -> None:
-    if not is_rollout_id(rollout_id):
-        raise ValueError(f"rollout id {rollout_id!r} must match {ROLLOUT_ID_PATTERN.pattern}")
-
-
-def _refused_path(request: Request) -> Response | None:
-    """A 400 for a rollout or invocation id in the URL that ids may not look like."""
-    for key in ("rollout_id", "invocation_id"):
-        value = request.path_params.get(key)
-        if value is not None and not is_rollout_id(value):
-            return _bad_rollout_id(value)
-    return None
 
 
 def _bad_rollout_id(rollout_id: str) -> Response:

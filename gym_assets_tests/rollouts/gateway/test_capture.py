@@ -114,12 +114,13 @@ def test_unprefixed_calls_are_answered_but_not_captured(start_gateway, tmp_path:
 
 def test_bad_rollout_id_and_bad_json_are_400(start_gateway, tmp_path: Path) -> None:
     gateway = start_gateway(ScriptedUpstream([{"text": "hi"}]))
+    json_url = gateway.url_for("r-json").removeprefix(gateway.origin)
     with httpx2.Client(base_url=gateway.origin) as http:
-        bad_id = http.post("/ng-rollout/-bad/v1/chat/completions", json={"messages": USER})
+        bad_id = http.post("/ng-rollout/-bad/t/v1/chat/completions", json={"messages": USER})
         assert bad_id.status_code == 400
         assert "must match" in bad_id.json()["error"]["message"]
-        assert http.get("/ng-rollout/bad%20id/v1/models").status_code == 400
-        bad_json = http.post("/ng-rollout/r-json/v1/responses", content=b"{not json")
+        assert http.get("/ng-rollout/bad%20id/t/v1/models").status_code == 400
+        bad_json = http.post(json_url + "/responses", content=b"{not json")
         assert bad_json.status_code == 400 and bad_json.json()["error"]["code"] == "400"
         missing = http.post("/v1/embeddings", json={})
         assert missing.status_code == 404 and "error" in missing.json()
@@ -348,7 +349,8 @@ def test_a_per_invocation_url_names_the_session_of_every_call(
     their invocation's URL recorded as made in that invocation; a bad id in the URL is a 400."""
     gateway = start_gateway(ScriptedUpstream([{"text": "Done."}]))
     url = gateway.url_for("inv-1", "activation-1")
-    assert url.endswith("/ng-rollout/inv-1/invocation/activation-1/v1")
+    token = gateway.paths.token("inv-1", "activation-1")
+    assert url.endswith(f"/ng-rollout/inv-1/invocation/activation-1/{token}/v1")
     client = OpenAI(base_url=url, api_key="dummy", default_headers={"session-id": "theirs"})
     client.chat.completions.create(model="policy", messages=USER)
     plain = OpenAI(base_url=gateway.url_for("inv-1"), api_key="dummy")
