@@ -201,7 +201,7 @@ def test_an_oversize_answer_is_refused_while_it_streams(
     assert len(reply.content) <= CAP + 4096
     [line] = read_jsonl(tmp_path / "capture" / "r-answer.capture.jsonl")
     assert line["error_category"] == "answer_too_large"
-    assert _capture_bytes(tmp_path, "r-answer") < 3 * CAP
+    assert _capture_bytes(tmp_path, "r-answer") < CAP
 
 
 def test_a_model_that_floods_its_harness_request_scores_zero_as_its_own_kind(
@@ -240,19 +240,37 @@ def test_a_harness_guessing_another_rollouts_url_is_refused_and_logged(
     result = run_rollouts(
         products.catalog, "arith", harness, out, upstream_config(), RunOptions(limit=2)
     )
+    captures = sorted(result.files.capture_dir.glob("*.capture.jsonl"))
+    assert [p.name for p in captures] == ["0-0.capture.jsonl", "1-0.capture.jsonl"]
+    for path in captures:
+        assert b"forged" not in path.read_bytes(), path.name
+        assert all(line["status_code"] == 200 for line in read_jsonl(path))
+    records = list(read_jsonl(result.files.records))
+    assert len(records) == 2 and all(r["reward"] == 1.0 for r in records)
     log = capfd.readouterr().err
     for victim in ("0-0", "1-0"):  # by the token's layout, and by the bare layout
         assert f"refused a call on rollout '{victim}': its path" in log
         assert f"refused a call on rollout '{victim}': not a URL" in log
     assert not re.search(r"[A-Za-z0-9_-]{43}", log)  # no token, valid or not
-    records = list(read_jsonl(result.files.records))
-    assert len(records) == 2 and all(r["reward"] == 1.0 for r in records)
-    for record in records:
-        requests = [c["request"] for c in record["ng_trajectory"]["model_calls"]]
-        assert "forged" not in orjson.dumps(requests).decode()
-    for path in result.files.capture_dir.iterdir():
-        assert b"forged" not in path.read_bytes()
-        for line in read_jsonl(path) if path.suffix == ".jsonl" else ():
-            assert line["status_code"] == 200
-    sessions = (out / "captures").glob("*.capture.jsonl")
-    assert sorted(p.name for p in sessions) == ["0-0.capture.jsonl", "1-0.capture.jsonl"]
+
+
+def test_an_endpoint_flooding_its_answer_fails_the_rollout_as_its_own_kind(
+    products: Products, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The endpoint's answer is over the cap: the agent is told not to retry, and the rollout
+    is the endpoint's ``agent_answer_too_large`` (a failure row, no record), not the model's."""
+    products.plan("arith")
+    monkeypatch.setenv(KEY_ENV, "sk-test")
+    harness = load_harnesses(products.catalog.loaded)["simple_agent"]
+    with ModelGateway(HugeAnswers("declared"), tmp_path / "hostile") as hostile:
+        upstream = upstream_config(
+            mode="openai", base_url=hostile.origin + "/v1", api_key_env=KEY_ENV
+        )
+        result = run_rollouts(
+            products.catalog, "arith", harness, tmp_path / "run", upstream, RunOptions(limit=1)
+        )
+    assert list(read_jsonl(result.files.records)) == []
+    (failure,) = read_jsonl(result.files.failures)
+    assert failure["_ng_failure_kind"] == "agent_answer_too_large"
+    (capture,) = result.files.capture_dir.glob("*.capture.jsonl")
+    assert [line["error_category"] for line in read_jsonl(capture)] == ["answer_too_large"]
