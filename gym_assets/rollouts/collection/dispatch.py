@@ -63,6 +63,11 @@ from gym_assets.rollouts.gateway.capture import (
 )
 
 ScriptFor = Callable[[RolloutInput], Sequence[Step]]
+# The failure kind of a call the gateway refused for its size, by its capture's error_category.
+_SIZE_KINDS = {
+    REQUEST_TOO_LARGE: "agent_request_too_large",
+    ANSWER_TOO_LARGE: "agent_answer_too_large",
+}
 
 
 @dataclass
@@ -295,12 +300,6 @@ class Dispatcher:
         for path in (capture_path(capture_dir, key), incomplete_marker(capture_dir, key)):
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
-
-
-_SIZE_KINDS = {
-    REQUEST_TOO_LARGE: "agent_request_too_large",
-    ANSWER_TOO_LARGE: "agent_answer_too_large",
-}
 
 
 def _violation(stamped: RolloutStamps, message: str) -> dict[str, Any]:
