@@ -330,6 +330,21 @@ def test_a_failed_write_is_cut_back_to_the_last_whole_line(
     assert incomplete_marker(tmp_path, "r").exists()
 
 
+def test_a_line_over_the_cap_keeps_everything_but_its_payloads(tmp_path: Path) -> None:
+    """JSON escaping can grow a body past the caps: the line is kept without its payloads,
+    and the marker says the capture under-reports."""
+    writer = CaptureWriter(tmp_path, max_line_bytes=2048)
+    try:
+        escaped = {**_exchange(0), "request_raw": "\x01" * 1000}  # 6 bytes each in JSON
+        assert writer.append("r", escaped).result(timeout=30) is True
+    finally:
+        writer.close()
+    [line] = capture_lines(tmp_path, "r")
+    assert (line["model_call_id"], line["status_code"]) == ("mc_0", 200)
+    assert [line[k] for k in ("request", "response", "request_raw", "response_raw")] == [None] * 4
+    assert incomplete_marker(tmp_path, "r").exists()
+
+
 def test_many_files_at_once_keep_each_files_order(tmp_path: Path) -> None:
     writer = CaptureWriter(tmp_path)
     try:
