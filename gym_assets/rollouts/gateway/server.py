@@ -86,7 +86,8 @@ STOP_GRACE_S = 5
 _FAILURE_STATUS = {"timeout": 504, "connection": 502}
 # Sending the same body again cannot make it smaller; the openai SDKs honour this header.
 _NO_RETRY = {"x-should-retry": "false"}
-_LOGGED_CHARS = 120  # of a refused path in the log
+_LOGGED_CHARS = 120  # of a refused rollout id in the log
+_LOGGED_REFUSALS = 100  # refused calls logged one by one; past it they are only counted
 
 
 def _json(status: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> Response:
@@ -143,6 +144,7 @@ class ModelGateway:
         self.port = port
         self.limits = limits
         self.paths = CapabilityPaths(path_key or new_key())
+        self.refusals = 0  # calls on URLs the gateway did not give out
         self.origin = ""
         self._model_ref = ModelRef(name=model_server_name).model_dump()
         self._writer: CaptureWriter | None = None
@@ -225,6 +227,8 @@ class ModelGateway:
             self._thread.join(START_TIMEOUT_S)
         if self._writer is not None:
             self._writer.close()
+        if self.refusals > _LOGGED_REFUSALS:
+            log.warning("refused %d calls on URLs the gateway did not give out", self.refusals)
         self._server = self._thread = self._writer = None
 
     def __enter__(self) -> ModelGateway:
@@ -277,22 +281,23 @@ class ModelGateway:
             rollout_id, params.get("invocation_id"), params["token"]
         ):
             return None
-        log.warning(  # never the token: the caller's own would be a valid one
-            "refused a call on rollout %.*r: its path does not carry the token this gateway "
-            "gave that rollout (another rollout's or a guessed URL)",
-            _LOGGED_CHARS,
-            rollout_id,
-        )
-        return _error(403, "this URL is not one the gateway gave out", "permission_error")
+        why = "its path does not carry the token this gateway gave that rollout"
+        return self._refuse(403, rollout_id, why, "permission_error")
 
     async def _off_path(self, request: Request) -> Response:
         rollout_id = request.path_params["rest"].partition("/")[0]  # the rest may hold a token
-        log.warning(
-            "refused a call on rollout %.*r: not a URL the gateway gave out",
-            _LOGGED_CHARS,
-            rollout_id,
-        )
-        return _error(404, "this URL is not one the gateway gave out", "not_found_error")
+        return self._refuse(404, rollout_id, "not a URL the gateway gave out", "not_found_error")
+
+    def _refuse(self, status: int, rollout_id: str, why: str, kind: str) -> Response:
+        """Refuse a call on a URL the gateway did not give out, logged as an attempt on that
+        rollout (never with a token: the caller's own would be a valid one); a flood of them
+        is logged up to a bound, then counted."""
+        self.refusals += 1
+        if self.refusals <= _LOGGED_REFUSALS:
+            log.warning("refused a call on rollout %.*r: %s", _LOGGED_CHARS, rollout_id, why)
+        if self.refusals == _LOGGED_REFUSALS:
+            log.warning("further refused calls are counted, not logged; the total comes at stop")
+        return _error(status, "this URL is not one the gateway gave out", kind)
 
     async def _models(self, request: Request) -> Response:
         if (refused := self._refused_path(request)) is not None:

@@ -130,6 +130,20 @@ def test_bad_rollout_id_and_bad_json_are_400(start_gateway, tmp_path: Path) -> N
     assert sorted(p.name for p in (tmp_path / "capture").iterdir()) == ["r-json.capture.jsonl"]
 
 
+def test_a_flood_of_refused_calls_is_logged_up_to_a_bound_then_counted(
+    start_gateway, caplog: pytest.LogCaptureFixture
+) -> None:
+    gateway = start_gateway(ScriptedUpstream([{"text": "hi"}]))
+    guessed = gateway.url_for("r-1").replace("/r-1/", "/r-2/") + "/chat/completions"
+    with httpx2.Client() as http:
+        statuses = {http.post(guessed, json={"messages": USER}).status_code for _ in range(150)}
+    assert statuses == {403}
+    gateway.stop()
+    logged = [r.getMessage() for r in caplog.records]
+    assert sum(m.startswith("refused a call on rollout 'r-2'") for m in logged) == 100
+    assert logged[-1] == "refused 150 calls on URLs the gateway did not give out"
+
+
 @pytest.mark.parametrize(
     ("status", "category"),
     [
