@@ -35,3 +35,9 @@ DEFAULT_MAX_ATTEMPTS = 3
 # The share of a run's planned rollouts that may go unmeasured (masked, failed or never run)
 # before the run fails: one budget for every way our machinery can lose a measurement.
 DEFAULT_MAX_UNMEASURED_SHARE = 0.05
+
+# Bodies through the model gateway: a request a harness sends, an answer a model server sends
+# (whole or streamed). Real calls are a few hundred KiB at most; a capped body is refused while
+# it streams, so one call never holds more than its cap (docs/rollouts.md, "The model gateway").
+DEFAULT_MAX_REQUEST_BYTES = 8 * 1024 * 1024
+DEFAULT_MAX_ANSWER_BYTES = 8 * 1024 * 1024

@@ -366,6 +366,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _add_option(parser, "allow_plan_drift", action="store_true")
     _add_option(parser, "max_unmeasured_share", type=_fraction, metavar="F")
     _add_option(parser, "allow_unsandboxed", action="store_true")
+    _add_option(parser, "max_request_bytes", type=_count(), metavar="N")
+    _add_option(parser, "max_answer_bytes", type=_count(), metavar="N")
     parser.add_argument("--corrupt-fraction", type=_fraction, default=0.0, metavar="F")
     parser.add_argument("--seed", type=int, default=0, metavar="S")
     parser.add_argument(

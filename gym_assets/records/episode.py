@@ -36,6 +36,8 @@ FAILURE_KINDS = frozenset(
         "transport_local_resource",
         "agent_run_error",
         "agent_request_failed",
+        "agent_request_too_large",
+        "agent_answer_too_large",
         "agent_timeout",
         "agent_crashed",
         "agent_command_not_allowed",

@@ -16,7 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 from gym_assets.limits import (
     DEFAULT_CONCURRENCY,
+    DEFAULT_MAX_ANSWER_BYTES,
     DEFAULT_MAX_ATTEMPTS,
+    DEFAULT_MAX_REQUEST_BYTES,
     DEFAULT_MAX_UNMEASURED_SHARE,
 )
 from gym_assets.rollouts.collection.overrides import RunOverrides
@@ -62,6 +64,14 @@ class RunOptions:
         False,
         "with --resume: move a run file with a damaged line aside as <name>.corrupt-<n> (its "
         "rollouts run again) instead of refusing",
+    )
+    max_request_bytes: int = _option(
+        DEFAULT_MAX_REQUEST_BYTES,
+        "refuse a model request larger than this (HTTP 413; agent_request_too_large)",
+    )
+    max_answer_bytes: int = _option(
+        DEFAULT_MAX_ANSWER_BYTES,
+        "refuse a model server's answer larger than this, streamed or not (agent_answer_too_large)",
     )
     overrides: RunOverrides = field(default_factory=RunOverrides)  # flat rows only (--override)
 

@@ -61,6 +61,7 @@ from gym_assets.rollouts.collection.progress import Progress
 from gym_assets.rollouts.collection.verification import reference_task_data
 from gym_assets.rollouts.episodes.legacy import LEGACY_RELAY
 from gym_assets.rollouts.episodes.registry import build_environment, build_resources
+from gym_assets.rollouts.gateway.bodies import BodyLimits
 from gym_assets.rollouts.gateway.upstream_config import UpstreamConfig
 from gym_assets.rollouts.harnesses.adapters import adapter_named
 from gym_assets.rollouts.harnesses.registry import Harness, resolve, with_harness
@@ -292,6 +293,7 @@ def _build_servers(
         model_name=model_name,
         model_server_name=model_server,
         script=options.script,
+        limits=BodyLimits(options.max_request_bytes, options.max_answer_bytes),
     )
     verifiers = resources_by_server(config, servers, sandbox)
     return _Servers(

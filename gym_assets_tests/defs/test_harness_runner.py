@@ -56,6 +56,8 @@ def test_the_resource_hands_a_run_every_option_it_sets() -> None:
         "max_attempts": 7,
         "max_unmeasured_share": 0.25,
         "allow_unsandboxed": True,
+        "max_request_bytes": 1024,
+        "max_answer_bytes": 2048,
     }
     assert set(changed) == set(OPTIONS) - CLI_ONLY
     assert all(value != OPTIONS[name].default for name, value in changed.items())
@@ -68,7 +70,8 @@ def test_the_resource_hands_a_run_every_option_it_sets() -> None:
 def test_the_command_line_hands_a_run_every_option_it_parses() -> None:
     argv = ["rollouts", "--repeats", "2", "--concurrency", "3", "--limit", "4", "--timeout", "5"]
     argv += ["--max-attempts", "6", "--resume", "--quarantine-corrupt", "--allow-plan-drift"]
-    argv += ["--max-unmeasured-share", "0.25"]
+    argv += ["--max-unmeasured-share", "0.25", "--max-request-bytes", "1024"]
+    argv += ["--max-answer-bytes", "2048"]
     options = RunOptions.of(build_parser().parse_args([*argv, "--allow-unsandboxed"]))
     parsed = {name: getattr(options, name) for name in OPTIONS}
     assert parsed == {
@@ -82,6 +85,8 @@ def test_the_command_line_hands_a_run_every_option_it_parses() -> None:
         "max_unmeasured_share": 0.25,
         "allow_unsandboxed": True,
         "quarantine_corrupt": True,
+        "max_request_bytes": 1024,
+        "max_answer_bytes": 2048,
     }
 
 

@@ -56,7 +56,8 @@ class HarnessRunner(dg.ConfigurableResource):
     verified, and command or cli harnesses run, without isolation where no sandbox can be made
     (records then say `sandbox: none`); leave it off. `quarantine_corrupt` lets a resume move a
     damaged run file aside instead of failing. `resume` continues the partition's last run; a
-    run that re-executes a failed run (Dagster's run retry) resumes whatever `resume` says."""
+    run that re-executes a failed run (Dagster's run retry) resumes whatever `resume` says.
+    `max_request_bytes` and `max_answer_bytes` cap the bodies through the model gateway."""
 
     concurrency: int = _RUN.concurrency
     repeats: int | None = _RUN.repeats
@@ -66,6 +67,8 @@ class HarnessRunner(dg.ConfigurableResource):
     max_attempts: int = _RUN.max_attempts
     max_unmeasured_share: float = _RUN.max_unmeasured_share
     allow_unsandboxed: bool = _RUN.allow_unsandboxed
+    max_request_bytes: int = _RUN.max_request_bytes
+    max_answer_bytes: int = _RUN.max_answer_bytes
     conformance_timeout_s: float = DEFAULT_TIMEOUT_S
     conformance_jobs: int | None = None
 

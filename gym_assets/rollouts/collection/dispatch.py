@@ -9,8 +9,10 @@ model's output caused becomes a measured record scoring 0 (no failure row); ours
 failure-sidecar row, plus, when the agent gave up on a model call the endpoint answered with an
 HTTP error, a masked record its verifier graded (``records.failure_record``). The rollout
 deadline is the model's when the model had answered (the time went on what it said), else the
-endpoint's. Rows are appended as each rollout finishes (completion order);
-at most ``concurrency`` rollouts run at once.
+endpoint's. A call the gateway refused for its size names the failure after it
+(``agent_request_too_large``, the model's; ``agent_answer_too_large``, the endpoint's), from the
+gateway's capture rather than from what the agent made of the refusal. Rows are appended as
+each rollout finishes (completion order); at most ``concurrency`` rollouts run at once.
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ from gym_assets.rollouts.collection.trajectory import project
 from gym_assets.rollouts.collection.verification import verify_answer
 from gym_assets.rollouts.episodes.legacy import LEGACY_RELAY
 from gym_assets.rollouts.episodes.model_calls import shared_connections
+from gym_assets.rollouts.gateway.bodies import ANSWER_TOO_LARGE, REQUEST_TOO_LARGE
 from gym_assets.rollouts.gateway.capture import (
     answered,
     capture_path,
@@ -60,6 +63,11 @@ from gym_assets.rollouts.gateway.capture import (
 )
 
 ScriptFor = Callable[[RolloutInput], Sequence[Step]]
+# The failure kind of a call the gateway refused for its size, by its capture's error_category.
+_SIZE_KINDS = {
+    REQUEST_TOO_LARGE: "agent_request_too_large",
+    ANSWER_TOO_LARGE: "agent_answer_too_large",
+}
 
 
 @dataclass
@@ -221,6 +229,7 @@ class Dispatcher:
         """The rows of a failed attempt, as the accounting counts it: the model's failure is
         a measured record scoring 0 (and no failure row); ours is its failure row, and for a
         model call that failed for good also a masked record graded by its verifier."""
+        failure = self._sized(key, failure)
         kind = failure.get(keys.FAILURE_KIND)
         model_caused = caused_by_model(kind)
         if not (model_caused or self._failed_for_good(key, failure)):
@@ -249,6 +258,15 @@ class Dispatcher:
             verified=verified,
         )
         return [record] if model_caused else [failure, record]
+
+    def _sized(self, key: str, failure: dict[str, Any]) -> dict[str, Any]:
+        """A failed model call whose last exchange the gateway refused for its size takes the
+        kind of that refusal, as the gateway's own capture names it."""
+        if failure.get(keys.FAILURE_KIND) != AGENT_REQUEST_FAILED:
+            return failure
+        calls = read_capture(self.gateway.capture_dir, key, include_payloads=False)["calls"]
+        kind = _SIZE_KINDS.get(calls[-1].get("error_category")) if calls else None
+        return failure if kind is None else {**failure, keys.FAILURE_KIND: kind}
 
     def _failed_for_good(self, key: str, failure: dict[str, Any]) -> bool:
         """A model call that failed for good: the agent gave up (``agent_request_failed`` at

@@ -7,7 +7,8 @@ core idle; the reference runs its model server as a process of its own for the s
 The parent drives the child over its stdin/stdout, one JSON object a line:
 
     parent → child   {"upstream": ..., "capture_dir": ..., "model_name": ...,
-                      "model_server_name": ..., "script": [...] | null}
+                      "model_server_name": ..., "script": [...] | null,
+                      "limits": {...}, "path_key": ...}
     child → parent   {"origin": "http://127.0.0.1:PORT"}        or  {"error": "..."}
     parent → child   {"rollout_id": ..., "steps": [...]}         (set_reference_script)
     child → parent   {"ok": true}                                or  {"error": "..."}
@@ -20,12 +21,15 @@ the order it reads, so one reader task hands each answer line to the oldest wait
 Closing the child's stdin stops it: the gateway stops serving, every capture line queued is
 written, and the process exits. The child inherits the environment (the openai upstream reads
 its key from the variable named in the spec) and the parent's stderr, where its log goes.
+The parent makes the capability key and hands it over in the spec, on the pipe (never in the
+environment or the argv), so ``url_for`` here makes the URLs the child accepts.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
 import os
@@ -39,7 +43,8 @@ from typing import IO, Any
 from gym_assets.errors import UserError
 from gym_assets.records.contracts import Step
 from gym_assets.rollouts.collection.model_gateway import build_gateway
-from gym_assets.rollouts.gateway.server import rollout_url
+from gym_assets.rollouts.gateway.bodies import DEFAULT_LIMITS, BodyLimits
+from gym_assets.rollouts.gateway.capabilities import CapabilityPaths, new_key
 from gym_assets.rollouts.gateway.upstream_config import UpstreamConfig
 
 STOP_TIMEOUT_S = 30.0  # the gateway's own stop grace plus the capture writes still queued
@@ -65,8 +70,11 @@ class GatewayProcess:
         model_name: str,
         model_server_name: str,
         script: Sequence[Step] | None = None,
+        limits: BodyLimits = DEFAULT_LIMITS,
     ) -> None:
         self.capture_dir = Path(capture_dir)
+        key = new_key()
+        self._paths = CapabilityPaths(key)
         self.model_name = upstream.model or model_name
         self.model_server_name = model_server_name
         self.origin = ""
@@ -76,6 +84,8 @@ class GatewayProcess:
             "model_name": model_name,
             "model_server_name": model_server_name,
             "script": None if script is None else list(script),
+            "limits": dataclasses.asdict(limits),
+            "path_key": key,
         }
         self._process: asyncio.subprocess.Process | None = None
         self._waiting: deque[asyncio.Future[dict[str, Any]]] = deque()
@@ -124,7 +134,7 @@ class GatewayProcess:
         await self.stop()
 
     def url_for(self, rollout_id: str, invocation_id: str | None = None) -> str:
-        return rollout_url(self.origin, rollout_id, invocation_id)
+        return self._paths.url(self.origin, rollout_id, invocation_id)
 
     async def set_reference_script(self, rollout_id: str, steps: Sequence[Step]) -> None:
         """Script one rollout; returns once the child has it, so the agent's first call finds
@@ -210,6 +220,8 @@ def main() -> int:
         model_name=spec["model_name"],
         model_server_name=spec["model_server_name"],
         script=spec["script"],
+        limits=BodyLimits(**spec["limits"]),
+        path_key=spec["path_key"],
     )
     try:
         gateway.start()

@@ -19,6 +19,7 @@ from gym_assets.rollouts.gateway import (
     Upstream,
     UpstreamReply,
 )
+from gym_assets.rollouts.gateway.bodies import DEFAULT_LIMITS, BodyLimits
 from gym_assets.rollouts.gateway.script import compile_script
 from gym_assets.rollouts.gateway.upstream_config import UpstreamConfig
 
@@ -45,10 +46,17 @@ class _Scripted(_Latency, ScriptedUpstream):
     pass
 
 
-def _upstream(config: UpstreamConfig, model: str, script: Sequence[Step] | None) -> Upstream:
+def _upstream(
+    config: UpstreamConfig, model: str, script: Sequence[Step] | None, limits: BodyLimits
+) -> Upstream:
     if config.mode == "openai":
         assert config.base_url is not None and config.api_key_env is not None
-        return OpenAIUpstream(config.base_url, config.api_key_env, model=config.model)
+        return OpenAIUpstream(
+            config.base_url,
+            config.api_key_env,
+            model=config.model,
+            max_answer_bytes=limits.answer_bytes,
+        )
     if config.mode == "scripted":
         upstream: _Latency = _Scripted(script or (), model=model)
     else:
@@ -78,15 +86,19 @@ def build_gateway(
     model_name: str,
     model_server_name: str,
     script: Sequence[Step] | None = None,
+    limits: BodyLimits = DEFAULT_LIMITS,
+    path_key: str | None = None,
 ) -> ModelGateway:
     """An unstarted gateway (start it with ``with gateway:``) answering from ``config``;
     ``require_ready`` first."""
     return ModelGateway(
-        _upstream(config, config.model or model_name, script),
+        _upstream(config, config.model or model_name, script, limits),
         capture_dir,
         model_name=config.model or model_name,
         model_server_name=model_server_name,
         redactor=config.redactor(),
+        limits=limits,
+        path_key=path_key,
     )
 
 

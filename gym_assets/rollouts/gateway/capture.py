@@ -5,8 +5,9 @@ Writing: each exchange, success or failure, is appended to
 one thread at a time, in arrival order, so lines never interleave; an exclusive ``flock`` on
 the file keeps another process appending to the same file from interleaving with it. When a
 line cannot be written (an invalid exchange, or a failed write, which is cut back to the last
-whole line), the empty marker ``<rollout_id>.capture.incomplete`` is left, so a reader knows
-the file under-reports rather than trusting it. Only a crash in the middle of a write can
+whole line), or is written without its payloads because it is over the line cap, the empty
+marker ``<rollout_id>.capture.incomplete`` is left, so a reader knows the file under-reports
+rather than trusting it. Only a crash in the middle of a write can
 leave a torn last line; the reader counts it as unreadable. Lines hold bodies only, never
 request headers: the ``authorization`` header cannot reach a capture.
 
@@ -38,6 +39,7 @@ from gym_assets.records.evidence import (
     ObservationGap,
 )
 from gym_assets.redaction import NOTHING, Redactor
+from gym_assets.rollouts.gateway.bodies import DEFAULT_LIMITS
 from gym_assets.rollouts.gateway.sse import StreamAssembler
 
 log = logging.getLogger(__name__)
@@ -49,6 +51,7 @@ WRITER_THREADS = 8  # files written and fsync'd at once (the disk's journal comm
 
 _STATUS_CATEGORIES = {408: "timeout", 504: "timeout", 429: "rate_limit", 401: "auth", 403: "auth"}
 _STREAM_CATEGORIES = {"error": "upstream_error", "incomplete": "incomplete"}
+_PAYLOADS = ("request", "response", "request_raw", "response_raw")
 
 
 def capture_path(capture_dir: Path, rollout_id: str) -> Path:
@@ -121,9 +124,15 @@ class CaptureWriter:
     failed (the gateway answers the client only then).
     """
 
-    def __init__(self, capture_dir: Path, redactor: Redactor = NOTHING) -> None:
+    def __init__(
+        self,
+        capture_dir: Path,
+        redactor: Redactor = NOTHING,
+        max_line_bytes: int = DEFAULT_LIMITS.capture_line_bytes,
+    ) -> None:
         self.capture_dir = capture_dir
         self._redactor = redactor
+        self.max_line_bytes = max_line_bytes
         self._queue: queue.SimpleQueue[tuple[str, bytes, Future[bool]] | None] = queue.SimpleQueue()
         try:
             capture_dir.mkdir(parents=True, exist_ok=True)
@@ -135,11 +144,20 @@ class CaptureWriter:
 
     def append(self, rollout_id: str, fields: Mapping[str, Any]) -> Future[bool]:
         """Queue one exchange; the future says whether it reached the disk. On failure the
-        incomplete marker is left and the future holds False."""
+        incomplete marker is left and the future holds False. A line over ``max_line_bytes``
+        (payloads whose JSON escaping outgrew the body caps) keeps everything but its payloads,
+        and leaves the marker too."""
         done: Future[bool] = Future()
         try:
             CaptureExchange.model_validate(fields)
-            data = self._redactor.data(_encode(fields))
+            data = _encode(fields)
+            if len(data) > self.max_line_bytes:
+                log.error(
+                    "capture line for rollout %s is over the cap: payloads left out", rollout_id
+                )
+                self._mark_incomplete(rollout_id)
+                data = _encode({**fields, **dict.fromkeys(_PAYLOADS)})
+            data = self._redactor.data(data)
         except ValueError as exc:  # a ValidationError, or an unencodable payload
             log.error("capture line for rollout %s is invalid: %s", rollout_id, type(exc).__name__)
             self._mark_incomplete(rollout_id)

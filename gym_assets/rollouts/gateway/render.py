@@ -12,9 +12,12 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
+
+if TYPE_CHECKING:
+    from gym_assets.rollouts.gateway.script import Dialect
 
 # Streams cut text and arguments into fragments of this many characters so clients exercise
 # their delta-joining code, as they do against a real server.
@@ -276,3 +279,15 @@ def response_events(turn: AssistantTurn) -> Iterator[dict[str, Any]]:
 def responses_sse(turn: AssistantTurn) -> Iterator[bytes]:
     for event in response_events(turn):
         yield b"event: " + event["type"].encode() + b"\ndata: " + orjson.dumps(event) + b"\n\n"
+
+
+def error_event(dialect: Dialect, message: str, code: str) -> bytes:
+    """An SSE error event ending a stream the gateway cut short; the blank line first ends
+    whatever event the cut left half-sent."""
+    if dialect == "chat":
+        event: dict[str, Any] = {
+            "error": {"message": message, "type": "server_error", "code": code}
+        }
+        return b"\n\ndata: " + orjson.dumps(event) + b"\n\n"
+    event = {"type": "error", "code": code, "message": message, "param": None}
+    return b"\n\nevent: error\ndata: " + orjson.dumps(event) + b"\n\n"

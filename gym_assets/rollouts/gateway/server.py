@@ -3,12 +3,15 @@
 Routes (JSON, or SSE when the body says ``"stream": true``)::
 
     POST /v1/chat/completions     POST /v1/responses     GET /v1/models
-    ... and the same under /ng-rollout/<rollout_id>/
+    ... and the same under /ng-rollout/<rollout_id>/<token>/
+    and under /ng-rollout/<rollout_id>/invocation/<invocation_id>/<token>/
 
 Only prefixed calls are captured (one line per exchange in
 ``<capture_dir>/<rollout_id>.capture.jsonl``); unprefixed calls are answered but not recorded,
 which is what probes and health checks want. Agents therefore always get
-``url_for(rollout_id)`` as their base URL.
+``url_for(rollout_id)`` as their base URL; its token (``capabilities``) is what lets a call
+write into that rollout's capture, and a call under the prefix without it is refused and
+logged. Request and answer bodies are capped while they stream (``bodies``).
 
 The server is Starlette on uvicorn, running in a background thread with its own event loop,
 so synchronous callers (collection, tests, the CLI) can start and stop it like an object.
@@ -41,6 +44,22 @@ from gym_assets.records.contracts import GATEWAY_KEEP_ALIVE_S, Step
 from gym_assets.records.evidence import ModelRef
 from gym_assets.records.ids import ROLLOUT_ID_PATTERN, is_rollout_id
 from gym_assets.redaction import NOTHING, Redactor
+from gym_assets.rollouts.gateway.bodies import (
+    ANSWER_TOO_LARGE,
+    DEFAULT_LIMITS,
+    REQUEST_TOO_LARGE,
+    BodyLimits,
+    BodyTooLarge,
+    declared_length,
+    read_capped,
+)
+from gym_assets.rollouts.gateway.capabilities import (
+    INVOCATION_PREFIX,
+    ROLLOUT_PREFIX,
+    CapabilityPaths,
+    check_id,
+    new_key,
+)
 from gym_assets.rollouts.gateway.capture import (
     CaptureWriter,
     client_session_id,
@@ -48,6 +67,7 @@ from gym_assets.rollouts.gateway.capture import (
     stream_category,
 )
 from gym_assets.rollouts.gateway.ids import new_id
+from gym_assets.rollouts.gateway.render import error_event
 from gym_assets.rollouts.gateway.script import Dialect, ErrorReply
 from gym_assets.rollouts.gateway.sse import StreamAssembler
 from gym_assets.rollouts.gateway.upstreams import (
@@ -61,20 +81,22 @@ from gym_assets.rollouts.gateway.upstreams import (
 
 log = logging.getLogger(__name__)
 
-ROLLOUT_PREFIX = "/ng-rollout"
-INVOCATION_PREFIX = "/invocation"
 START_TIMEOUT_S = 15.0
 STOP_GRACE_S = 5
 # Failures with no upstream HTTP answer: what the client is told.
 _FAILURE_STATUS = {"timeout": 504, "connection": 502}
+# Sending the same body again cannot make it smaller; the openai SDKs honour this header.
+_NO_RETRY = {"x-should-retry": "false"}
+_LOGGED_CHARS = 120  # of a refused rollout id in the log
+_LOGGED_REFUSALS = 100  # refused calls logged one by one; past it they are only counted
 
 
 def _json(status: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> Response:
     return Response(orjson.dumps(body), status, headers, media_type="application/json")
 
 
-def _error(status: int, message: str, kind: str) -> Response:
-    return _json(status, ErrorReply(status, message, kind).body())
+def _error(status: int, message: str, kind: str, headers: dict[str, str] | None = None) -> Response:
+    return _json(status, ErrorReply(status, message, kind).body(), headers)
 
 
 class _Exchange:
@@ -82,10 +104,14 @@ class _Exchange:
 
     __slots__ = ("dialect", "request", "request_raw", "session", "started", "t0", "ttft")
 
-    def __init__(self, dialect: Dialect, raw: bytes, request: dict | None, session: str | None):
+    def __init__(
+        self, dialect: Dialect, raw: bytes | None, request: dict | None, session: str | None
+    ):
         self.dialect: Dialect = dialect
         self.request = request
-        self.request_raw = None if request is not None else raw.decode("utf-8", "replace")
+        self.request_raw = (
+            None if request is not None or raw is None else raw.decode("utf-8", "replace")
+        )
         self.session = session
         self.started = time.time()
         self.t0 = time.perf_counter()
@@ -105,7 +131,11 @@ class ModelGateway:
         host: str = "127.0.0.1",
         port: int = 0,
         redactor: Redactor = NOTHING,
+        limits: BodyLimits = DEFAULT_LIMITS,
+        path_key: str | None = None,
     ) -> None:
+        """``path_key`` makes the capability tokens (a fresh one by default); a gateway in
+        another process is given its parent's, so both make the same URLs."""
         if not ipaddress.ip_address(host).is_loopback:
             raise ValueError(f"the model gateway binds loopback only, not {host!r}")
         self.upstream = upstream
@@ -114,6 +144,9 @@ class ModelGateway:
         self.model_server_name = model_server_name
         self.host = host
         self.port = port
+        self.limits = limits
+        self.paths = CapabilityPaths(path_key or new_key())
+        self.refusals = 0  # calls on URLs the gateway did not give out
         self.origin = ""
         self._model_ref = ModelRef(name=model_server_name).model_dump()
         self._redactor = redactor  # the capture never holds a secret an upstream echoed
@@ -130,7 +163,9 @@ class ModelGateway:
         """Bind, serve in a background thread, and return the uncaptured base URL (``.../v1``)."""
         if self._thread is not None:
             raise RuntimeError("the gateway is already started")
-        self._writer = CaptureWriter(self.capture_dir, self._redactor)
+        self._writer = CaptureWriter(
+            self.capture_dir, self._redactor, self.limits.capture_line_bytes
+        )
         family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
         # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY only on sockets that say TCP, and
         # without it Nagle + delayed ACK add 40 ms to every keep-alive answer.
@@ -197,6 +232,8 @@ class ModelGateway:
             self._thread.join(START_TIMEOUT_S)
         if self._writer is not None:
             self._writer.close()
+        if self.refusals > _LOGGED_REFUSALS:
+            log.warning("refused %d calls on URLs the gateway did not give out", self.refusals)
         self._server = self._thread = self._writer = None
 
     def __enter__(self) -> ModelGateway:
@@ -209,10 +246,10 @@ class ModelGateway:
     # ------------------------------------------------------------------ GatewayHandle
 
     def url_for(self, rollout_id: str, invocation_id: str | None = None) -> str:
-        return rollout_url(self.origin, rollout_id, invocation_id)
+        return self.paths.url(self.origin, rollout_id, invocation_id)
 
     def set_reference_script(self, rollout_id: str, steps: Sequence[Step]) -> None:
-        _check_rollout_id(rollout_id)
+        check_id(rollout_id)
         if not isinstance(self.upstream, ReferenceUpstream):
             raise TypeError(
                 f"set_reference_script needs a ReferenceUpstream; this gateway answers from "
@@ -225,16 +262,50 @@ class ModelGateway:
     def _build_app(self) -> Starlette:
         routes = []
         rollout = ROLLOUT_PREFIX + "/{rollout_id}"
-        for prefix in ("", rollout, rollout + INVOCATION_PREFIX + "/{invocation_id}"):
+        invocation = rollout + INVOCATION_PREFIX + "/{invocation_id}"
+        for prefix in ("", rollout + "/{token}", invocation + "/{token}"):
             routes += [
                 Route(prefix + "/v1/chat/completions", self._chat, methods=["POST"]),
                 Route(prefix + "/v1/responses", self._responses, methods=["POST"]),
                 Route(prefix + "/v1/models", self._models, methods=["GET"]),
             ]
+        # Any other call under the prefix (no token, a guessed layout) is an attempt too.
+        routes.append(Route(ROLLOUT_PREFIX + "/{rest:path}", self._off_path, methods=["POST"]))
         return Starlette(routes=routes, exception_handlers={HTTPException: _http_error})
 
+    def _refused_path(self, request: Request) -> Response | None:
+        """A 400 for an id in the URL that ids may not look like; a 403, logged, for a
+        path whose token is not the one this gateway made for its ids."""
+        params = request.path_params
+        for key in ("rollout_id", "invocation_id"):
+            value = params.get(key)
+            if value is not None and not is_rollout_id(value):
+                return _bad_rollout_id(value)
+        rollout_id = params.get("rollout_id")
+        if rollout_id is None or self.paths.allows(
+            rollout_id, params.get("invocation_id"), params["token"]
+        ):
+            return None
+        why = "its path does not carry the token this gateway gave that rollout"
+        return self._refuse(403, rollout_id, why, "permission_error")
+
+    async def _off_path(self, request: Request) -> Response:
+        rollout_id = request.path_params["rest"].partition("/")[0]  # the rest may hold a token
+        return self._refuse(404, rollout_id, "not a URL the gateway gave out", "not_found_error")
+
+    def _refuse(self, status: int, rollout_id: str, why: str, kind: str) -> Response:
+        """Refuse a call on a URL the gateway did not give out, logged as an attempt on that
+        rollout (never with a token: the caller's own would be a valid one); a flood of them
+        is logged up to a bound, then counted."""
+        self.refusals += 1
+        if self.refusals <= _LOGGED_REFUSALS:
+            log.warning("refused a call on rollout %.*r: %s", _LOGGED_CHARS, rollout_id, why)
+        if self.refusals == _LOGGED_REFUSALS:
+            log.warning("further refused calls are counted, not logged; the total comes at stop")
+        return _error(status, "this URL is not one the gateway gave out", kind)
+
     async def _models(self, request: Request) -> Response:
-        if (refused := _refused_path(request)) is not None:
+        if (refused := self._refused_path(request)) is not None:
             return refused
         model = {"id": self.model_name, "object": "model", "created": 0, "owned_by": "gym_assets"}
         return _json(200, {"object": "list", "data": [model]})
@@ -246,18 +317,27 @@ class ModelGateway:
         return await self._model_call(request, "responses")
 
     async def _model_call(self, request: Request, dialect: Dialect) -> Response:
-        rollout_id = request.path_params.get("rollout_id")
-        if (refused := _refused_path(request)) is not None:
+        if (refused := self._refused_path(request)) is not None:
             return refused
-        raw = await request.body()
+        rollout_id = request.path_params.get("rollout_id")
+        # A per-invocation URL names the session itself; else the client's session header.
+        session = request.path_params.get("invocation_id") or client_session_id(request.headers)
+        limit = self.limits.request_bytes
+        try:
+            raw = await read_capped(
+                request.stream(), limit, "request body", declared_length(request.headers)
+            )
+        except BodyTooLarge as exc:
+            if rollout_id is not None:
+                exchange = _Exchange(dialect, None, None, session)
+                await self._capture(rollout_id, exchange, 413, REQUEST_TOO_LARGE, None, None)
+            return _error(413, str(exc), REQUEST_TOO_LARGE, _NO_RETRY)
         try:
             body = orjson.loads(raw)
         except orjson.JSONDecodeError:
             body = None
         if not isinstance(body, dict):
             body = None
-        # A per-invocation URL names the session itself; else the client's session header.
-        session = request.path_params.get("invocation_id") or client_session_id(request.headers)
         exchange = _Exchange(dialect, raw, body, session)
         failure: UpstreamFailure | None = None
         if body is None:
@@ -277,7 +357,8 @@ class ModelGateway:
                 )
             if failure is not None:
                 status = _FAILURE_STATUS.get(failure.category, 502)
-                reply = error_reply(status, str(failure), "upstream_unavailable")
+                retry = _NO_RETRY if failure.category == ANSWER_TOO_LARGE else {}
+                reply = error_reply(status, str(failure), "upstream_unavailable", retry)
         if reply.stream is not None:
             return StreamingResponse(
                 self._relay(rollout_id, exchange, reply),
@@ -304,29 +385,35 @@ class ModelGateway:
     ) -> AsyncIterator[bytes]:
         """Pass the stream through; the capture line is made durable just before the terminal
         event goes out, or before the end of a stream that stopped without one, so it is on
-        disk when the client sees the end."""
+        disk when the client sees the end. A stream the upstream fails (one past the answer
+        cap) ends with an error event naming the failure, and is captured without payload."""
         assert reply.stream is not None
-        if rollout_id is None:
-            async for chunk in reply.stream:
-                yield chunk
-            return
         stream = StreamAssembler(exchange.dialect)
-        written = False
+        failure: UpstreamFailure | None = None
+        written = rollout_id is None  # nothing to capture
 
         def fields() -> tuple:
+            if failure is not None:  # like a whole answer that failed: no payload
+                return (reply.status, failure.category, None, None)
             return (reply.status, stream_category(stream), stream.result(), stream.raw)
 
         try:
-            async for chunk in reply.stream:
-                if exchange.ttft is None:
-                    exchange.ttft = time.perf_counter()
-                if stream.feed(chunk) and not written:
-                    written = True
-                    await self._capture(rollout_id, exchange, *fields())
-                yield chunk
+            try:
+                async for chunk in reply.stream:
+                    if exchange.ttft is None:
+                        exchange.ttft = time.perf_counter()
+                    if not written and stream.feed(chunk):
+                        written = True
+                        await self._capture(rollout_id, exchange, *fields())
+                    yield chunk
+            except UpstreamFailure as exc:
+                log.warning("model upstream failed mid-stream (%s): %s", exc.category, exc)
+                failure = exc
             if not written:  # no terminal event: durable before the client sees the end
                 written = True
                 await self._capture(rollout_id, exchange, *fields())
+            if failure is not None:
+                yield error_event(exchange.dialect, str(failure), failure.category)
         finally:
             if not written:  # client gone or cancelled: hand the line off without awaiting
                 self._append(rollout_id, exchange, *fields())
@@ -379,33 +466,6 @@ def _parsed(reply: UpstreamReply) -> tuple[dict | None, str | None]:
     if isinstance(value, dict):
         return value, None
     return None, reply.content.decode("utf-8", "replace")
-
-
-def rollout_url(origin: str, rollout_id: str, invocation_id: str | None = None) -> str:
-    """The base URL whose calls a gateway serving at ``origin`` captures under ``rollout_id``;
-    with ``invocation_id``, every call made on it is also recorded as made in that invocation's
-    session (``client_session_id``), whatever session header the client sends."""
-    _check_rollout_id(rollout_id)
-    if not origin:
-        raise RuntimeError("start the gateway before asking for its URLs")
-    if invocation_id is None:
-        return f"{origin}{ROLLOUT_PREFIX}/{rollout_id}/v1"
-    _check_rollout_id(invocation_id)
-    return f"{origin}{ROLLOUT_PREFIX}/{rollout_id}{INVOCATION_PREFIX}/{invocation_id}/v1"
-
-
-def _check_rollout_id(rollout_id: str) -> None:
-    if not is_rollout_id(rollout_id):
-        raise ValueError(f"rollout id {rollout_id!r} must match {ROLLOUT_ID_PATTERN.pattern}")
-
-
-def _refused_path(request: Request) -> Response | None:
-    """A 400 for a rollout or invocation id in the URL that ids may not look like."""
-    for key in ("rollout_id", "invocation_id"):
-        value = request.path_params.get(key)
-        if value is not None and not is_rollout_id(value):
-            return _bad_rollout_id(value)
-    return None
 
 
 def _bad_rollout_id(rollout_id: str) -> Response:

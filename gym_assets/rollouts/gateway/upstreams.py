@@ -17,7 +17,15 @@ from typing import Any, Protocol
 import httpx2
 import orjson
 
+from gym_assets.limits import DEFAULT_MAX_ANSWER_BYTES
 from gym_assets.records.contracts import Step
+from gym_assets.rollouts.gateway.bodies import (
+    ANSWER_TOO_LARGE,
+    BodyTooLarge,
+    capped,
+    declared_length,
+    read_capped,
+)
 from gym_assets.rollouts.gateway.render import (
     AssistantTurn,
     chat_completion,
@@ -174,7 +182,9 @@ class OpenAIUpstream:
 
     The API key is read from the named environment variable when the gateway starts and is
     sent only to that server: it is never logged and never reaches the capture (which records
-    bodies, not headers). Streams are passed through as they arrive.
+    bodies, not headers). Streams are passed through as they arrive. An answer is read as the
+    server sent it (asked for no content coding, so a compressed bomb cannot expand past the
+    cap) and fails as ``answer_too_large`` once it passes ``max_answer_bytes``.
     """
 
     def __init__(
@@ -183,8 +193,10 @@ class OpenAIUpstream:
         api_key_env: str,
         model: str | None = None,
         timeout: float = 600.0,
+        max_answer_bytes: int = DEFAULT_MAX_ANSWER_BYTES,
     ) -> None:
         self.base_url = base_url.rstrip("/")
+        self.max_answer_bytes = max_answer_bytes
         self.api_key_env = api_key_env
         self.model = model  # replaces the agent's model id when set
         self.timeout = timeout
@@ -217,7 +229,7 @@ class OpenAIUpstream:
             "POST",
             ROUTES[request.dialect],
             content=orjson.dumps(body),
-            headers={"content-type": "application/json"},
+            headers={"content-type": "application/json", "accept-encoding": "identity"},
         )
         try:
             response = await self._client.send(http_request, stream=True)
@@ -228,12 +240,26 @@ class OpenAIUpstream:
         except httpx2.HTTPError as exc:
             raise UpstreamFailure("exception", f"model server request failed: {exc!r}") from exc
         media_type = response.headers.get("content-type", "application/json")
+        coding = response.headers.get("content-encoding", "identity")
+        if coding != "identity":
+            await response.aclose()
+            raise UpstreamFailure(
+                "upstream_error", f"model server sent a {coding!r}-coded answer, asked for none"
+            )
         if response.status_code < 400 and media_type.startswith("text/event-stream"):
+            stream = _relay(response, self.max_answer_bytes)
             return UpstreamReply(
-                response.status_code, stream=_relay(response), media_type="text/event-stream"
+                response.status_code, stream=stream, media_type="text/event-stream"
             )
         try:
-            content = await response.aread()
+            content = await read_capped(
+                response.aiter_raw(),
+                self.max_answer_bytes,
+                "model server's answer",
+                declared_length(response.headers),
+            )
+        except BodyTooLarge as exc:
+            raise UpstreamFailure(ANSWER_TOO_LARGE, str(exc)) from None
         except httpx2.HTTPError as exc:
             raise UpstreamFailure("connection", f"model server dropped the reply: {exc!r}") from exc
         finally:
@@ -255,12 +281,14 @@ def _upstream_error(status: int, content: bytes) -> UpstreamReply:
     return error_reply(status, f"model server error: {text}", "upstream_error")
 
 
-async def _relay(response: httpx2.Response) -> AsyncIterator[bytes]:
+async def _relay(response: httpx2.Response, limit: int) -> AsyncIterator[bytes]:
     """The upstream's stream as it arrives; a broken stream just ends (the capture sees no
-    terminal event and records ``stream_truncated``)."""
+    terminal event and records ``stream_truncated``), one past ``limit`` fails."""
     try:
-        async for chunk in response.aiter_bytes():
+        async for chunk in capped(response.aiter_raw(), limit, "model server's answer"):
             yield chunk
+    except BodyTooLarge as exc:
+        raise UpstreamFailure(ANSWER_TOO_LARGE, str(exc)) from None
     except httpx2.HTTPError as exc:
         log.warning("model server stream broke: %s", type(exc).__name__)
     finally:

@@ -114,12 +114,13 @@ def test_unprefixed_calls_are_answered_but_not_captured(start_gateway, tmp_path:
 
 def test_bad_rollout_id_and_bad_json_are_400(start_gateway, tmp_path: Path) -> None:
     gateway = start_gateway(ScriptedUpstream([{"text": "hi"}]))
+    json_url = gateway.url_for("r-json").removeprefix(gateway.origin)
     with httpx2.Client(base_url=gateway.origin) as http:
-        bad_id = http.post("/ng-rollout/-bad/v1/chat/completions", json={"messages": USER})
+        bad_id = http.post("/ng-rollout/-bad/t/v1/chat/completions", json={"messages": USER})
         assert bad_id.status_code == 400
         assert "must match" in bad_id.json()["error"]["message"]
-        assert http.get("/ng-rollout/bad%20id/v1/models").status_code == 400
-        bad_json = http.post("/ng-rollout/r-json/v1/responses", content=b"{not json")
+        assert http.get("/ng-rollout/bad%20id/t/v1/models").status_code == 400
+        bad_json = http.post(json_url + "/responses", content=b"{not json")
         assert bad_json.status_code == 400 and bad_json.json()["error"]["code"] == "400"
         missing = http.post("/v1/embeddings", json={})
         assert missing.status_code == 404 and "error" in missing.json()
@@ -127,6 +128,20 @@ def test_bad_rollout_id_and_bad_json_are_400(start_gateway, tmp_path: Path) -> N
     assert line["request"] is None and line["request_raw"] == "{not json"
     assert (line["status_code"], line["error_category"]) == (400, "client_error")
     assert sorted(p.name for p in (tmp_path / "capture").iterdir()) == ["r-json.capture.jsonl"]
+
+
+def test_a_flood_of_refused_calls_is_logged_up_to_a_bound_then_counted(
+    start_gateway, caplog: pytest.LogCaptureFixture
+) -> None:
+    gateway = start_gateway(ScriptedUpstream([{"text": "hi"}]))
+    guessed = gateway.url_for("r-1").replace("/r-1/", "/r-2/") + "/chat/completions"
+    with httpx2.Client() as http:
+        statuses = {http.post(guessed, json={"messages": USER}).status_code for _ in range(150)}
+    assert statuses == {403}
+    gateway.stop()
+    logged = [r.getMessage() for r in caplog.records]
+    assert sum(m.startswith("refused a call on rollout 'r-2'") for m in logged) == 100
+    assert logged[-1] == "refused 150 calls on URLs the gateway did not give out"
 
 
 @pytest.mark.parametrize(
@@ -329,6 +344,21 @@ def test_a_failed_write_is_cut_back_to_the_last_whole_line(
     assert incomplete_marker(tmp_path, "r").exists()
 
 
+def test_a_line_over_the_cap_keeps_everything_but_its_payloads(tmp_path: Path) -> None:
+    """JSON escaping can grow a body past the caps: the line is kept without its payloads,
+    and the marker says the capture under-reports."""
+    writer = CaptureWriter(tmp_path, max_line_bytes=2048)
+    try:
+        escaped = {**_exchange(0), "request_raw": "\x01" * 1000}  # 6 bytes each in JSON
+        assert writer.append("r", escaped).result(timeout=30) is True
+    finally:
+        writer.close()
+    [line] = capture_lines(tmp_path, "r")
+    assert (line["model_call_id"], line["status_code"]) == ("mc_0", 200)
+    assert [line[k] for k in ("request", "response", "request_raw", "response_raw")] == [None] * 4
+    assert incomplete_marker(tmp_path, "r").exists()
+
+
 def test_many_files_at_once_keep_each_files_order(tmp_path: Path) -> None:
     writer = CaptureWriter(tmp_path)
     try:
@@ -348,7 +378,8 @@ def test_a_per_invocation_url_names_the_session_of_every_call(
     their invocation's URL recorded as made in that invocation; a bad id in the URL is a 400."""
     gateway = start_gateway(ScriptedUpstream([{"text": "Done."}]))
     url = gateway.url_for("inv-1", "activation-1")
-    assert url.endswith("/ng-rollout/inv-1/invocation/activation-1/v1")
+    token = gateway.paths.token("inv-1", "activation-1")
+    assert url.endswith(f"/ng-rollout/inv-1/invocation/activation-1/{token}/v1")
     client = OpenAI(base_url=url, api_key="dummy", default_headers={"session-id": "theirs"})
     client.chat.completions.create(model="policy", messages=USER)
     plain = OpenAI(base_url=gateway.url_for("inv-1"), api_key="dummy")
