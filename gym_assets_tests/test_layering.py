@@ -104,6 +104,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
                 "spill",
                 "fileio",
                 "outputs",
+                "untrusted_files",
             }
         ),
     ),
