@@ -19,9 +19,16 @@ from typing import Any, Literal
 
 # The model's output did it: an answer a verifier cannot read (oversized, unparseable), a
 # harness killed or crashed after acting on what the model said, a command the harness refused,
-# an episode that ran past its deadline after the model had answered.
+# an episode that ran past its deadline after the model had answered, a file left for the run
+# that is not a small regular file (a link, a FIFO, a device).
 MODEL_CAUSED_KINDS = frozenset(
-    {"agent_timeout", "agent_killed", "agent_command_not_allowed", "verifier_answer_rejected"}
+    {
+        "agent_timeout",
+        "agent_killed",
+        "agent_command_not_allowed",
+        "agent_output_refused",
+        "verifier_answer_rejected",
+    }
 )
 
 Outcome = Literal["measured", "masked", "unscored"]

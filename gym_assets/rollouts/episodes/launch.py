@@ -32,6 +32,7 @@ from typing import Any
 from gym_assets.process_tree import Tracked, signal_all
 from gym_assets.sandbox import Isolation
 from gym_assets.sandbox.harness_sandbox import HarnessSandbox
+from gym_assets.untrusted_files import open_beneath, read_beneath
 
 # The contract's variables (docs/harnesses.md); the names are part of the stable interface.
 BASE_URL = "GYM_BASE_URL"
@@ -47,6 +48,9 @@ INVOCATION_ID = "GYM_INVOCATION_ID"
 DUMMY_API_KEY = "gym-assets-local"  # the gateway needs no key; real keys stay upstream
 
 POLL_SECONDS = 0.1
+# The most the run reads of one file a harness wrote (its bundle, response, session log): the
+# harness may write up to 1 GiB per file, and whatever is read goes into the records.
+MAX_HARNESS_FILE_BYTES = 64 * 1024 * 1024
 TERMINATE_GRACE_SECONDS = 2.0
 VERSION_TIMEOUT_SECONDS = 10.0
 
@@ -81,6 +85,18 @@ class EpisodeFiles:
     @property
     def response(self) -> Path:
         return self.root / "response.json"
+
+    def read(self, path: Path) -> bytes:
+        """The bytes of a file the harness wrote under the activation directory, read without
+        following links or blocking (``gym_assets.untrusted_files``): ``FileNotFoundError``
+        when it is missing, ``RefusedFile`` when it is not a regular file of at most
+        ``MAX_HARNESS_FILE_BYTES``."""
+        return read_beneath(self.root, path.relative_to(self.root), MAX_HARNESS_FILE_BYTES)
+
+    def check(self, path: Path) -> None:
+        """That ``path`` is a regular file under the activation directory, reached without a
+        link (for a store another library opens by name); raises as ``read`` does."""
+        os.close(open_beneath(self.root, path.relative_to(self.root)))
 
     def create(self) -> EpisodeFiles:
         """Make the directories; an existing activation directory is refused (stale files
