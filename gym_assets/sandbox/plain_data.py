@@ -93,15 +93,16 @@ def _untag(obj: dict[str, object]) -> object:
 
 def _refuse_collisions(members: list[object]) -> None:
     """``NotPlainData`` when more than ``MAX_SHARED_HASH`` members share a hash value, before
-    any hash container holds them (a ``TypeError`` for an unhashable member). The count is
-    kept by hash value: distinct values below 2**61 - 1 hash to themselves, so it cannot
-    collide."""
-    counts: dict[int, int] = {}
-    for member in members:
-        code = hash(member)
-        count = counts[code] = counts.get(code, 0) + 1
-        if count > MAX_SHARED_HASH:
-            raise NotPlainData(f"more than {MAX_SHARED_HASH} members of a set or dict hash alike")
+    any hash container holds them (a ``TypeError`` for an unhashable member). A set of the
+    hash values themselves cannot be flooded (a hash value hashes to itself), so the usual
+    case, no two alike, costs one pass in C; otherwise a sorted run longer than the bound is
+    looked for."""
+    codes = list(map(hash, members))
+    if len(set(codes)) == len(codes):
+        return
+    codes.sort()
+    if any(map(int.__eq__, codes, codes[MAX_SHARED_HASH:])):
+        raise NotPlainData(f"more than {MAX_SHARED_HASH} members of a set or dict hash alike")
 
 
 def _check_depth(value: object, depth: int) -> object:
