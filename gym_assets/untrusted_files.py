@@ -12,6 +12,7 @@ device never gets opened at all.
 from __future__ import annotations
 
 import errno
+import fnmatch
 import os
 import stat
 from pathlib import Path, PurePath
@@ -50,20 +51,15 @@ def read_beneath(root: Path, relative: str | PurePath, limit: int) -> bytes:
 def open_beneath(root: Path, relative: str | PurePath) -> int:
     """A read-only descriptor of the regular file ``root/relative`` (see ``read_beneath``);
     the caller closes it."""
-    parts = PurePath(relative).parts
-    if not parts or PurePath(relative).is_absolute() or ".." in parts:
-        raise ValueError(f"not a path beneath a directory: {relative}")
     shown = PurePath(relative)
-    directory = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    if not shown.parts:
+        raise ValueError(f"not a path beneath a directory: {relative}")
+    directory = _directory_beneath(root, shown.parent, shown)
     try:
-        for part in parts[:-1]:
-            inner = _open_or_refuse(part, _DIRECTORY, directory, shown)
-            os.close(directory)
-            directory = inner
-        before = os.stat(parts[-1], dir_fd=directory, follow_symlinks=False)
+        before = os.stat(shown.name, dir_fd=directory, follow_symlinks=False)
         if not stat.S_ISREG(before.st_mode):
             raise RefusedFile(f"{shown} is {_kind(before.st_mode)}, not a regular file")
-        fd = _open_or_refuse(parts[-1], _FILE, directory, shown)
+        fd = _open_or_refuse(shown.name, _FILE, directory, shown)
     finally:
         os.close(directory)
     after = os.fstat(fd)
@@ -74,6 +70,61 @@ def open_beneath(root: Path, relative: str | PurePath) -> int:
         os.close(fd)
         raise RefusedFile(f"{shown} was replaced while it was opened")
     return fd
+
+
+def glob_beneath(root: Path, relative: str | PurePath, pattern: str, limit: int) -> list[str]:
+    """The paths under ``root/relative`` (relative to it, sorted) that match ``pattern``, one
+    ``fnmatch`` pattern per path component, found without following a link to a directory
+    (a matching link or FIFO at the last component is listed: reading it is refused later).
+    ``FileNotFoundError`` when the directory is missing, ``RefusedFile`` when it is reached
+    through a link or when more than ``limit`` entries would have to be looked at (a guest's
+    tree of links to ``.`` would otherwise multiply without end)."""
+    start = PurePath(relative)
+    directory = _directory_beneath(root, start, start)
+    budget = [limit]
+    try:
+        return sorted(_matching(directory, PurePath(pattern).parts, "", budget, start))
+    finally:
+        os.close(directory)
+
+
+def _matching(
+    directory: int, parts: tuple[str, ...], prefix: str, budget: list[int], shown: PurePath
+) -> list[str]:
+    found: list[str] = []
+    with os.scandir(directory) as entries:
+        for entry in entries:
+            budget[0] -= 1
+            if budget[0] < 0:
+                raise RefusedFile(f"{shown} holds too many entries to look through")
+            if not fnmatch.fnmatchcase(entry.name, parts[0]):
+                continue
+            if len(parts) == 1:
+                found.append(prefix + entry.name)
+            elif entry.is_dir(follow_symlinks=False):
+                inner = _open_or_refuse(entry.name, _DIRECTORY, directory, shown)
+                try:
+                    found += _matching(inner, parts[1:], f"{prefix}{entry.name}/", budget, shown)
+                finally:
+                    os.close(inner)
+    return found
+
+
+def _directory_beneath(root: Path, relative: PurePath, shown: PurePath) -> int:
+    """A descriptor of the directory ``root/relative``, each component opened without
+    following a link."""
+    if relative.is_absolute() or ".." in relative.parts:
+        raise ValueError(f"not a path beneath a directory: {shown}")
+    directory = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for part in relative.parts:
+            inner = _open_or_refuse(part, _DIRECTORY, directory, shown)
+            os.close(directory)
+            directory = inner
+    except BaseException:
+        os.close(directory)
+        raise
+    return directory
 
 
 def _open_or_refuse(name: str, flags: int, directory: int, shown: PurePath) -> int:

@@ -1,4 +1,5 @@
-"""``read_beneath`` reads only a regular file, reached without a link, within its bound."""
+"""``read_beneath`` reads only a regular file, reached without a link, within its bound;
+``glob_beneath`` finds files without following a link to a directory, within its bound."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import stat
 
 import pytest
 
-from gym_assets.untrusted_files import RefusedFile, read_beneath
+from gym_assets.untrusted_files import RefusedFile, glob_beneath, read_beneath
 
 
 @pytest.fixture
@@ -66,3 +67,25 @@ def test_a_file_over_the_bound_is_refused(root):
 def test_a_path_that_climbs_out_is_an_error(root):
     with pytest.raises(ValueError):
         read_beneath(root, "../outside.json", 1 << 20)
+
+
+def test_glob_finds_what_matches_without_following_a_linked_directory(root):
+    (root / "a" / "b").mkdir(parents=True)
+    (root / "a" / "b" / "s-1.jsonl").write_bytes(b"")
+    (root / "a" / "b" / "other.txt").write_bytes(b"")
+    (root / "up").symlink_to(root.parent)  # would reach inner/kept.json again, and more
+    assert glob_beneath(root, ".", "*/*/s-*.jsonl", 100) == ["a/b/s-1.jsonl"]
+    assert glob_beneath(root, "a", "*/*", 100) == ["b/other.txt", "b/s-1.jsonl"]
+
+
+def test_glob_stops_at_its_bound(root):
+    """A guest's directory of links to itself would multiply without end; real directories
+    count against the bound."""
+    for n in range(12):
+        (root / f"loop{n}").symlink_to(".")
+        for m in range(12):
+            (root / f"dir{n}" / f"dir{m}").mkdir(parents=True)
+    with pytest.raises(RefusedFile, match="too many entries"):
+        glob_beneath(root, ".", "*/*/*", 100)
+    with pytest.raises(RefusedFile, match="link or not a directory"):
+        glob_beneath(root, "loop0", "*", 100)

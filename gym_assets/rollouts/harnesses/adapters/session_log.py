@@ -21,8 +21,12 @@ def only_session(
     pattern: str, root: Path, episode: CliEpisode
 ) -> tuple[Path | None, list[JsonObject]]:
     """The one session file matching ``pattern`` under ``root``; none or several is a gap
-    (a fresh home holds exactly one session per activation)."""
-    found = sorted(root.glob(pattern)) if root.is_dir() else []
+    (a fresh home holds exactly one session per activation). Found as ``EpisodeFiles.glob``
+    finds it: a link on the way or a tree too large raises ``RefusedFile``."""
+    try:
+        found = episode.files.glob(root, pattern)
+    except FileNotFoundError:
+        found = []
     if len(found) == 1:
         return found[0], []
     detail = f"{len(found)} session files match {where(root, episode)}/{pattern}; expected one"
