@@ -50,13 +50,19 @@ def query(path: Path, episode: CliEpisode, sql: str, args: Sequence[Any] = ()) -
         raise StoreUnreadable(f"{where(path, episode)} cannot be read ({exc})") from None
 
 
-def json_object(text: Any) -> JsonObject | None:
-    """``text`` parsed as a JSON object, or None when it is not one."""
+def json_value(text: Any) -> Any:
+    """``text`` (a store's column: str, bytes or anything else) parsed as JSON nested no
+    deeper than ``MAX_NESTING``, or None when it is not that."""
     try:
         raw = text.encode() if isinstance(text, str) else text
-        value = parse_json_bytes(raw) if isinstance(raw, bytes) else None
+        return parse_json_bytes(raw) if isinstance(raw, bytes) else None
     except ValueError:
         return None
+
+
+def json_object(text: Any) -> JsonObject | None:
+    """``text`` parsed as a JSON object, or None when it is not one."""
+    value = json_value(text)
     return value if isinstance(value, dict) else None
 
 
