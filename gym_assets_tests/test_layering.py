@@ -105,6 +105,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
                 "fileio",
                 "outputs",
                 "redaction",
+                "untrusted_files",
             }
         ),
     ),

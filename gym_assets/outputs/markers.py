@@ -13,14 +13,13 @@ marker that cannot be read (not a small regular JSON file of this shape) counts 
 from __future__ import annotations
 
 import json
-import os
-import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from gym_assets.fileio import atomic_write_text
+from gym_assets.untrusted_files import RefusedFile, read_beneath
 
 MARKER_NAME = ".gym-assets-product.json"
 WRITTEN_BY = "gym-assets"
@@ -97,11 +96,8 @@ def read_small_json(path: Path) -> Any:
     None: read only when it is a regular file of at most 64 KiB, never through a link, a FIFO
     or a device someone put in its place."""
     try:
-        info = os.lstat(path)
-        if not stat.S_ISREG(info.st_mode) or info.st_size > _MAX_MARKER_BYTES:
-            return None
-        return json.loads(path.read_bytes())
-    except (OSError, ValueError):
+        return json.loads(read_beneath(path.parent, path.name, _MAX_MARKER_BYTES))
+    except (OSError, ValueError, RecursionError, RefusedFile):
         return None
 
 

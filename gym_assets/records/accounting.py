@@ -19,15 +19,17 @@ from typing import Any, Literal
 
 # The model's output did it: an answer a verifier cannot read (oversized, unparseable), a
 # harness killed or crashed after acting on what the model said, a command the harness refused,
-# an episode that ran past its deadline after the model had answered, a request over the
-# gateway's cap (what grows a conversation is what the model said and what its commands printed;
-# a task's own prompt is far under the cap). An answer over the cap is the endpoint's: ours.
+# an episode that ran past its deadline after the model had answered, a file left for the run
+# that is not a small regular file (a link, a FIFO, a device), a request over the gateway's cap
+# (what grows a conversation is what the model said and what its commands printed; a task's own
+# prompt is far under the cap). An answer over the cap is the endpoint's: ours.
 MODEL_CAUSED_KINDS = frozenset(
     {
         "agent_timeout",
         "agent_killed",
         "agent_command_not_allowed",
         "agent_request_too_large",
+        "agent_output_refused",
         "verifier_answer_rejected",
     }
 )

@@ -42,6 +42,7 @@ FAILURE_KINDS = frozenset(
         "agent_crashed",
         "agent_command_not_allowed",
         "agent_killed",
+        "agent_output_refused",
         ENVIRONMENT_SERVER_FAILED,
         "protocol_violation",
         "judge_failed",

@@ -52,9 +52,11 @@ from gym_assets.sandbox.isolation import (
     sandbox_uid,
     system_view,
 )
+from gym_assets.untrusted_files import RefusedFile, open_beneath
 
 _MiB = 1024 * 1024
 NETWORK_LOG = "network.jsonl"
+_READY_LINE_BYTES = 4096  # the init program's first line, ``sandbox_ready``, is far shorter
 RUN_DIR = "/run/gym-sandbox"  # the init program and the gateway socket, inside the sandbox
 INIT = Path(__file__).with_name("harness_init.py")
 SOCKET = "gateway.sock"
@@ -153,12 +155,13 @@ class HarnessSandbox:
                 _hand_over(tree, os.getuid())  # the host's directories are ours again
 
     def started(self) -> bool:
-        """Whether the sandbox came up: its init program logs that it is ready first of all."""
-        with open(self.network_log, encoding="utf-8") as log:
-            first = log.readline()
+        """Whether the sandbox came up: its init program logs that it is ready first of all
+        (the log is read as any file in the activation directory: no link, no FIFO, a bound)."""
         try:
+            with os.fdopen(open_beneath(self.root, NETWORK_LOG), "rb") as log:
+                first = log.readline(_READY_LINE_BYTES)
             return json.loads(first).get("event") == READY
-        except ValueError:
+        except (OSError, ValueError, RefusedFile):
             return False
 
     def command(self, argv: Sequence[str], env: Mapping[str, str], cwd: Path) -> list[str]:

@@ -9,7 +9,7 @@ built itself. The wire form is one JSON line; containers other than lists are ta
 This module is stdlib-only and imports nothing but ``json`` (the guest inside the sandbox
 imports it too, and pays for every import at each start). Decoding is the trusted side's job
 and is strict: bounded size, bounded integers (Python's own 4,300-digit limit on int parsing),
-bounded nesting, known tags only.
+bounded nesting, known tags only, and no set or dict whose members the guest made collide.
 """
 
 from __future__ import annotations
@@ -18,6 +18,11 @@ import json
 
 MAX_MESSAGE_BYTES = 8 * 1024 * 1024
 MAX_DEPTH = 100
+# Members of one decoded set, frozenset or dict (its keys) that may share one hash value. The
+# hashes of ints, floats and tuples of them are not randomized, so a guest can send a set whose
+# members all hash alike, and building it costs time quadratic in their number (a 1.45 MB
+# message took minutes); with at most this many per hash the cost is linear.
+MAX_SHARED_HASH = 8
 
 _SCALARS = (type(None), bool, int, float, str)
 _TAGGED = {"tuple": tuple, "set": set, "frozenset": frozenset}
@@ -77,10 +82,27 @@ def _untag(obj: dict[str, object]) -> object:
     if tag == "dict":
         if not all(type(pair) is list and len(pair) == 2 for pair in items):
             raise NotPlainData("a dict is a list of [key, value] pairs")
-        return {key: value for key, value in items}  # unhashable keys raise TypeError
+        _refuse_collisions([pair[0] for pair in items])
+        return {key: value for key, value in items}
     if tag not in _TAGGED:
         raise NotPlainData(f"unknown tag {tag!r}")
+    if tag != "tuple":
+        _refuse_collisions(items)
     return _TAGGED[tag](items)
+
+
+def _refuse_collisions(members: list[object]) -> None:
+    """``NotPlainData`` when more than ``MAX_SHARED_HASH`` members share a hash value, before
+    any hash container holds them (a ``TypeError`` for an unhashable member). A set of the
+    hash values themselves cannot be flooded (a hash value hashes to itself), so the usual
+    case, no two alike, costs one pass in C; otherwise a sorted run longer than the bound is
+    looked for."""
+    codes = list(map(hash, members))
+    if len(set(codes)) == len(codes):
+        return
+    codes.sort()
+    if any(map(int.__eq__, codes, codes[MAX_SHARED_HASH:])):
+        raise NotPlainData(f"more than {MAX_SHARED_HASH} members of a set or dict hash alike")
 
 
 def _check_depth(value: object, depth: int) -> object:

@@ -58,6 +58,7 @@ from gym_assets.rollouts.gateway.script import (
 from gym_assets.rollouts.gateway.sse import StreamAssembler
 from gym_assets.rollouts.gateway.upstreams import ModelRequest, UpstreamReply, json_reply
 from gym_assets.suite.scenarios import FINAL_ANSWER, Scenario
+from gym_assets.untrusted_files import RefusedFile, read_beneath
 
 RETRY_NOW = {"retry-after": "0", "retry-after-ms": "0"}
 REASONING = "Perform the prescribed check."
@@ -76,9 +77,12 @@ def shell_command(token: str, marker: Path, exit_code: int) -> str:
 
 
 def _marker_holds(marker: str, token: str) -> bool:
+    """Whether the command wrote the token to its marker, read from the workspace the
+    harness's commands write without following a link or blocking on a FIFO."""
+    path = Path(marker)
     try:
-        return Path(marker).read_text(encoding="utf-8") == token
-    except (OSError, UnicodeDecodeError):
+        return read_beneath(path.parent, path.name, len(token.encode())) == token.encode()
+    except (OSError, RefusedFile):
         return False
 
 

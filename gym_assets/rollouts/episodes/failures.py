@@ -63,6 +63,12 @@ class HarnessKilled(Exception):
     the model made it do (its ``agent_killed`` failure scores 0; docs/rollouts.md)."""
 
 
+class HarnessOutputRefused(Exception):
+    """A file the harness left for the run (its response, bundle or session) is a link, a FIFO,
+    a device or oversized: what a model's command made of it, so ``agent_output_refused``
+    scores 0 (docs/rollouts.md)."""
+
+
 class AnswerRejected(ValueError):
     """A verifier cannot read the model's answer (oversized, unparseable): the model's failure
     (``verifier_answer_rejected`` scores 0), where any other verifier exception is ours."""
@@ -126,6 +132,8 @@ def classify(exc: BaseException, stage: str) -> tuple[bool, str]:
         return True, "agent_killed"
     if isinstance(exc, AnswerRejected):
         return True, "verifier_answer_rejected"
+    if isinstance(exc, HarnessOutputRefused):
+        return True, "agent_output_refused"
     if isinstance(exc, ProtocolViolation | SessionConflict):
         return True, "protocol_violation"
     return True, _STAGE_KINDS.get(stage, ENVIRONMENT_SERVER_FAILED)

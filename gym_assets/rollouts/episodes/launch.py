@@ -31,6 +31,7 @@ from typing import Any
 from gym_assets.process_tree import Tracked, signal_all
 from gym_assets.sandbox import Isolation
 from gym_assets.sandbox.harness_sandbox import HarnessSandbox
+from gym_assets.untrusted_files import glob_beneath, open_beneath, read_beneath
 
 # The contract's variables (docs/harnesses.md); the names are part of the stable interface.
 BASE_URL = "GYM_BASE_URL"
@@ -46,6 +47,11 @@ INVOCATION_ID = "GYM_INVOCATION_ID"
 DUMMY_API_KEY = "gym-assets-local"  # the gateway needs no key; real keys stay upstream
 
 POLL_SECONDS = 0.1
+# The most the run reads of one file a harness wrote (its bundle, response, session log): the
+# harness may write up to 1 GiB per file, and whatever is read goes into the records.
+MAX_HARNESS_FILE_BYTES = 64 * 1024 * 1024
+# The most directory entries the run looks through to find a harness's session file.
+MAX_HARNESS_ENTRIES = 10_000
 TERMINATE_GRACE_SECONDS = 2.0
 
 
@@ -79,6 +85,29 @@ class EpisodeFiles:
     @property
     def response(self) -> Path:
         return self.root / "response.json"
+
+    def read(self, path: Path) -> bytes:
+        """The bytes of a file the harness wrote under the activation directory, read without
+        following links or blocking (``gym_assets.untrusted_files``): ``FileNotFoundError``
+        when it is missing, ``RefusedFile`` when it is not a regular file of at most
+        ``MAX_HARNESS_FILE_BYTES``."""
+        return read_beneath(self.root, self._inside(path), MAX_HARNESS_FILE_BYTES)
+
+    def glob(self, directory: Path, pattern: str) -> list[Path]:
+        """The paths under ``directory`` (in the activation directory) matching ``pattern``,
+        found without following a link to a directory and looking through at most
+        ``MAX_HARNESS_ENTRIES`` entries; raises as ``read`` does."""
+        found = glob_beneath(self.root, self._inside(directory), pattern, MAX_HARNESS_ENTRIES)
+        return [directory / name for name in found]
+
+    def check(self, path: Path) -> None:
+        """That ``path`` is a regular file under the activation directory, reached without a
+        link (for a store another library opens by name); raises as ``read`` does."""
+        os.close(open_beneath(self.root, self._inside(path)))
+
+    def _inside(self, path: Path) -> Path:
+        """``path`` relative to the activation directory (either may be given relative)."""
+        return path.absolute().relative_to(self.root.absolute())
 
     def create(self) -> EpisodeFiles:
         """Make the directories; an existing activation directory is refused (stale files

@@ -33,6 +33,7 @@ from gym_assets.rollouts.harnesses.adapters.stores import (
     function_call,
     function_call_output,
     json_object,
+    json_value,
     query,
     read_json_object,
     user_message,
@@ -169,10 +170,7 @@ def _conversation(
 
 def _calls(tool_calls: Any) -> list[JsonObject]:
     """The function calls of an assistant message (hermes keeps the argument strings as sent)."""
-    try:
-        calls = json.loads(tool_calls) if tool_calls else []
-    except ValueError:
-        calls = []
+    calls = json_value(tool_calls)
     items = []
     for call in calls if isinstance(calls, list) else []:
         function = call.get("function") if isinstance(call, dict) else None

@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from gym_assets.fileio import parse_json_bytes
 from gym_assets.records.evidence import MODEL_SERVER_TYPE, GapCode
 from gym_assets.rollouts.episodes.launch import EpisodeFiles
 from gym_assets.rollouts.harnesses.adapters.base import Api, CliEpisode, Prepared
@@ -101,7 +102,7 @@ class MiniSweAgent:
     def observations(self, episode: CliEpisode, exit_code: int | None) -> dict[str, Any]:
         path = trajectory_path(episode.files)
         try:
-            messages = json.loads(path.read_text(encoding="utf-8"))["messages"]
+            messages = parse_json_bytes(episode.files.read(path))["messages"]
             if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
                 raise ValueError("messages is not a list of objects")
         except FileNotFoundError:

@@ -7,11 +7,11 @@ file's place in the activation directory, never evidence made up in their stead.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from gym_assets.fileio import parse_json_bytes
 from gym_assets.records.evidence import MODEL_SERVER_TYPE, GapCode
 from gym_assets.rollouts.harnesses.adapters.base import CliEpisode
 from gym_assets.rollouts.harnesses.adapters.bundles import JsonObject, gap, where
@@ -21,8 +21,12 @@ def only_session(
     pattern: str, root: Path, episode: CliEpisode
 ) -> tuple[Path | None, list[JsonObject]]:
     """The one session file matching ``pattern`` under ``root``; none or several is a gap
-    (a fresh home holds exactly one session per activation)."""
-    found = sorted(root.glob(pattern)) if root.is_dir() else []
+    (a fresh home holds exactly one session per activation). Found as ``EpisodeFiles.glob``
+    finds it: a link on the way or a tree too large raises ``RefusedFile``."""
+    try:
+        found = episode.files.glob(root, pattern)
+    except FileNotFoundError:
+        found = []
     if len(found) == 1:
         return found[0], []
     detail = f"{len(found)} session files match {where(root, episode)}/{pattern}; expected one"
@@ -30,22 +34,22 @@ def only_session(
 
 
 def read_entries(path: Path, episode: CliEpisode) -> tuple[list[JsonObject], list[JsonObject]]:
-    """The JSON objects of a JSONL file in order, and a gap for each line that is not one."""
+    """The JSON objects of a JSONL file in order, and a gap for each line that is not one
+    (read as ``EpisodeFiles.read`` does: a link or a FIFO raises ``RefusedFile``)."""
     entries: list[JsonObject] = []
     gaps: list[JsonObject] = []
-    with path.open("rb") as lines:
-        for number, raw in enumerate(lines, start=1):
-            if not raw.strip():
-                continue
-            try:
-                entry = json.loads(raw)
-            except ValueError:
-                entry = None
-            if isinstance(entry, dict):
-                entries.append(entry)
-            else:
-                detail = f"{where(path, episode)}:{number} is not a JSON object"
-                gaps.append(gap(GapCode.CONVERSATION_UNAVAILABLE, episode, detail))
+    for number, raw in enumerate(episode.files.read(path).split(b"\n"), start=1):
+        if not raw.strip():
+            continue
+        try:
+            entry = parse_json_bytes(raw)
+        except ValueError:
+            entry = None
+        if isinstance(entry, dict):
+            entries.append(entry)
+        else:
+            detail = f"{where(path, episode)}:{number} is not a JSON object"
+            gaps.append(gap(GapCode.CONVERSATION_UNAVAILABLE, episode, detail))
     return entries, gaps
 
 

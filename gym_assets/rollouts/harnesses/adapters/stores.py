@@ -8,14 +8,18 @@ the activation directory (never a host path), with no evidence made up in its st
 
 from __future__ import annotations
 
-import json
 import sqlite3
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from gym_assets.fileio import parse_json_bytes
 from gym_assets.rollouts.harnesses.adapters.base import CliEpisode
 from gym_assets.rollouts.harnesses.adapters.bundles import JsonObject, where
+
+QUERY_SECONDS = 10.0
+_JOURNALS = ("-wal", "-shm", "-journal")  # what SQLite opens beside a database by name
 
 
 class StoreUnreadable(Exception):
@@ -24,12 +28,21 @@ class StoreUnreadable(Exception):
 
 
 def query(path: Path, episode: CliEpisode, sql: str, args: Sequence[Any] = ()) -> list[tuple]:
-    """The rows of ``sql`` over the SQLite database at ``path``, opened read-only."""
-    if not path.is_file():
-        raise StoreUnreadable(f"the harness left no {where(path, episode)}")
+    """The rows of ``sql`` over the SQLite database at ``path``, opened read-only once it and
+    the journals SQLite opens beside it are regular files reached without a link (else
+    ``RefusedFile``), and interrupted past ``QUERY_SECONDS`` (a store is the harness's data:
+    a view in it could compute without end)."""
+    for name in (path, *(path.with_name(path.name + suffix) for suffix in _JOURNALS)):
+        try:
+            episode.files.check(name)
+        except FileNotFoundError:
+            if name == path:
+                raise StoreUnreadable(f"the harness left no {where(path, episode)}") from None
+    deadline = time.monotonic() + QUERY_SECONDS
     try:
         connection = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
         try:
+            connection.set_progress_handler(lambda: time.monotonic() > deadline, 10_000)
             return connection.execute(sql, tuple(args)).fetchall()
         finally:
             connection.close()
@@ -37,22 +50,29 @@ def query(path: Path, episode: CliEpisode, sql: str, args: Sequence[Any] = ()) -
         raise StoreUnreadable(f"{where(path, episode)} cannot be read ({exc})") from None
 
 
-def json_object(text: Any) -> JsonObject | None:
-    """``text`` parsed as a JSON object, or None when it is not one."""
+def json_value(text: Any) -> Any:
+    """``text`` (a store's column: str, bytes or anything else) parsed as JSON nested no
+    deeper than ``MAX_NESTING``, or None when it is not that."""
     try:
-        value = json.loads(text) if isinstance(text, str | bytes) else None
+        raw = text.encode() if isinstance(text, str) else text
+        return parse_json_bytes(raw) if isinstance(raw, bytes) else None
     except ValueError:
         return None
+
+
+def json_object(text: Any) -> JsonObject | None:
+    """``text`` parsed as a JSON object, or None when it is not one."""
+    value = json_value(text)
     return value if isinstance(value, dict) else None
 
 
 def read_json_object(path: Path, episode: CliEpisode) -> JsonObject:
-    """A JSON object file the harness wrote."""
+    """A JSON object file the harness wrote (read as ``EpisodeFiles.read`` does)."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = episode.files.read(path)
     except FileNotFoundError:
         raise StoreUnreadable(f"the harness left no {where(path, episode)}") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
         raise StoreUnreadable(f"{where(path, episode)} cannot be read ({exc})") from None
     value = json_object(text)
     if value is None:

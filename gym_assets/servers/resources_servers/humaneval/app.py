@@ -8,6 +8,11 @@ it with plain data (``trusted_tests``). Whatever the program does (crash, hang, 
 limits, print junk, return something that is not plain data) scores 0 with the reason in
 ``test_result``. Only a failure of our own machinery (no guest could start, the dataset's own
 code failing) masks the sample.
+
+The answer is model text, so reading it never backtracks: the fences and the entry point's
+``def`` are found by scanning (a regex over it was quadratic on blank lines). All of the work,
+the reading included, runs off the event loop and within ``timeout_seconds``; past it (and a
+grace for the guest's teardown) the answer is ``timed out``.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import math
 import re
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -24,10 +30,18 @@ from gym_assets.records.contracts import Step
 from gym_assets.rollouts.episodes.failures import describe
 from gym_assets.rollouts.episodes.resources import SessionResources, graded
 from gym_assets.rollouts.episodes.responses import final_text
-from gym_assets.sandbox import GuestPool, Limits, SandboxPolicy
+from gym_assets.sandbox import TIMED_OUT, GuestPool, Limits, SandboxPolicy
 from gym_assets.servers.resources_servers.humaneval.trusted_tests import Outcome, run_tests
 
-_FENCE = re.compile(r"```([A-Za-z0-9_+-]*)[ \t]*\n(.*?)```", re.DOTALL)
+FENCE = "```"
+# Runs of one character class: each match is one linear scan, nothing to backtrack over.
+_LANGUAGE = re.compile(r"[A-Za-z0-9_+-]*")
+_FENCE_BLANKS = re.compile(r"[ \t]*")
+_BLANKS = re.compile(r"[^\S\n]*")  # whitespace within a line
+_SPACES = re.compile(r"\s*")
+# What the verification may take beyond ``timeout_seconds`` before its answer is ``timed out``:
+# the guest's own deadline kills it at ``timeout_seconds``; this covers the teardown.
+TEARDOWN_GRACE_SECONDS = 5.0
 
 
 class Settings(BaseModel):
@@ -44,18 +58,66 @@ class Settings(BaseModel):
 
 
 def extract_code(text: str) -> str:
-    """The last ```python block (else the last fenced block, else the text itself)."""
-    blocks = _FENCE.findall(text)
+    """The last ```python block (else the last fenced block, else the text itself): an
+    opening fence is ``` with a language word, blanks and a newline; the block runs to the next
+    ```. One pass: once a fence has no closing one, no later fence has either."""
+    blocks: list[tuple[str, str]] = []
+    at = text.find(FENCE)
+    while at >= 0:
+        word = at + len(FENCE)
+        end = _skip(_LANGUAGE, text, word)
+        body = _skip(_FENCE_BLANKS, text, end)
+        if not text.startswith("\n", body):
+            at = text.find(FENCE, at + 1)
+            continue
+        close = text.find(FENCE, body + 1)
+        if close < 0:
+            break
+        blocks.append((text[word:end], text[body + 1 : close]))
+        at = text.find(FENCE, close + len(FENCE))
     python = [code for lang, code in blocks if lang.lower() in ("python", "py", "python3")]
     if python:
         return python[-1]
     return blocks[-1][1] if blocks else text
 
 
+def defines(code: str, name: str) -> bool:
+    """Whether a line of ``code`` starts (after blanks) with ``def``, whitespace, ``name``,
+    optional whitespace and ``(`` (whitespace there may span lines). Only a line's first
+    ``def`` can start it, so each line is looked at once, from its first ``def``."""
+    at = code.find("def")
+    while at >= 0:
+        line = code.rfind("\n", 0, at) + 1
+        if _skip(_BLANKS, code, line) == at and _names(code, at + 3, name):
+            return True
+        line_end = code.find("\n", at)
+        at = -1 if line_end < 0 else code.find("def", line_end + 1)
+    return False
+
+
+def _names(code: str, at: int, name: str) -> bool:
+    """Whether whitespace, ``name``, optional whitespace and ``(`` follow ``at``. Only called
+    after a line's ``def``: the whitespace it scans holds no other line's ``def``."""
+    after = _skip(_SPACES, code, at)
+    return (
+        after > at
+        and code.startswith(name, after)
+        and code.startswith("(", _skip(_SPACES, code, after + len(name)))
+    )
+
+
+def _skip(run: re.Pattern[str], text: str, at: int) -> int:
+    """Where the run of ``run`` (a pattern that matches the empty string) starting at ``at``
+    ends."""
+    found = run.match(text, at)
+    assert found is not None
+    return found.end()
+
+
 def program_parts(problem: Mapping[str, Any], code: str) -> tuple[str, str]:
     """``(prompt, completion)`` for check_correctness: whole code, or code after the prompt."""
-    defines = re.search(rf"^\s*def\s+{re.escape(problem['entry_point'])}\s*\(", code, re.MULTILINE)
-    return ("", code) if defines else (problem["prompt"], code)
+    whole = defines(code, problem["entry_point"])
+    return ("", code) if whole else (problem["prompt"], code)
 
 
 def problem_of(task: Mapping[str, Any]) -> dict[str, Any]:
@@ -83,10 +145,11 @@ class HumanEvalResources(SessionResources[None]):
         self.sessions.state(session_id)
         try:
             problem = problem_of(body)
-            prompt, completion = program_parts(
-                problem, extract_code(final_text(body.get("response")))
-            )
-            outcome = await asyncio.to_thread(self._judge, problem, prompt + completion)
+            judging = asyncio.to_thread(self._judge, problem, final_text(body.get("response")))
+            deadline = self.settings.timeout_seconds + TEARDOWN_GRACE_SECONDS
+            outcome = await asyncio.wait_for(judging, deadline)
+        except TimeoutError:
+            outcome = Outcome(False, TIMED_OUT)
         except Exception as exc:  # our machinery or the dataset, never the candidate
             return {
                 **body,
@@ -108,9 +171,15 @@ class HumanEvalResources(SessionResources[None]):
         problem = problem_of(task_data)
         return [{"text": "```python\n" + problem["prompt"] + problem["canonical_solution"] + "```"}]
 
-    def _judge(self, problem: Mapping[str, str], program: str) -> Outcome:
+    def _judge(self, problem: Mapping[str, str], answer: str) -> Outcome:
+        """Read the program out of the answer, then test it, all within the deadline."""
+        started = time.monotonic()
+        prompt, completion = program_parts(problem, extract_code(answer))
+        left = self.settings.timeout_seconds - (time.monotonic() - started)
+        if left <= 0:
+            return Outcome(False, TIMED_OUT)
         with self.guests.session() as session:
-            return run_tests(problem, program, session, self.settings.timeout_seconds)
+            return run_tests(problem, prompt + completion, session, left)
 
 
 def create(name: str, settings: Mapping[str, Any], *, sandbox: SandboxPolicy) -> HumanEvalResources:

@@ -17,8 +17,11 @@ the program wrote itself is dropped, with a gap, so none can pose as ours. The s
 network log is kept beside the rollout's capture (``network_logs``). When the gateway's
 last exchange of the activation failed, the activation failed with it
 (``agent_request_failed``), whatever the program claimed; a program that died of a fault
-signal (SIGSEGV, SIGILL, ...) failed too (``agent_crashed``), whatever it wrote; and one that
-left no usable bundle (or never ran) has no result to grade, and the activation fails too.
+signal (SIGSEGV, SIGILL, ...) failed too (``agent_crashed``), whatever it wrote; one that
+left a file for the run that is not a regular file of at most 64 MiB (a link, a FIFO) is never
+followed or blocked on and fails the activation as the model's (``agent_output_refused``); and
+one that left no usable bundle (or never ran) has no result to grade, and the activation fails
+too.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from gym_assets.fileio import atomic_write_text
+from gym_assets.fileio import atomic_write_text, parse_json_bytes
 from gym_assets.records import keys
 from gym_assets.records.contracts import GatewayHandle, ResourcesServer
 from gym_assets.records.evidence import AgentObservations, GapCode, SandboxObservation
@@ -40,6 +43,7 @@ from gym_assets.rollouts.episodes.agents import ActivationSettings, AgentSession
 from gym_assets.rollouts.episodes.failures import (
     HarnessCrashed,
     HarnessKilled,
+    HarnessOutputRefused,
     ModelRequestFailed,
     crash_signal,
     death_signal,
@@ -53,6 +57,7 @@ from gym_assets.rollouts.gateway.capture import answered
 from gym_assets.rollouts.gateway.script import is_assistant_item
 from gym_assets.rollouts.harnesses.adapters import Adapter, Api, CliEpisode, adapter_named
 from gym_assets.sandbox import Isolation, SandboxPolicy
+from gym_assets.untrusted_files import RefusedFile
 
 SANDBOX = "sandbox"  # the kind of the records only the run writes
 # What a cli harness is told: the task's instructions (system, developer) and its user text.
@@ -141,6 +146,8 @@ class CommandAgent(SessionAgent):
         )
         before = len(self._captured(key))
         exit_code: int | None = None
+        refused: list[str] = []  # files it left that the run will not read, and why
+        written: dict[str, Any] | None = None
         try:
             exit_code = await run_isolated(
                 launch,
@@ -157,11 +164,16 @@ class CommandAgent(SessionAgent):
                 kept = network_log_path(self.gateway.capture_dir, key, invocation.invocation_id)
                 keep_network_log(files.root, kept)
             if episode is not None:
-                written = self._adapter().observations(episode, exit_code)
-                atomic_write_text(files.observations, json.dumps(written, ensure_ascii=False))
-            bundle = _bundle(files.observations, self.settings.harness)
+                try:
+                    kept = self._adapter().observations(episode, exit_code)
+                except RefusedFile as exc:
+                    refused.append(str(exc))
+                    kept = _invalid(self.settings.harness, f"its session is refused: {exc}")
+                atomic_write_text(files.observations, json.dumps(kept, ensure_ascii=False))
+            bundle = _bundle(files, self.settings.harness, refused)
             self._reported.setdefault(key, []).append(bundle)
-            session.partial_response = _response(files, bundle, invocation, params)
+            written = _written_response(files, refused)
+            session.partial_response = _response(written, bundle, invocation, params)
         crashed = crash_signal(exit_code)
         if crashed is not None:
             raise HarnessCrashed(
@@ -170,6 +182,8 @@ class CommandAgent(SessionAgent):
         calls = self._captured(key)[before:]
         if calls and not answered(calls[-1]):
             raise ModelRequestFailed(calls[-1].get("status_code"), calls[-1].get("error_category"))
+        if refused:
+            raise HarnessOutputRefused("; ".join(refused))
         killer = death_signal(exit_code)
         if killer is not None:
             raise (HarnessKilled if any(map(answered, calls)) else HarnessDiedUnanswered)(
@@ -181,7 +195,7 @@ class CommandAgent(SessionAgent):
                 f"see {files.log}"
             )
         response = session.partial_response
-        if not files.response.exists():
+        if written is None:
             response = {**response, "usage": _captured_usage(calls)}
         metadata = {
             **(response.get("metadata") or {}),
@@ -268,13 +282,18 @@ def _captured_usage(calls: list[dict[str, Any]]) -> dict[str, int] | None:
     return usage
 
 
-def _bundle(path: Path, harness: str) -> dict[str, Any]:
-    """The program's bundle as it wrote it; missing or invalid: an empty one with a gap."""
+def _bundle(files: EpisodeFiles, harness: str, refused: list[str]) -> dict[str, Any]:
+    """The program's bundle as it wrote it; missing or invalid: an empty one with a gap (and
+    one the run will not read is also added to ``refused``)."""
+    path = files.observations
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = parse_json_bytes(files.read(path))
         return AgentObservations.model_validate(data).model_dump(mode="json")
     except FileNotFoundError:
         detail = f"the harness wrote no {path.name}"
+    except RefusedFile as exc:
+        refused.append(str(exc))
+        detail = f"{path.name} is refused: {exc}"
     except (OSError, ValueError) as exc:  # ValidationError and JSON errors are ValueErrors
         count = exc.error_count() if isinstance(exc, ValidationError) else 1
         detail = f"{path.name} is not an ng_agent_observations bundle ({count} errors)"
@@ -302,20 +321,30 @@ def _invalid(source: str, detail: str) -> dict[str, Any]:
     return {"source": source, "records": [], "gaps": [gap]}
 
 
+def _written_response(files: EpisodeFiles, refused: list[str]) -> dict[str, Any] | None:
+    """The program's ``response.json`` when it wrote an object with an ``output`` list (one
+    the run will not read is added to ``refused``)."""
+    try:
+        written = parse_json_bytes(files.read(files.response))
+    except RefusedFile as exc:
+        refused.append(str(exc))
+        return None
+    except (OSError, ValueError):
+        return None
+    if isinstance(written, dict) and isinstance(written.get("output"), list):
+        return written
+    return None
+
+
 def _response(
-    files: EpisodeFiles,
+    written: dict[str, Any] | None,
     bundle: Mapping[str, Any],
     invocation: Invocation,
     params: Mapping[str, Any],
 ) -> dict[str, Any]:
-    """The program's ``response.json`` when it wrote an object with an ``output`` list; else
-    the items its invocation's conversation gained after the task input, ``completed`` when
-    the invocation says so."""
-    try:
-        written = json.loads(files.response.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        written = None
-    if isinstance(written, dict) and isinstance(written.get("output"), list):
+    """The program's own response when it wrote one; else the items its invocation's
+    conversation gained after the task input, ``completed`` when the invocation says so."""
+    if written is not None:
         return written
     reported = next(
         (
