@@ -1,4 +1,5 @@
-"""The seccomp filter a guest installs on itself before it reads any candidate code.
+"""The seccomp filters the sandboxes install on themselves: a guest's before it reads any
+candidate code, a harness activation's before its harness starts.
 
 A filter refuses (``EPERM``) the system calls it is built from and allows everything else.
 A guest refuses ``GUEST_CALLS``, those whose effects outlive the task process or escape its
@@ -12,14 +13,22 @@ memory limit:
   ``write``, never mapped; a BPF map, where the host allows unprivileged ones, is charged to a
   memory cgroup only), and SysV objects outlive their creator.
 
+A harness activation refuses ``KEY_CALLS`` alone. Of the guest's set, keys are the only effect
+that outlives the activation's sandbox: its SysV objects die with its IPC namespace, a memfd or
+BPF map with the last process holding it, and every process with the sandbox's PID 1. What the
+rest escapes is a memory limit, and the programs a model's commands start use them in honest
+work (PostgreSQL keeps a System V segment; Chromium and wasmtime keep memory in memfds), so
+refusing them would fail honest activations; their memory is bounded by the host alone.
+
 A system call of another ABI than the interpreter's (``int 0x80`` or x32 on x86_64) is refused
 whole, so no second table of numbers reaches around the first.
 
 Why our own program: the guest runs ``python -I -S`` with the stdlib alone (no site-packages, so
 no libseccomp binding), and bubblewrap's ``--seccomp`` would filter the sandbox's set-up too
-(``keyctl session -``, the resident's ``keyctl setperm``). The program is at most 14 classic
-BPF instructions, assembled here from the kernel's documented ABI (``linux/filter.h``,
-``linux/seccomp.h``, ``linux/audit.h``) and installed with ``prctl``. Stdlib only.
+(``keyctl session -``, the resident's ``keyctl setperm``, the harness init's new session
+keyring). The program is at most 14 classic BPF instructions, assembled here from the kernel's
+documented ABI (``linux/filter.h``, ``linux/seccomp.h``, ``linux/audit.h``) and installed with
+``prctl``. Stdlib only.
 """
 
 import ctypes

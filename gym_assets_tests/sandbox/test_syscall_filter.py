@@ -1,5 +1,6 @@
-"""The seccomp programs, run here by a minimal classic-BPF reader for every machine there is a
-table for (the hostile suite proves them in the kernel on this machine only)."""
+"""The seccomp programs of guests and harness activations, run here by a minimal classic-BPF
+reader for every machine there is a table for (the hostile suite and the harness sandbox's
+tests prove them in the kernel on this machine only)."""
 
 from __future__ import annotations
 
