@@ -102,7 +102,8 @@ class StreamRedactor:
 class RedactingFormatter(logging.Formatter):
     """A log handler's formatter whose every line (message, arguments, traceback) passes the
     redactor: a line quoting an upstream's error (a malformed header echoing the key, say)
-    never prints the key. For a handler the program makes itself, never the root logger's."""
+    never prints the key. It goes on a handler the program makes for its own output (a filter
+    on a logger would miss the records its child loggers pass up)."""
 
     def __init__(self, redactor: Redactor, fmt: str | None = None) -> None:
         super().__init__(fmt)
