@@ -143,6 +143,7 @@ _ENTRY_HINT = (
     "`jsonl_fpath`."
 )
 _FIELD_HINTS = {
+    "name": "A dataset's name is a folder name of its products under the data root.",
     "prepare_dependencies": "prepare_dependencies is a list of non-empty strings, e.g. "
     "`prepare_dependencies: [datasets, numpy]`.",
 }
