@@ -357,7 +357,7 @@ INPUT_CASES = [
         "yaml-alias-bomb",
         command(*LIST, extra={"bomb.yaml": ALIAS_BOMB}),
         1,
-        r"bomb\.yaml:5: the aliases of this file repeat more than 10,000 YAML nodes",
+        r"bomb\.yaml:5: the aliases of this YAML repeat more than 10,000 YAML nodes",
     ),
     # Loaded silently before (an endless value).
     Case(
@@ -470,7 +470,7 @@ INPUT_CASES = [
         "prompt-config-alias-bomb",
         prompt_cmd(ALIAS_BOMB + b"user: 'Q: {question}'\n"),
         1,
-        r"p\.yaml:5: the aliases of this file repeat more than 10,000 YAML nodes",
+        r"p\.yaml:5: the aliases of this YAML repeat more than 10,000 YAML nodes",
     ),
     # Traceback before (pydantic ValidationError from the agent's settings), after the run
     # had already replaced its outputs; now one line (the run directory is still written).
@@ -765,7 +765,7 @@ INPUT_CASES = [
         "migration-of-an-alias-bomb",
         migrate_cmd(ALIAS_BOMB),
         2,
-        r"could not update .*old\.yaml: .*old\.yaml:5: the aliases of this file repeat more",
+        r"could not update .*old\.yaml: .*old\.yaml:5: the aliases of this YAML repeat more",
     ),
 ]
 
