@@ -133,7 +133,8 @@ def _dataset_error(
     field = ".".join(str(part) for part in error["loc"]) or "(entry)"
     hint = _FIELD_HINTS.get(str(error["loc"][0]) if error["loc"] else "", _ENTRY_HINT)
     return ConfigError(
-        f"dataset {index} of '{instance}' is invalid: field '{field}': {error['msg']}. {hint}",
+        f"dataset {index} of '{instance}' is invalid: field '{field}': "
+        f"{error['msg'].removeprefix('Value error, ')}. {hint}",
         **locate(*at, *error["loc"][:1]),
     )
 
