@@ -43,10 +43,10 @@ from typing import IO, Any
 
 from gym_assets.errors import UserError
 from gym_assets.records.contracts import Step
-from gym_assets.redaction import RedactingFormatter
 from gym_assets.rollouts.collection.model_gateway import build_gateway
 from gym_assets.rollouts.gateway.bodies import DEFAULT_LIMITS, BodyLimits
 from gym_assets.rollouts.gateway.capabilities import CapabilityPaths, new_key
+from gym_assets.rollouts.gateway.logs import OneLineFormatter
 from gym_assets.rollouts.gateway.upstream_config import UpstreamConfig
 
 STOP_TIMEOUT_S = 30.0  # the gateway's own stop grace plus the capture writes still queued
@@ -218,9 +218,9 @@ def main() -> int:
     spec = json.loads(control_in.readline())
     upstream = UpstreamConfig.model_validate(spec["upstream"])
     # The log quotes upstream errors (a malformed answer's header, say): it goes to the run's
-    # stderr, so through the run's redactor like everything the run writes.
+    # stderr, so through the run's redactor like everything the run writes, one line an event.
     log = logging.StreamHandler()
-    log.setFormatter(RedactingFormatter(upstream.redactor(), LOG_FORMAT))
+    log.setFormatter(OneLineFormatter(upstream.redactor(), LOG_FORMAT))
     logging.basicConfig(level=logging.WARNING, handlers=[log])
     gateway = build_gateway(
         upstream,
