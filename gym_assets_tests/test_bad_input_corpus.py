@@ -375,7 +375,7 @@ def manifest_cmd(extra: str) -> Setup:
 
 
 LIST_HARNESSES = ("list", "harnesses")
-CLI_HARNESS = "kind: cli, adapter: codex, version: 1.0.0, install: {npm: x}, api: responses"
+CLI_HARNESS = "kind: cli, adapter: codex, version: 1.0.0, install: {npm: ./absent}, api: responses"
 
 
 def token_cmd(token: str) -> Setup:
@@ -881,7 +881,7 @@ INPUT_CASES = [
     ),
     Case(
         "harness-registry-a-list",
-        registry_cmd(MODELS[: MODELS.index("harnesses:")] + "harnesses: [x]\n", *LIST_HARNESSES),
+        registry_cmd(MODELS[: MODELS.index("harnesses:")] + "harnesses: []\n", *LIST_HARNESSES),
         1,
         r"models\.yaml:\d+: harnesses must map each harness name to its settings",
     ),
