@@ -374,6 +374,14 @@ def manifest_cmd(extra: str) -> Setup:
     return setup
 
 
+OUTSIDE_INSTANCE = b"""\
+../evil:
+  resources_servers:
+    exact_match:
+      entrypoint: app.py
+      domain: knowledge
+      datasets: [{name: train, type: train, jsonl_fpath: train.jsonl}]
+"""
 LIST_HARNESSES = ("list", "harnesses")
 CLI_HARNESS = "kind: cli, adapter: codex, version: 1.0.0, install: {npm: ./absent}, api: responses"
 
@@ -913,6 +921,14 @@ INPUT_CASES = [
         1,
         r"config\.yaml:7: dataset 0 of 'units_resources' is invalid: field 'name': "
         r"'\.\./evil' is not a name",
+    ),
+    # Collated before, its metrics sidecar written to <data>/metrics/../evil.train.
+    Case(
+        "instance-name-leaves-the-data-root",
+        command(*LIST, extra={"other.yaml": OUTSIDE_INSTANCE}),
+        1,
+        r"other\.yaml:1: instance '\.\./evil' declares datasets, whose products are named by "
+        r"their instance: a name is",
     ),
     # OSError (ENAMETOOLONG) traceback before.
     Case(
