@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gym_assets.cli.flags import add_configs_flag, positive_seconds, workspace_of
+from gym_assets.cli.flags import add_configs_flag, workspace_of
 from gym_assets.conformance.profiles import PROFILE_ID, PROFILES
 from gym_assets.errors import UserError
 
@@ -90,7 +90,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )  # fmt: skip
     run.add_argument("--output", metavar="DIR", type=Path, help="a new directory for the run")
     run.add_argument(
-        "--timeout", metavar="SECONDS", type=positive_seconds, default=90.0,
+        "--timeout", metavar="SECONDS", type=float, default=90.0,
         help="each episode's budget (default 90)",
     )  # fmt: skip
     run.add_argument(

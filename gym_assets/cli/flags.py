@@ -5,7 +5,6 @@ command turns them into its workspace."""
 from __future__ import annotations
 
 import argparse
-import math
 from typing import TYPE_CHECKING
 
 from gym_assets.workspace import Workspace
@@ -18,14 +17,6 @@ BENCHMARK_HELP = (
     "a benchmark's dataset name, or the token `gym-assets list benchmarks` prints for it or "
     "for one of its flavors (NAME/FLAVOR: the file benchmarks/NAME/FLAVOR.yaml)"
 )
-
-
-def positive_seconds(value: str) -> float:
-    """A ``--timeout``: a finite number above 0 (a NaN or infinite deadline is no deadline)."""
-    number = float(value)
-    if not 0 < number < math.inf:
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {value}")
-    return number
 
 
 def add_configs_flag(parser: argparse.ArgumentParser) -> None:

@@ -19,6 +19,7 @@ finished, 1 on a refusal (or when no dispatched rollout produced a result, or mo
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import asdict
@@ -31,7 +32,6 @@ from gym_assets.cli.flags import (
     add_configs_flag,
     add_data_root_flag,
     add_no_rebuild_flag,
-    positive_seconds,
     refused_by,
     select,
     workspace_of,
@@ -83,6 +83,13 @@ def _count(maximum: int | None = None) -> Callable[[str], int]:
 
     parse.__name__ = "integer"  # argparse names the type in "invalid integer value"
     return parse
+
+
+def _positive_float(value: str) -> float:
+    number = float(value)
+    if not 0 < number < math.inf:
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {value}")
+    return number
 
 
 def _fraction(value: str) -> float:
@@ -356,7 +363,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _add_option(parser, "repeats", type=_count(MAX_REPEATS), metavar="N")
     _add_option(parser, "concurrency", type=_count(MAX_CONCURRENCY), metavar="C")
     _add_option(parser, "limit", type=_count(), metavar="N")
-    _add_option(parser, "timeout_s", type=positive_seconds, metavar="S")
+    _add_option(parser, "timeout_s", type=_positive_float, metavar="S")
     _add_option(parser, "max_attempts", type=_count(MAX_ATTEMPTS), metavar="N")
     parser.add_argument(
         "--override",
