@@ -949,7 +949,7 @@ INPUT_CASES = [
         "override-alias-bomb",
         override_cmd(METADATA + OVERRIDE_BOMB),
         2,
-        r"--override responses_create_params\.metadata: the aliases of this YAML repeat more "
+        r"--override 'responses_create_params\.metadata': the aliases of this YAML repeat more "
         r"than 10,000 YAML nodes .* \(line 4\)$",
     ),
     # Tracebacks before (a recursive list, bytes, RecursionError).
@@ -957,19 +957,19 @@ INPUT_CASES = [
         "override-recursive-alias",
         override_cmd(METADATA + "&x [*x]"),
         2,
-        r"--override responses_create_params\.metadata: the alias \*x is used inside the value",
+        r"--override 'responses_create_params\.metadata': the alias \*x is used inside the value",
     ),
     Case(
         "override-binary-value",
         override_cmd(METADATA + "!!binary /w=="),
         2,
-        r"--override responses_create_params\.metadata: a YAML binary value has no JSON form",
+        r"--override 'responses_create_params\.metadata': a YAML binary value has no JSON form",
     ),
     Case(
         "override-nested-5000-levels",
         override_cmd(METADATA + "[" * 5000 + "]" * 5000),
         2,
-        rf"--override responses_create_params\.metadata: nested deeper than {MAX_NESTING} levels",
+        rf"--override 'responses_create_params\.metadata': nested deeper than {MAX_NESTING} levels",
     ),
     Case(
         "override-5000-dotted-fields",
@@ -982,7 +982,7 @@ INPUT_CASES = [
         "override-nan",
         override_cmd("+responses_create_params.temperature=.nan"),
         2,
-        r"--override responses_create_params\.temperature: \.nan has no JSON form",
+        r"--override 'responses_create_params\.temperature': \.nan has no JSON form",
     ),
     # --- the OS's refusals: one line --------------------------------------------------------
     # NotADirectoryError traceback before.

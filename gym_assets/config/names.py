@@ -1,11 +1,12 @@
 """The one rule for names that become path segments.
 
-A harness name, a benchmark's dataset name and every part of a ``--benchmark`` token are joined
-to a root to make a path: an install folder, a product directory, a flavor's data root. A name
-like ``../../evil`` would put that path outside its root, and a part longer than a file name
-may be fails deep inside the OS. So each is checked against this rule where it is read (the
-registry, the dataset entry, the flag), before any path is built from it: one segment, no
-``.``/``..``, nothing hidden or option-like, nothing the terminal or the shell reads specially.
+A harness name, a dataset's name (and that of the instance declaring it) and every part of a
+``--benchmark`` token are joined to a root to make a path: an install folder, a product
+directory, a metrics folder, a flavor's data root. A name like ``../../evil`` would put that
+path outside its root, and a part longer than a file name may be fails deep inside the OS. So
+each is checked against this rule where it is read (the registry, the config, the flag), before
+any path is built from it: one segment, no ``.``/``..``, nothing hidden or option-like, nothing
+the terminal or the shell reads specially.
 """
 
 from __future__ import annotations

@@ -13,6 +13,9 @@ nodes or that nests deeper than ``MAX_NESTING`` levels, before anything walks it
 Config values end up in JSON (metrics sidecars, reports), so YAML values JSON cannot hold are
 refused at their line: binary data, sets (whose order would change from run to run), NaN and
 infinities.
+
+A YAML value given on the command line (``rollouts --override``) is read by the same loader
+(``parse_yaml_value``): it is as untrusted as a file and ends up in the same JSON.
 """
 
 from __future__ import annotations

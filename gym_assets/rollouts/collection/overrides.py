@@ -116,6 +116,7 @@ def parse_overrides(items: Sequence[str]) -> RunOverrides:
     config files' strict loader (its bounds; only JSON values, so no NaN); an unknown key, a
     malformed item or a refused value is a usage error naming the flag and the key.
     """
+    from gym_assets.config.names import shown
     from gym_assets.config.yaml_source import parse_yaml_value  # pyyaml: not for --help
 
     params: dict[str, Any] = {}
@@ -126,7 +127,7 @@ def parse_overrides(items: Sequence[str]) -> RunOverrides:
         key = key.removeprefix("+")
         if not sep or not key:
             raise UsageError(f"--override {item!r}: write KEY=VALUE")
-        value = parse_yaml_value(text, f"--override {key}") if text else None
+        value = parse_yaml_value(text, f"--override {shown(key)}") if text else None
         if key.startswith(f"{RCP}.") and key != f"{RCP}.":
             _set_dotted(params, key[len(RCP) + 1 :].split("."), value, item)
         elif key == SEED_FLAG:
