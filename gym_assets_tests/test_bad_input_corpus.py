@@ -849,6 +849,22 @@ def run_with_foreign_file(tmp: Path) -> list[str]:
     return [*ROLLOUTS, "--out", str(out), *bundled(tmp)]
 
 
+def run_with_a_users_file(where: str, *flags: str) -> Setup:
+    """A rollouts run, then a user's file at ``where`` inside it, then ``rollouts *flags``."""
+
+    def setup(tmp: Path) -> list[str]:
+        out = rollouts_run(tmp)
+        (out / where).write_text("mine\n")
+        return [*ROLLOUTS, "--out", str(out), *flags, *bundled(tmp)]
+
+    return setup
+
+
+def users_file_at_the_lock(tmp: Path) -> Path:
+    (tmp / ".out.lock").write_text("my notes\n")
+    return tmp / "out"
+
+
 def resume_with_corrupt_middle_line(tmp: Path) -> list[str]:
     records = rollouts_run(tmp) / "rollouts.jsonl"
     first, second = records.read_text().splitlines(keepends=True)
@@ -976,6 +992,20 @@ OUTPUT_PATH_CASES = [
          r"plan.json: was changed after gym-assets wrote it"),
     Case("fresh-run-over-a-foreign-file", run_with_foreign_file, 1,
          r"run: holds .*notes.txt, which a rollouts run does not write", slow=True),
+    # Deleted before: report/ was cleared by a fresh run and swapped whole by a resume.
+    Case("fresh-run-over-a-users-file-in-report", run_with_a_users_file("report/notes.txt"), 1,
+         r"run: holds .*run/report/notes.txt, which a rollouts run does not write .*; move it "
+         r"out of the run directory or choose another --out$", slow=True),
+    Case("resume-over-a-users-file-in-report",
+         run_with_a_users_file("report/notes.txt", "--resume"), 1,
+         r"run: holds .*run/report/notes.txt, which a rollouts run does not write", slow=True),
+    # Deleted before: a file named like a lock was taken over (truncated) and removed.
+    Case("users-file-named-like-a-lock-in-the-run", run_with_a_users_file(".report.lock"), 1,
+         r"run: holds .*run/\.report\.lock, which a rollouts run does not write", slow=True),
+    Case("users-file-named-like-the-lock-of-out", out_at(COLLATE, users_file_at_the_lock), 1,
+         r"out: .*/\.out\.lock is in the place of its lock file and was not written by "
+         r"gym-assets \(taking the lock would overwrite it\); move it elsewhere or choose "
+         r"another --out$"),
     Case("resume-with-a-corrupt-middle-line", resume_with_corrupt_middle_line, 1,
          r"rollouts.jsonl:1: damaged line \(not a JSON object\); resume with "
          r"--quarantine-corrupt", slow=True),

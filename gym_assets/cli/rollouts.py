@@ -182,7 +182,7 @@ def _rollouts(args: argparse.Namespace) -> int:
     catalog, benchmark = selection.catalog, selection.one()
     harness = get_harness(load_harnesses(catalog.loaded), args.harness)
     require_installed(harness)  # before any product is made for the run
-    check_run_dir(catalog, Path(args.out), args.resume)
+    check_run_dir(catalog, Path(args.out))
     if benchmark.dataset.taskset is not None:  # its rows are converted: refuse before products
         overrides.refuse_materialized(catalog.loaded.file_of(benchmark.instance))
     ensure_products(catalog, benchmark.name, _say, refuse=refused_by(args))

@@ -9,9 +9,9 @@ back (so repeats, limits and rollout ids stay those of the first run), skips wha
 and appends. Either way the aggregate metrics are recomputed over everything on disk.
 
 The directory is a product (``gym_assets.outputs``), locked for the whole run: it must be
-missing, empty or a run gym-assets wrote, and a fresh run refuses to delete anything a run
-does not write there. A resume refuses a damaged line in the run's files, or moves the file
-aside with ``quarantine_corrupt``.
+missing, empty or a run gym-assets wrote, and a run (fresh or resumed) refuses to start while
+anything a run does not write is anywhere in it. A resume refuses a damaged line in the run's
+files, or moves the file aside with ``quarantine_corrupt``.
 """
 
 from __future__ import annotations
@@ -116,18 +116,19 @@ def _refuse_foreign(files: RunFiles, target: Target) -> None:
     foreign = files.foreign()
     if foreign is not None:
         raise OutputError(
-            f"holds {foreign}, which a rollouts run does not write, and a fresh run replaces "
-            f"the run's files; {target.cleanup_hint()}",
+            f"holds {foreign}, which a rollouts run does not write (a run, fresh or resumed, "
+            "replaces its own files there and rebuilds report/ whole); move it out of the run "
+            f"directory or {target.elsewhere_hint()}",
             path=files.out_dir,
         )
 
 
-def check_run_dir(catalog: Catalog, out_dir: Path, resume: bool) -> None:
+def check_run_dir(catalog: Catalog, out_dir: Path) -> None:
     """Refuse an output directory a run may not use, before any product is made for it
     (``run_rollouts`` checks again, under the directory's lock)."""
     files = RunFiles(Path(out_dir))
     target = Target.of(files.out_dir, ROLLOUTS_RUN, catalog.workspace)
-    if preflight_dir(target) is State.OURS and not resume:
+    if preflight_dir(target) is State.OURS:
         _refuse_foreign(files, target)
 
 
@@ -170,9 +171,8 @@ def _planned_inputs(
     return inputs, True
 
 
-def _publish_inventory(files: RunFiles, target: Target, inputs: list[RolloutInput]) -> None:
+def _publish_inventory(files: RunFiles, inputs: list[RolloutInput]) -> None:
     """A fresh run: replace the run's own files (only those) with the new inventory."""
-    _refuse_foreign(files, target)
     files.clear()
     write_jsonl_atomic(files.materialized_inputs, [item.row for item in inputs])
 
@@ -380,12 +380,13 @@ def run_rollouts(
     target = Target.of(files.out_dir, ROLLOUTS_RUN, catalog.workspace)
     notes: list[str] = []
     with claimed_dir(target), sandbox:
+        _refuse_foreign(files, target)
         if options.resume:
             _check_logs(files, options.quarantine_corrupt, notes)
         inputs, fresh = _planned_inputs(files, benchmark, catalog, options, notes)
         servers = _build_servers(catalog, harness, upstream, options, files, inputs, notes, sandbox)
         if fresh:
-            _publish_inventory(files, target, inputs)
+            _publish_inventory(files, inputs)
         claim_dir(Target.of(files.capture_dir, CAPTURES, catalog.workspace))
         ledger = Ledger.read(files, options.max_attempts)
         todo = ledger.pending(inputs)

@@ -50,8 +50,9 @@ def test_a_fresh_run_refuses_a_directory_with_files_a_run_does_not_write(product
     with pytest.raises(OutputError) as caught:
         _run(products, out, limit=1)
     assert str(caught.value) == (
-        f"{out}: holds {out / 'notes.txt'}, which a rollouts run does not write, and a fresh run "
-        "replaces the run's files; choose another --out or remove it yourself"
+        f"{out}: holds {out / 'notes.txt'}, which a rollouts run does not write (a run, fresh or "
+        "resumed, replaces its own files there and rebuilds report/ whole); move it out of the "
+        "run directory or choose another --out"
     )
     assert snapshot(out) == before
 
