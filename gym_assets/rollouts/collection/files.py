@@ -4,6 +4,8 @@
     <out>/rollouts_failures.jsonl             one line per failed attempt
     <out>/rollouts_materialized_inputs.jsonl  one line per planned rollout (the inventory)
     <out>/rollouts_aggregate_metrics.json     one entry per environment server
+    <out>/rollouts_manifest.json              what the run is (``manifest.py``)
+    <out>/rollouts_plan.json                  the plan it was pinned to (a copy)
     <out>/captures/                           the gateway's per-rollout capture files, and
                                               each harness activation's network log
     <out>/report.html, <out>/report/          the run's HTML report and the records it links
@@ -85,6 +87,16 @@ class RunFiles:
         return self.out_dir / f"{self.stem}_aggregate_metrics.json"
 
     @property
+    def manifest(self) -> Path:
+        """What the run is (``manifest.py``)."""
+        return self.out_dir / f"{self.stem}_manifest.json"
+
+    @property
+    def plan(self) -> Path:
+        """A copy of the plan the run was pinned to."""
+        return self.out_dir / f"{self.stem}_plan.json"
+
+    @property
     def capture_dir(self) -> Path:
         return self.out_dir / "captures"
 
@@ -107,6 +119,8 @@ class RunFiles:
             self.failures,
             self.materialized_inputs,
             self.aggregate_metrics,
+            self.manifest,
+            self.plan,
             self.report,
         )
 

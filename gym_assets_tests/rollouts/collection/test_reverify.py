@@ -16,6 +16,7 @@ import psutil
 import pytest
 
 from gym_assets.cli import main
+from gym_assets.rollouts import reverify
 from gym_assets.rollouts.collection.files import RunFiles, read_jsonl
 from gym_assets.rollouts.reverify import default_out, reverify_run
 from gym_assets.tasks.catalog import load_catalog
@@ -195,20 +196,22 @@ def test_a_record_without_its_input_is_refused_and_nothing_is_published(tmp_path
     first_task = next(iter(read_jsonl(run.records)))["_ng_task_index"]
     assert _reverify(tmp_path, run) == 1
     err = capsys.readouterr().err.strip().splitlines()[-1]
-    expected = f"error: {run.records}:1: record ({first_task}, 7) has no materialized input"
-    assert err.startswith(expected)
+    expected = f"error: {run.records}: holds a row for rollout ({first_task}, 7), which the run "
+    assert err.startswith(expected + "did not plan: the file was edited or joined with another")
     assert not default_out(run.out_dir).exists()
     assert [p.name for p in tmp_path.iterdir() if "reverified" in p.name] == []
 
 
-def test_a_verifier_that_raises_masks_its_record_and_reverify_goes_on(tmp_path):
+def test_a_verifier_that_raises_masks_its_record_and_reverify_goes_on(tmp_path, monkeypatch):
     run = _run(tmp_path, "units", "--limit", "2")
+    verify = reverify.verify_answer
 
-    def break_first(row):  # the current verifier cannot grade task 0 any more
-        if row["_ng_task_index"] == 0:
-            del row["task_input"]["task_data"]["expected_answer"]
+    async def break_first(resources, task_input, record, purpose):  # task 0's grader crashes
+        if record["_ng_task_index"] == 0:
+            raise RuntimeError("the verifier fell over")
+        return await verify(resources, task_input, record, purpose)
 
-    _rewrite(run.materialized_inputs, break_first)
+    monkeypatch.setattr(reverify, "verify_answer", break_first)
     assert _reverify(tmp_path, run) == 0
     records = list(read_jsonl(RunFiles(default_out(run.out_dir)).records))
     first, second = sorted(records, key=lambda record: record["_ng_task_index"])
@@ -217,7 +220,7 @@ def test_a_verifier_that_raises_masks_its_record_and_reverify_goes_on(tmp_path):
         "verifier_error",
         0.0,
     )
-    assert first["failure_reason"].startswith("reverify: ValidationError")
+    assert first["failure_reason"].startswith("reverify: RuntimeError")
     assert first["evaluation_completed"] is False
     assert (second["mask_sample"], second["reward"]) == (False, 1.0)
     (change,) = read_jsonl(default_out(run.out_dir) / "reward_diff.jsonl")
