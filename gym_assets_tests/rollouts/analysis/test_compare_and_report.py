@@ -251,3 +251,23 @@ def test_one_task_no_measured_task_and_a_damaged_snapshot(tmp_path, capsys):
     captured = capsys.readouterr()
     assert f"note: {history[-1]}:1: not valid JSON" in captured.err
     assert "no previous run to compare" in captured.out
+
+
+def test_runs_of_two_benchmarks_are_compared_only_when_asked(runs, tmp_path, capsys):
+    a, _ = runs
+    other = tmp_path / "arith"
+    code = main(
+        ["rollouts", "--benchmark", "arith", "--harness", "simple_agent", "--out", str(other),
+         "--limit", "2", "--configs", str(REPO / "configs"), "--data-root", str(tmp_path / "d")]
+    )  # fmt: skip
+    assert code == 0
+    capsys.readouterr()
+    code, out, err = _compare_cli(capsys, a, other)
+    assert code == 1 and out == ""
+    assert err == (
+        f"error: {a} is a run of benchmark 'units' and {other} of 'arith': their task indexes "
+        "name different questions; compare runs of one benchmark, or pass "
+        "--allow-different-benchmarks\n"
+    )
+    code, out, _ = _compare_cli(capsys, a, other, "--allow-different-benchmarks")
+    assert code == 0 and "tasks: 8 in A, 2 in B, 0 paired" in out

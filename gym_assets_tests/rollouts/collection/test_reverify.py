@@ -9,6 +9,7 @@ are kept; the run itself is never written.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -225,3 +226,23 @@ def test_a_verifier_that_raises_masks_its_record_and_reverify_goes_on(tmp_path, 
     assert (second["mask_sample"], second["reward"]) == (False, 1.0)
     (change,) = read_jsonl(default_out(run.out_dir) / "reward_diff.jsonl")
     assert (change["_ng_task_index"], change["reward_delta"]) == (0, -1.0)
+
+
+def test_an_input_the_plan_does_not_pin_is_not_regraded(tmp_path, capsys):
+    """The inventory's digest in the manifest catches an edited input; an input that still
+    departs from the run's plan (both edited together) is refused as well."""
+    run = _run(tmp_path, "units", "--limit", "2")
+
+    def edit(row):
+        row["task_input"]["task_data"]["expected_answer"] = "whatever the model said"
+
+    _rewrite(run.materialized_inputs, edit)
+    manifest = json.loads(run.manifest.read_text())
+    manifest["inventory_sha256"] = hashlib.sha256(run.materialized_inputs.read_bytes()).hexdigest()
+    run.manifest.write_text(json.dumps(manifest))
+    capsys.readouterr()
+    assert _reverify(tmp_path, run) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {run.materialized_inputs}: task units-001 (taskset units) input")
+    assert err.endswith("; reverify re-grades only the inputs the run's plan pins\n")
+    assert not default_out(run.out_dir).exists()

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gym_assets.errors import OutputError
+from gym_assets.errors import OutputError, UserError
 from gym_assets.outputs.markers import MARKER_NAME, TASKSET, write_dir_marker
 from gym_assets.rollouts.collection.files import CorruptRunFile, RunFiles, read_jsonl
 from gym_assets.rollouts.gateway.upstream_config import upstream_config
@@ -157,3 +157,27 @@ def test_a_resume_can_move_a_damaged_file_aside_and_rerun_its_rollouts(products,
     assert resumed.dispatched == 3
     assert sorted(r["_ng_task_index"] for r in read_jsonl(files.records)) == [0, 1, 2]
     assert json.loads(files.aggregate_metrics.read_text())[0]["reward_histogram"]
+
+
+def test_a_resume_takes_the_runs_own_settings_and_refuses_others(products, tmp_path):
+    out = tmp_path / "run"
+    _run(products, out, limit=2)
+    assert _run(products, out, resume=True, limit=2).rollouts == 2  # the same, said again
+    before = snapshot(out)
+    with pytest.raises(UserError) as caught:
+        _run(products, out, resume=True, limit=3, allow_plan_drift=True)
+    assert caught.value.render() == (
+        f"{out}: cannot resume: the run differs from what is asked: limit 2 (the run) vs 3 "
+        "(now); allow plan drift false (the run) vs true (now); resume with the run's own "
+        "benchmark, harness, plan, configs and settings, or start a fresh run (without "
+        "--resume, or in another --out)"
+    )
+    assert snapshot(out) == before
+
+
+def test_a_resume_of_a_run_without_its_manifest_is_refused(products, tmp_path):
+    out = tmp_path / "run"
+    _run(products, out, limit=1)
+    RunFiles(out).manifest.unlink()
+    with pytest.raises(UserError, match=r"rollouts_manifest\.json: no readable run manifest"):
+        _run(products, out, resume=True)
