@@ -75,7 +75,14 @@ class Manifest:
             manifest = cls(**{name: value[name] for name in names})
         except KeyError:
             raise _unreadable(path) from None
-        strings = (manifest.benchmark, manifest.harness, manifest.taskset, manifest.plan_digest)
+        strings = (
+            manifest.benchmark,
+            manifest.harness,
+            manifest.taskset,
+            manifest.plan_digest,
+            manifest.config_fingerprint,
+            manifest.inventory_sha256,
+        )
         counts = (manifest.repeats, manifest.limit)
         if (
             not all(isinstance(text, str) for text in strings)

@@ -175,9 +175,14 @@ def test_a_resume_takes_the_runs_own_settings_and_refuses_others(products, tmp_p
     assert snapshot(out) == before
 
 
-def test_a_resume_of_a_run_without_its_manifest_is_refused(products, tmp_path):
+@pytest.mark.parametrize("damage", ["missing", "a count as text"])
+def test_a_resume_of_a_run_without_a_readable_manifest_is_refused(products, tmp_path, damage):
     out = tmp_path / "run"
     _run(products, out, limit=1)
-    RunFiles(out).manifest.unlink()
+    manifest = RunFiles(out).manifest
+    if damage == "missing":
+        manifest.unlink()
+    else:
+        manifest.write_text(json.dumps({**json.loads(manifest.read_text()), "rollouts": "1"}))
     with pytest.raises(UserError, match=r"rollouts_manifest\.json: no readable run manifest"):
         _run(products, out, resume=True)
