@@ -191,7 +191,8 @@ def _rollouts(args: argparse.Namespace) -> int:
     for note in result.notes:
         _say(f"note: {note}")
     if result.drifted:
-        verb = "dispatched anyway (--allow-plan-drift)" if args.allow_plan_drift else "refused"
+        allowed = result.manifest.allow_plan_drift
+        verb = "dispatched anyway (--allow-plan-drift)" if allowed else "refused"
         _say(f"{len(result.drifted)} tasks differ from the plan; {verb}")
     _summary(result)
     if result.dispatched and not result.totals.outcomes.produced:

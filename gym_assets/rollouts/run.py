@@ -98,6 +98,7 @@ class RunResult:
     totals: RunTotals  # the metrics over every rollout
     metrics: list[dict[str, Any]]  # one entry per environment server
     analysis: Analysis  # statistics, comparison with the previous run, the report
+    manifest: Manifest  # what the run is (a resume continues it with its own settings)
     drifted: list[tuple[str, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     harness: dict[str, str] = field(default_factory=dict)  # name, kind, interface, version
@@ -232,7 +233,11 @@ def _publish_inventory(
     of the plan it is pinned to, and the manifest that says what the run is."""
     files.clear()
     write_jsonl_atomic(files.materialized_inputs, [item.row for item in inputs])
-    with reported(plan_path), plan_path.open("rb") as plan, atomic_writer(files.plan, "wb") as copy:
+    with (
+        plan_path.open("rb") as plan,
+        reported(files.plan),
+        atomic_writer(files.plan, "wb") as copy,
+    ):
         shutil.copyfileobj(plan, copy)
     inventory = sha256_of(files.materialized_inputs)
     manifest = Manifest(**identity, rollouts=len(inputs), inventory_sha256=inventory)
@@ -492,6 +497,7 @@ def run_rollouts(
         totals=totals,
         metrics=metrics,
         analysis=analysis,
+        manifest=manifest,
         drifted=gate.drifted(),
         notes=notes,
         harness=resolved.metadata(),
