@@ -169,9 +169,9 @@ def check_inventory(files: RunFiles, manifest: Manifest) -> list[RolloutInput]:
     rows = read_jsonl(files.materialized_inputs)
     inputs = [RolloutInput.of(row, manifest.taskset) for row in rows]
     if not inputs or len(inputs) != manifest.rollouts:
+        counted = f"{len(inputs)} planned rollouts, not the {manifest.rollouts} the run planned"
         raise UserError(
-            f"holds {len(inputs)} planned rollouts, not the {manifest.rollouts} the run planned; "
-            f"{_FRESH}",
+            f"holds {counted if inputs else 'no planned rollout'}; {_FRESH}",
             path=files.materialized_inputs,
         )
     return inputs
