@@ -49,7 +49,6 @@ from gym_assets.rollouts.collection.files import (
     CorruptRunFile,
     RunFiles,
     read_jsonl,
-    write_jsonl_atomic,
 )
 from gym_assets.rollouts.collection.gateway_process import GatewayProcess
 from gym_assets.rollouts.collection.inputs import RolloutInput, materialize_inputs
@@ -59,9 +58,8 @@ from gym_assets.rollouts.collection.manifest import (
     check_inventory,
     check_rows,
     overrides_json,
+    publish_inventory,
     read_manifest,
-    sha256_of,
-    write_manifest,
 )
 from gym_assets.rollouts.collection.metrics import RunTotals, latest_rows, summarize
 from gym_assets.rollouts.collection.model_gateway import require_ready
@@ -229,20 +227,16 @@ def _planned_inputs(
 def _publish_inventory(
     files: RunFiles, inputs: list[RolloutInput], plan_path: Path, identity: dict[str, Any]
 ) -> Manifest:
-    """A fresh run: replace the run's own files (only those) with the new inventory, a copy
-    of the plan it is pinned to, and the manifest that says what the run is."""
+    """A fresh run: replace the run's own files (only those) with a copy of the plan it is
+    pinned to, the new inventory and the manifest that says what the run is."""
     files.clear()
-    write_jsonl_atomic(files.materialized_inputs, [item.row for item in inputs])
     with (
         plan_path.open("rb") as plan,
         reported(files.plan),
         atomic_writer(files.plan, "wb") as copy,
     ):
         shutil.copyfileobj(plan, copy)
-    inventory = sha256_of(files.materialized_inputs)
-    manifest = Manifest(**identity, rollouts=len(inputs), inventory_sha256=inventory)
-    write_manifest(files, manifest)
-    return manifest
+    return publish_inventory(files, inputs, identity)
 
 
 def _model_names(config: Mapping[str, Any], agents: Sequence[str | None]) -> tuple[str, str]:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from gym_assets.errors import UserError, reported
-from gym_assets.fileio import atomic_write_text
+from gym_assets.fileio import atomic_write_text, atomic_writer, json_line
 from gym_assets.outputs.markers import read_small_json
 from gym_assets.plans.model import Plan, load_plan
 from gym_assets.rollouts.collection.files import RunFiles, read_jsonl
@@ -41,7 +41,7 @@ def overrides_json(overrides: RunOverrides) -> dict[str, Any]:
     return json.loads(json.dumps(asdict(overrides), default=str, sort_keys=True))
 
 
-def sha256_of(path: Path) -> str:
+def _sha256_of(path: Path) -> str:
     with reported(path), path.open("rb") as handle:
         return hashlib.file_digest(handle, "sha256").hexdigest()
 
@@ -126,8 +126,27 @@ def _unreadable(path: Path) -> UserError:
     )
 
 
-def write_manifest(files: RunFiles, manifest: Manifest) -> None:
-    atomic_write_text(files.manifest, json.dumps(manifest.to_json(), indent=2) + "\n")
+def publish_inventory(
+    files: RunFiles, inputs: list[RolloutInput], identity: dict[str, Any]
+) -> Manifest:
+    """Write the inventory of a fresh run and its manifest (``identity`` and the inventory's
+    size and sha256). The manifest lands first, just before the inventory is renamed into
+    place, so an inventory never lacks its manifest (a resume without an inventory starts
+    fresh)."""
+    digest = hashlib.sha256()
+
+    def manifest() -> Manifest:
+        return Manifest(**identity, rollouts=len(inputs), inventory_sha256=digest.hexdigest())
+
+    def describe() -> None:
+        atomic_write_text(files.manifest, json.dumps(manifest().to_json(), indent=2) + "\n")
+
+    with atomic_writer(files.materialized_inputs, "wb", before_replace=describe) as inventory:
+        for item in inputs:
+            line = json_line(item.row)
+            digest.update(line)
+            inventory.write(line)
+    return manifest()
 
 
 def read_manifest(files: RunFiles) -> Manifest:
@@ -159,7 +178,7 @@ class Run:
 
 def check_inventory(files: RunFiles, manifest: Manifest) -> list[RolloutInput]:
     """The run's inventory, refused unless it is the one the manifest describes."""
-    found = sha256_of(files.materialized_inputs)
+    found = _sha256_of(files.materialized_inputs)
     if found != manifest.inventory_sha256:
         raise UserError(
             f"sha256 {found[:12]}… is not the {manifest.inventory_sha256[:12]}… the run wrote "
