@@ -18,8 +18,10 @@ not a JSON object means the file was damaged: reading it is refused (``CorruptRu
 the file is moved aside as ``<name>.corrupt-<n>`` when the caller asks.
 
 The run directory, ``captures/``, ``report/`` and ``history/`` are products
-(``gym_assets.outputs``). A fresh run deletes only what a run writes here (``history/`` stays:
-it is what the next run compares with), and refuses when the directory holds anything else.
+(``gym_assets.outputs``), each with the names it may hold (``foreign``). A run, fresh or
+resumed, refuses to start while anything else is anywhere in the directory; then a fresh run
+deletes only what a run writes here (``history/`` stays: it is what the next run compares
+with), and any run rebuilds ``report/`` whole.
 """
 
 from __future__ import annotations
