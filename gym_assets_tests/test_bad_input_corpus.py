@@ -1084,6 +1084,73 @@ def run_with_foreign_file(tmp: Path) -> list[str]:
     return [*ROLLOUTS, "--out", str(out), *bundled(tmp)]
 
 
+def run_with_a_users_file(where: str, *flags: str) -> Setup:
+    """A rollouts run, then a user's file at ``where`` inside it, then ``rollouts *flags``."""
+
+    def setup(tmp: Path) -> list[str]:
+        out = rollouts_run(tmp)
+        (out / where).write_text("mine\n")
+        return [*ROLLOUTS, "--out", str(out), *flags, *bundled(tmp)]
+
+    return setup
+
+
+def users_file_at_the_lock(tmp: Path) -> Path:
+    (tmp / ".out.lock").write_text("my notes\n")
+    return tmp / "out"
+
+
+def rollouts_of(benchmark: str) -> list[str]:
+    return ["rollouts", "--benchmark", benchmark, *ROLLOUTS[3:]]
+
+
+def resumed_as(benchmark: str, *flags: str) -> Setup:
+    """A units run, then ``rollouts --resume`` of it as ``benchmark`` with ``flags``."""
+
+    def setup(tmp: Path) -> list[str]:
+        out = rollouts_run(tmp)
+        return [*rollouts_of(benchmark), "--out", str(out), "--resume", *flags, *bundled(tmp)]
+
+    return setup
+
+
+def compared(second: str, damage: Callable[[Path], object] = lambda _: None) -> Setup:
+    """A units run and a run of ``second``, ``damage`` done to the second, then compare."""
+
+    def setup(tmp: Path) -> list[str]:
+        first = rollouts_run(tmp)
+        assert run([*rollouts_of(second), "--out", str(tmp / "second"), *bundled(tmp)]) == 0
+        damage(tmp / "second")
+        return ["rollouts", "compare", str(first), str(tmp / "second")]
+
+    return setup
+
+
+def reverified(damage: Callable[[Path], object]) -> Setup:
+    def setup(tmp: Path) -> list[str]:
+        out = rollouts_run(tmp)
+        damage(out)
+        return ["rollouts", "reverify", "--run", str(out), *bundled(tmp)]
+
+    return setup
+
+
+def emptied_inventory(out: Path) -> None:
+    (out / "rollouts_materialized_inputs.jsonl").write_bytes(b"")
+
+
+def doubled_records(out: Path) -> None:
+    records = out / "rollouts.jsonl"
+    records.write_bytes(records.read_bytes() * 2)
+
+
+def edited_input(out: Path) -> None:
+    inventory = out / "rollouts_materialized_inputs.jsonl"
+    rows = [json.loads(text) for text in inventory.read_text().splitlines()]
+    rows[0]["task_input"]["task_data"]["expected_answer"] = "whatever the model said"
+    inventory.write_text("".join(json.dumps(row) + "\n" for row in rows))
+
+
 def resume_with_corrupt_middle_line(tmp: Path) -> list[str]:
     records = rollouts_run(tmp) / "rollouts.jsonl"
     first, second = records.read_text().splitlines(keepends=True)
@@ -1211,6 +1278,48 @@ OUTPUT_PATH_CASES = [
          r"plan.json: was changed after gym-assets wrote it"),
     Case("fresh-run-over-a-foreign-file", run_with_foreign_file, 1,
          r"run: holds .*notes.txt, which a rollouts run does not write", slow=True),
+    # Deleted before: report/ was cleared by a fresh run and swapped whole by a resume.
+    Case("fresh-run-over-a-users-file-in-report", run_with_a_users_file("report/notes.txt"), 1,
+         r"run: holds .*run/report/notes.txt, which a rollouts run does not write .*; move it "
+         r"out of the run directory or choose another --out$", slow=True),
+    Case("resume-over-a-users-file-in-report",
+         run_with_a_users_file("report/notes.txt", "--resume"), 1,
+         r"run: holds .*run/report/notes.txt, which a rollouts run does not write", slow=True),
+    # Deleted before: a file named like a lock was taken over (truncated) and removed.
+    Case("users-file-named-like-a-lock-in-the-run", run_with_a_users_file(".report.lock"), 1,
+         r"run: holds .*run/\.report\.lock, which a rollouts run does not write", slow=True),
+    Case("users-file-named-like-the-lock-of-out", out_at(COLLATE, users_file_at_the_lock), 1,
+         r"out: .*/\.out\.lock is in the place of its lock file and was not written by "
+         r"gym-assets \(taking the lock would overwrite it\); move it elsewhere or choose "
+         r"another --out$"),
+    # Exit 0 before, the units history relabelled as arith.
+    Case("resume-as-another-benchmark", resumed_as("arith"), 1,
+         r"run: cannot resume: the run differs from what is asked: benchmark 'units' \(the run\) "
+         r"vs 'arith' \(now\); .*or start a fresh run \(without --resume, or in another --out\)$",
+         slow=True),
+    # Ignored silently before.
+    Case("resume-with-other-repeats", resumed_as("units", "--repeats", "3"), 1,
+         r"run: cannot resume: the run differs from what is asked: repeats unset \(the run\) vs "
+         r"3 \(now\); resume with the run's own", slow=True),
+    # "30 inputs changed", exit 0 before.
+    Case("compare-two-benchmarks", compared("arith"), 1,
+         r"run is a run of benchmark 'units' and .*second of 'arith': their task indexes name "
+         r"different questions; compare runs of one benchmark, or pass "
+         r"--allow-different-benchmarks$", slow=True),
+    # Compared as normal before.
+    Case("compare-an-emptied-inventory", compared("units", emptied_inventory), 1,
+         r"second/rollouts_materialized_inputs.jsonl: sha256 .* is not the .* the run wrote "
+         r"\(rollouts_manifest.json\): the inventory was changed after the run", slow=True),
+    Case("compare-doubled-records", compared("units", doubled_records), 1,
+         r"second/rollouts.jsonl: holds 2 records of rollout \(\d+, 0\); a run writes one "
+         r"record per rollout: the file was edited or joined with another", slow=True),
+    # Re-graded before, against no plan.
+    Case("reverify-an-edited-input", reverified(edited_input), 1,
+         r"run/rollouts_materialized_inputs.jsonl: sha256 .* the inventory was changed after "
+         r"the run", slow=True),
+    # Wrote 4 records with a summary of 2 before.
+    Case("reverify-doubled-records", reverified(doubled_records), 1,
+         r"run/rollouts.jsonl: holds 2 records of rollout", slow=True),
     Case("resume-with-a-corrupt-middle-line", resume_with_corrupt_middle_line, 1,
          r"rollouts.jsonl:1: damaged line \(not a JSON object\); resume with "
          r"--quarantine-corrupt", slow=True),

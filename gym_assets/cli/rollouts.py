@@ -192,16 +192,17 @@ def _rollouts(args: argparse.Namespace) -> int:
     catalog, benchmark = selection.catalog, selection.one()
     harness = get_harness(load_harnesses(catalog.loaded), args.harness)
     require_installed(harness)  # before any product is made for the run
-    check_run_dir(catalog, Path(args.out), args.resume)
+    options = RunOptions.of(args, script=script, overrides=overrides)
+    check_run_dir(catalog, benchmark.name, harness, Path(args.out), options)
     if benchmark.dataset.taskset is not None:  # its rows are converted: refuse before products
         overrides.refuse_materialized(catalog.loaded.file_of(benchmark.instance))
     ensure_products(catalog, benchmark.name, _say, refuse=refused_by(args))
-    options = RunOptions.of(args, script=script, overrides=overrides)
     result = run_rollouts(catalog, benchmark.name, harness, Path(args.out), upstream, options)
     for note in result.notes:
         _say(f"note: {note}")
     if result.drifted:
-        verb = "dispatched anyway (--allow-plan-drift)" if args.allow_plan_drift else "refused"
+        allowed = result.manifest.allow_plan_drift
+        verb = "dispatched anyway (--allow-plan-drift)" if allowed else "refused"
         _say(f"{len(result.drifted)} tasks differ from the plan; {verb}")
     _summary(result)
     for hint in _hints(result.totals.model_failure_kinds, args):  # measured: never over budget
@@ -278,10 +279,14 @@ def _reverify_summary(result: ReverifyResult) -> None:
 def _compare(args: argparse.Namespace) -> int:
     import json
 
-    from gym_assets.rollouts.analysis.compare import compare_tables
-    from gym_assets.rollouts.analysis.tables import run_table
+    from gym_assets.rollouts.analysis.compare import compare_runs
+    from gym_assets.rollouts.collection.manifest import read_run
 
-    comparison = compare_tables(run_table(args.run_a), run_table(args.run_b))
+    comparison = compare_runs(
+        read_run(args.run_a),
+        read_run(args.run_b),
+        allow_different_benchmarks=args.allow_different_benchmarks,
+    )
     if args.json:
         document = {"a": str(args.run_a), "b": str(args.run_b), **comparison.to_json()}
         print(json.dumps(document, indent=2, ensure_ascii=False))
@@ -308,11 +313,19 @@ def _register_compare(commands: argparse._SubParsersAction) -> None:
         "paired difference of mean reward (B − A) with its seeded 95% bootstrap interval, "
         "the tasks that flipped pass → fail and fail → pass, tasks whose input changed (not "
         "comparable) and tasks only in one run. A task passes when at least half its measured "
-        "rollouts pass. Exit 0 whatever the difference; 1 when a directory is not a run.",
+        "rollouts pass. Both runs are checked first against their manifests (inventory "
+        "unchanged, one record per rollout) and must be runs of one benchmark. Exit 0 whatever "
+        "the difference; 1 when a directory is not a run, a run's files fail the checks, or the "
+        "benchmarks differ.",
     )
     compare.add_argument("run_a", type=Path, metavar="RUN_A", help="a run's --out (before)")
     compare.add_argument("run_b", type=Path, metavar="RUN_B", help="a run's --out (after)")
     compare.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    compare.add_argument(
+        "--allow-different-benchmarks",
+        action="store_true",
+        help="compare runs of two benchmarks anyway (tasks still pair by index and digest)",
+    )
     compare.set_defaults(handler=_compare)
 
 

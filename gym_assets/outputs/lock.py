@@ -5,13 +5,16 @@ swapped), through ``filelock``. The kernel drops it when its holder dies, so a k
 leaves a stale lock. The holder writes its pid into the file so that a refused writer can say
 who holds it, and removes the file before releasing it: ``filelock`` retries a lock taken on an
 unlinked file, so nothing is left beside the output after a run (a killed run may leave the
-file, which the next run simply takes).
+file, which the next run simply takes). Only a file that can be such a leftover is taken: taking
+the lock truncates the file and removes it, so anything else at that name (a link, a user's
+file holding more than a pid) is refused.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,10 +22,24 @@ from filelock import FileLock, Timeout
 
 from gym_assets.errors import OutputError, os_failure
 from gym_assets.outputs.targets import Target
+from gym_assets.untrusted_files import RefusedFile, read_beneath
+
+_LEFTOVER = re.compile(rb"\d*\n?")  # what a holder writes: its pid (or nothing yet)
+_MAX_LOCK_BYTES = 32
 
 
 def lock_path(path: Path) -> Path:
     return path.with_name(f".{path.name}.lock")
+
+
+def is_lock_leftover(path: Path) -> bool:
+    """Whether ``path`` is a lock file gym-assets may take over (and then remove): a regular
+    file holding at most a pid. Read without following a link or waiting on a FIFO."""
+    try:
+        held_by = read_beneath(path.parent, path.name, _MAX_LOCK_BYTES)
+    except (OSError, RefusedFile):
+        return False
+    return _LEFTOVER.fullmatch(held_by) is not None
 
 
 def _record_pid(fd: int) -> None:
@@ -44,6 +61,12 @@ def _holder(path: Path) -> str:
 def held(target: Target) -> Iterator[None]:
     """Hold the output's lock, or refuse at once when another writer holds it."""
     path = lock_path(target.path)
+    if os.path.lexists(path) and not is_lock_leftover(path):
+        raise OutputError(
+            f"{path} is in the place of its lock file and was not written by gym-assets (taking "
+            f"the lock would overwrite it); move it elsewhere or {target.elsewhere_hint()}",
+            path=target.path,
+        )
     lock = FileLock(path, timeout=0, on_acquired=_record_pid)
     try:
         lock.acquire()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import abc
 import functools
+import hashlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import islice
@@ -23,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from gym_assets.errors import UserError
 from gym_assets.fileio import read_json_file
 from gym_assets.json_shapes import is_list, is_mapping
+from gym_assets.plans.canonical import DIGEST_PREFIX, canonical_json
 from gym_assets.spill import RecordLog
 
 SCHEMA_LABEL = "nemo-gym.eval-plan.v1"
@@ -255,6 +257,15 @@ class Plan:
     def digests(self) -> dict[tuple[str, str], str]:
         """Digest by ``(taskset, task_id)`` for consumers that look tasks up (built once)."""
         return {(task.taskset, task.task_id): task.digest for task in self.tasks}
+
+    @functools.cached_property
+    def pins_digest(self) -> str:
+        """``sha256:`` + the SHA-256 of what the plan pins (its benchmark, its selection, each
+        task with its digest), not of its file: re-planning the same tasks keeps it."""
+        pins = hashlib.sha256(canonical_json([self.benchmark, self.selected_task_ids]).encode())
+        for task in self.tasks:
+            pins.update(canonical_json(list(task)).encode("utf-8", "surrogatepass"))
+        return DIGEST_PREFIX + pins.hexdigest()
 
     def header(self) -> dict[str, Any]:
         """The document without its tasks."""

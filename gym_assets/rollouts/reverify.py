@@ -16,8 +16,13 @@ kept as they are: one the run's accounting scored (a model call that failed for 
 masked whatever its verifier says; a failure the model's output caused scores 0), and one whose
 verifier grades what the episode did in its session (a support
 ticket filed through a tool), which a saved record cannot replay
-(``SessionResources.grades_saved_answer``). The run's failure sidecar and inventory are copied
-and the aggregate metrics recomputed, so the new directory reads as a run. Verifiers that run
+(``SessionResources.grades_saved_answer``). The run's failure sidecar, inventory, manifest and
+plan copy are copied and the aggregate metrics recomputed, so the new directory reads as a run.
+
+Nothing is graded before the run checks out (``manifest.read_run``: its inventory is the one
+its manifest describes, each rollout has one record at most), and every input a record answers
+is still what the run's plan pins (unless the run allowed drift): a re-grade of an edited input
+would be a grade of another question. The summary counts the records written. Verifiers that run
 model code do it in the sandbox, exactly as in a run; its warm workers are closed when reverify
 ends.
 
@@ -33,7 +38,7 @@ import shutil
 import time
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any, TypeGuard
 
@@ -51,7 +56,9 @@ from gym_assets.records.stamps import COPIED_ROW_KEYS
 from gym_assets.rollouts.collection.files import RunFiles, read_jsonl
 from gym_assets.rollouts.collection.inputs import RolloutInput
 from gym_assets.rollouts.collection.ledger import Key
+from gym_assets.rollouts.collection.manifest import Run, read_run
 from gym_assets.rollouts.collection.metrics import RunTotals, latest_rows, summarize
+from gym_assets.rollouts.collection.plan_gate import departure
 from gym_assets.rollouts.collection.records import (
     AGENT_REQUEST_FAILED,
     success_record,
@@ -68,9 +75,6 @@ SUMMARY = "reverify_summary.json"
 MAX_SHOWN = 10  # changes kept in memory for the screen; the diff file has them all
 SCORED_BY_FAILURE = "scored_by_failure"  # the accounting scored it (docs/rollouts.md, Accounting)
 SESSION_STATE = "grades_session_state"  # the verifier grades the episode's session, not a body
-# Reverify keys rollouts by (task, rollout) and reads only their input and server; a flat row's
-# taskset name (which only a benchmark's config knows) names nothing here.
-UNNAMED_TASKSET = ""
 
 
 @dataclass(frozen=True)
@@ -152,23 +156,15 @@ class _Rescorer:
     resources: Mapping[str, ResourcesServer]
     records_path: Path
 
-    async def rescore(self, line: int, record: dict[str, Any]) -> dict[str, Any] | str:
+    async def rescore(self, record: dict[str, Any]) -> dict[str, Any] | str:
         """The record graded anew, or why it is kept as it is."""
         if _scored_by_failure(record):
             return SCORED_BY_FAILURE
-        task, rollout = key = (record.get(TASK_INDEX), record.get(ROLLOUT_INDEX))
-        item = None
-        if isinstance(task, int) and isinstance(rollout, int):
-            item = self.inventory.get((task, rollout))
-        if item is None:
-            raise UserError(
-                f"{self.records_path}:{line}: record {key} has no materialized input in the "
-                "run's inventory; reverify reads only whole runs that gym-assets rollouts wrote"
-            )
+        item = self.inventory[(record[TASK_INDEX], record[ROLLOUT_INDEX])]  # checked by read_run
         resources = self.resources.get(item.server)
         if resources is None:
             raise UserError(
-                f"{self.records_path}:{line}: environment server '{item.server}' binds no "
+                f"{self.records_path}: environment server '{item.server}' binds no "
                 "resources server in the current configs, so nothing can verify its records"
             )
         # Servers outside the bundled base need not declare it; not re-grading is the safe side.
@@ -184,6 +180,23 @@ class _Rescorer:
         return success_record(dict(verified), stamps, evidence)
 
 
+def _check_against_plan(run: Run, inventory: Mapping[Key, RolloutInput]) -> None:
+    """Refuse a record whose input is not what the run's plan pins, before anything is graded
+    (a run made with --allow-plan-drift answered its inputs as they were: nothing to check)."""
+    if run.manifest.allow_plan_drift:
+        return
+    plan, seen = run.plan(), set()
+    for key in sorted(run.records):
+        if key[0] not in seen:
+            seen.add(key[0])
+            reason = departure(plan, inventory[key])
+            if reason is not None:
+                raise UserError(
+                    f"{reason}; reverify re-grades only the inputs the run's plan pins",
+                    path=run.files.materialized_inputs,
+                )
+
+
 @dataclass
 class _Tally:
     rescored: int = 0
@@ -191,6 +204,11 @@ class _Tally:
     kept: Counter[str] = field(default_factory=Counter)
     tasks: set[str] = field(default_factory=set)
     shown: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def records(self) -> int:
+        """Records written: each re-scored or kept once."""
+        return self.rescored + sum(self.kept.values())
 
     def add(self, change: dict[str, Any]) -> None:
         self.changed += 1
@@ -200,16 +218,16 @@ class _Tally:
 
 
 async def _rescore_all(
-    rescorer: _Rescorer, run: RunFiles, records: IO[bytes], diff: IO[bytes], concurrency: int
+    rescorer: _Rescorer, run: Run, records: IO[bytes], diff: IO[bytes], concurrency: int
 ) -> _Tally:
     """Re-score every record, ``concurrency`` at a time, writing both files in record order
     (so the output does not depend on which verification finished first)."""
     tally = _Tally()
-    batch: list[tuple[int, dict[str, Any]]] = []
+    batch: list[dict[str, Any]] = []
 
     async def flush() -> None:
-        graded = await asyncio.gather(*(rescorer.rescore(n, r) for n, r in batch))
-        for (_, old), new in zip(batch, graded, strict=True):
+        graded = await asyncio.gather(*(rescorer.rescore(record) for record in batch))
+        for old, new in zip(batch, graded, strict=True):
             if isinstance(new, str):
                 records.write(json_line(old))
                 tally.kept[new] += 1
@@ -222,8 +240,8 @@ async def _rescore_all(
                 tally.add(change)
         batch.clear()
 
-    for line, record in enumerate(read_jsonl(run.records), start=1):
-        batch.append((line, record))
+    for record in run.records.values():  # file order; read_run refused a rollout written twice
+        batch.append(record)
         if len(batch) >= concurrency:
             await flush()
     if batch:
@@ -246,52 +264,45 @@ def reverify_run(
     """Re-score ``run_dir`` into ``out_dir`` (default ``<run>-reverified``); see the module."""
     if concurrency < 1:
         raise UserError(f"concurrency must be at least 1, got {concurrency}")
-    run = RunFiles(Path(run_dir).absolute())
-    missing = [p.name for p in (run.records, run.materialized_inputs) if not p.is_file()]
-    if missing:
-        raise UserError(
-            f"{run.out_dir}: not a rollouts run (no {' or '.join(missing)}); pass the --out "
-            "directory of a `gym-assets rollouts` run"
-        )
-    out = Path(out_dir).absolute() if out_dir is not None else default_out(run.out_dir)
-    if is_within(out, run.out_dir) or is_within(run.out_dir, out):
+    run = read_run(Path(run_dir).absolute())
+    out = Path(out_dir).absolute() if out_dir is not None else default_out(run.files.out_dir)
+    if is_within(out, run.files.out_dir) or is_within(run.files.out_dir, out):
         raise UserError(
             f"--out {out} is the run or overlaps it; reverify never writes over the run it "
             "reads: choose a directory beside it (the default is <run>-reverified)"
         )
     started = time.monotonic()
-    inputs = [RolloutInput.of(row, UNNAMED_TASKSET) for row in read_jsonl(run.materialized_inputs)]
-    inventory = {item.key: item for item in inputs}
-    servers = list(dict.fromkeys(item.server for item in inputs))
+    inventory = {item.key: item for item in run.inputs}
+    _check_against_plan(run, inventory)
+    servers = list(dict.fromkeys(item.server for item in run.inputs))
     sandbox = SandboxPolicy(allow_unsandboxed=allow_unsandboxed)
     with sandbox, rebuilt_dir(Target.of(out, REVERIFIED_RUN, catalog.workspace)) as staging:
         resources = resources_by_server(catalog.loaded.data, servers, sandbox)
         new = RunFiles(staging)
-        rescorer = _Rescorer(inventory, resources, run.records)
+        rescorer = _Rescorer(inventory, resources, run.files.records)
         with (
             reported(staging),
             new.records.open("wb") as records,
             (staging / REWARD_DIFF).open("wb") as diff,
         ):
             tally = asyncio.run(_rescore_all(rescorer, run, records, diff, concurrency))
-        for path in (run.failures, run.materialized_inputs):
+        files = run.files
+        for path in (files.failures, files.materialized_inputs, files.manifest, files.plan):
             if path.is_file():
                 with reported(staging):
                     shutil.copyfile(path, staging / path.name)
-        failures = latest_rows(read_jsonl(run.failures))
-        old_records = latest_rows(read_jsonl(run.records))
         new_records = latest_rows(read_jsonl(new.records))
-        before = summarize(inputs, old_records, failures)
-        after = summarize(inputs, new_records, failures)
+        before = summarize(run.inputs, run.records, run.failures)
+        after = summarize(run.inputs, new_records, run.failures)
         # Imported here, as in ``run``: pandas is for the commands that analyse.
         from gym_assets.rollouts.analysis.publish import aggregate_entries
-        from gym_assets.rollouts.analysis.tables import task_table
+        from gym_assets.rollouts.analysis.tables import run_table
 
-        table = task_table(inputs, new_records, failures, benchmark="", harness="")
-        metrics = aggregate_entries(inputs, new_records, failures, table)
+        table = run_table(replace(run, records=new_records))
+        metrics = aggregate_entries(run.inputs, new_records, run.failures, table)
         atomic_write_text(new.aggregate_metrics, json.dumps(metrics, indent=2) + "\n")
         summary = {
-            "records": len(old_records),
+            "records": tally.records,
             "rescored": tally.rescored,
             "kept": dict(sorted(tally.kept.items())),
             "changed": tally.changed,
@@ -302,7 +313,7 @@ def reverify_run(
         atomic_write_text(staging / SUMMARY, json.dumps(summary, indent=2) + "\n")
     return ReverifyResult(
         out_dir=out,
-        records=len(old_records),
+        records=tally.records,
         rescored=tally.rescored,
         kept=dict(sorted(tally.kept.items())),
         changed=tally.changed,

@@ -9,9 +9,9 @@ back (so repeats, limits and rollout ids stay those of the first run), skips wha
 and appends. Either way the aggregate metrics are recomputed over everything on disk.
 
 The directory is a product (``gym_assets.outputs``), locked for the whole run: it must be
-missing, empty or a run gym-assets wrote, and a fresh run refuses to delete anything a run
-does not write there. A resume refuses a damaged line in the run's files, or moves the file
-aside with ``quarantine_corrupt``.
+missing, empty or a run gym-assets wrote, and a run (fresh or resumed) refuses to start while
+anything a run does not write is anywhere in it. A resume refuses a damaged line in the run's
+files, or moves the file aside with ``quarantine_corrupt``.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import shutil
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -33,12 +34,12 @@ from gym_assets.config.model import (
     bound_resources_server,
 )
 from gym_assets.config.model import server_instances as instances_of
-from gym_assets.errors import OutputError, UserError
-from gym_assets.fileio import atomic_write_text
+from gym_assets.errors import OutputError, UserError, reported
+from gym_assets.fileio import atomic_write_text, atomic_writer
 from gym_assets.outputs.claims import State, claim_dir, claimed_dir, preflight_dir
 from gym_assets.outputs.markers import CAPTURES, ROLLOUTS_RUN
 from gym_assets.outputs.targets import Target
-from gym_assets.plans.model import load_plan
+from gym_assets.plans.model import Plan, load_plan
 from gym_assets.records.contracts import EnvironmentServer, ResourcesServer, Step
 from gym_assets.redaction import Redactor
 from gym_assets.rollouts.collection.corruption import corrupt, corrupted_keys
@@ -48,11 +49,18 @@ from gym_assets.rollouts.collection.files import (
     CorruptRunFile,
     RunFiles,
     read_jsonl,
-    write_jsonl_atomic,
 )
 from gym_assets.rollouts.collection.gateway_process import GatewayProcess
 from gym_assets.rollouts.collection.inputs import RolloutInput, materialize_inputs
 from gym_assets.rollouts.collection.ledger import Ledger
+from gym_assets.rollouts.collection.manifest import (
+    Manifest,
+    check_inventory,
+    check_rows,
+    overrides_json,
+    publish_inventory,
+    read_manifest,
+)
 from gym_assets.rollouts.collection.metrics import RunTotals, latest_rows, summarize
 from gym_assets.rollouts.collection.model_gateway import require_ready
 from gym_assets.rollouts.collection.overrides import RunOverrides
@@ -68,6 +76,7 @@ from gym_assets.rollouts.harnesses.registry import Harness, resolve, with_harnes
 from gym_assets.rollouts.options import RunOptions
 from gym_assets.sandbox import SandboxPolicy
 from gym_assets.tasks.catalog import Benchmark, Catalog
+from gym_assets.tasks.fingerprint import benchmark_fingerprint
 from gym_assets.tasks.pipeline import collated_path
 
 if TYPE_CHECKING:
@@ -87,6 +96,7 @@ class RunResult:
     totals: RunTotals  # the metrics over every rollout
     metrics: list[dict[str, Any]]  # one entry per environment server
     analysis: Analysis  # statistics, comparison with the previous run, the report
+    manifest: Manifest  # what the run is (a resume continues it with its own settings)
     drifted: list[tuple[str, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     harness: dict[str, str] = field(default_factory=dict)  # name, kind, interface, version
@@ -116,34 +126,78 @@ def _refuse_foreign(files: RunFiles, target: Target) -> None:
     foreign = files.foreign()
     if foreign is not None:
         raise OutputError(
-            f"holds {foreign}, which a rollouts run does not write, and a fresh run replaces "
-            f"the run's files; {target.cleanup_hint()}",
+            f"holds {foreign}, which a rollouts run does not write (a run, fresh or resumed, "
+            "replaces its own files there and rebuilds report/ whole); move it out of the run "
+            f"directory or {target.elsewhere_hint()}",
             path=files.out_dir,
         )
 
 
-def check_run_dir(catalog: Catalog, out_dir: Path, resume: bool) -> None:
-    """Refuse an output directory a run may not use, before any product is made for it
-    (``run_rollouts`` checks again, under the directory's lock)."""
+def check_run_dir(
+    catalog: Catalog, benchmark_name: str, harness: Harness, out_dir: Path, options: RunOptions
+) -> None:
+    """Refuse an output directory a run may not use, and a resume of another run, before any
+    product is made for it (``run_rollouts`` checks again under the directory's lock, and then
+    also the plan)."""
     files = RunFiles(Path(out_dir))
     target = Target.of(files.out_dir, ROLLOUTS_RUN, catalog.workspace)
-    if preflight_dir(target) is State.OURS and not resume:
+    if preflight_dir(target) is State.OURS:
         _refuse_foreign(files, target)
+        if options.resume and files.materialized_inputs.is_file():
+            identity = _identity(catalog, catalog.get(benchmark_name), harness, None, options)
+            _resumed(files, identity, options)
+
+
+def _identity(
+    catalog: Catalog,
+    benchmark: Benchmark,
+    harness: Harness,
+    plan: Plan | None,
+    options: RunOptions,
+) -> dict[str, Any]:
+    """What this invocation asks the run to be: the manifest's fields but the inventory's (and
+    the plan's, before the plan is made)."""
+    return {
+        "benchmark": benchmark.name,
+        "harness": harness.name,
+        "taskset": benchmark.taskset,
+        "plan_digest": None if plan is None else plan.pins_digest,
+        "config_fingerprint": benchmark_fingerprint(catalog, benchmark),
+        "repeats": options.repeats,
+        "limit": options.limit,
+        "overrides": overrides_json(options.overrides),
+        "allow_plan_drift": options.allow_plan_drift,
+    }
+
+
+def _resumed(files: RunFiles, identity: dict[str, Any], options: RunOptions) -> Manifest:
+    """The manifest of the run to continue, refused when the run is another one than asked
+    (a setting left out takes the run's own) or its files are not the run's own any more."""
+    manifest = read_manifest(files)
+    asked = {
+        **identity,
+        "overrides": identity["overrides"] if options.overrides != RunOverrides() else None,
+        "allow_plan_drift": True if options.allow_plan_drift else None,
+    }
+    manifest.refuse_other(files, asked)
+    return manifest
 
 
 def _planned_inputs(
-    files: RunFiles, benchmark: Benchmark, catalog: Catalog, options: RunOptions, notes: list[str]
-) -> tuple[list[RolloutInput], bool]:
-    """The run's inventory and whether it is new (to publish); reads only."""
+    files: RunFiles,
+    benchmark: Benchmark,
+    catalog: Catalog,
+    options: RunOptions,
+    identity: dict[str, Any],
+    notes: list[str],
+) -> tuple[list[RolloutInput], Manifest | None]:
+    """The run's inventory, with the manifest of a resumed run (None: a fresh inventory, to
+    publish); reads only."""
     if options.resume and files.materialized_inputs.is_file():
-        rows = read_jsonl(files.materialized_inputs)
-        inputs = [RolloutInput.of(row, benchmark.taskset) for row in rows]
-        if options.overrides != RunOverrides():
-            notes.append(
-                "run-level overrides apply to a fresh run's inventory; this resume continues "
-                "the recorded one"
-            )
-        return inputs, False
+        manifest = _resumed(files, identity, options)
+        inputs = check_inventory(files, manifest)
+        check_rows(files, inputs)
+        return inputs, manifest
     if options.resume:
         notes.append(f"nothing to resume in {files.out_dir} (no inventory); starting fresh")
     taskset = collated_path(catalog.workspace.taskset_dir(benchmark.name), benchmark)
@@ -167,14 +221,22 @@ def _planned_inputs(
             f"task's input, which the plan of '{benchmark.name}' pins by digest; pass "
             "--allow-plan-drift to run them anyway"
         )
-    return inputs, True
+    return inputs, None
 
 
-def _publish_inventory(files: RunFiles, target: Target, inputs: list[RolloutInput]) -> None:
-    """A fresh run: replace the run's own files (only those) with the new inventory."""
-    _refuse_foreign(files, target)
+def _publish_inventory(
+    files: RunFiles, inputs: list[RolloutInput], plan_path: Path, identity: dict[str, Any]
+) -> Manifest:
+    """A fresh run: replace the run's own files (only those) with a copy of the plan it is
+    pinned to, the new inventory and the manifest that says what the run is."""
     files.clear()
-    write_jsonl_atomic(files.materialized_inputs, [item.row for item in inputs])
+    with (
+        plan_path.open("rb") as plan,
+        reported(files.plan),
+        atomic_writer(files.plan, "wb") as copy,
+    ):
+        shutil.copyfileobj(plan, copy)
+    return publish_inventory(files, inputs, identity)
 
 
 def _model_names(config: Mapping[str, Any], agents: Sequence[str | None]) -> tuple[str, str]:
@@ -375,21 +437,24 @@ def run_rollouts(
     sandbox = SandboxPolicy(allow_unsandboxed=options.allow_unsandboxed)
     resolved = resolve(harness, sandbox)
     benchmark = catalog.get(benchmark_name)
-    plan = load_plan(catalog.workspace.plan_path(benchmark.name))
+    plan_path = catalog.workspace.plan_path(benchmark.name)
+    plan = load_plan(plan_path)
+    identity = _identity(catalog, benchmark, harness, plan, options)
     files = RunFiles(Path(out_dir))
     target = Target.of(files.out_dir, ROLLOUTS_RUN, catalog.workspace)
     notes: list[str] = []
     with claimed_dir(target), sandbox:
+        _refuse_foreign(files, target)
         if options.resume:
             _check_logs(files, options.quarantine_corrupt, notes)
-        inputs, fresh = _planned_inputs(files, benchmark, catalog, options, notes)
+        inputs, manifest = _planned_inputs(files, benchmark, catalog, options, identity, notes)
         servers = _build_servers(catalog, harness, upstream, options, files, inputs, notes, sandbox)
-        if fresh:
-            _publish_inventory(files, target, inputs)
+        if manifest is None:
+            manifest = _publish_inventory(files, inputs, plan_path, identity)
         claim_dir(Target.of(files.capture_dir, CAPTURES, catalog.workspace))
         ledger = Ledger.read(files, options.max_attempts)
         todo = ledger.pending(inputs)
-        gate = PlanGate(plan, allow_drift=options.allow_plan_drift)
+        gate = PlanGate(plan, allow_drift=manifest.allow_plan_drift)
         started = time.monotonic()
         if todo:
             redactor = upstream.redactor()
@@ -426,6 +491,7 @@ def run_rollouts(
         totals=totals,
         metrics=metrics,
         analysis=analysis,
+        manifest=manifest,
         drifted=gate.drifted(),
         notes=notes,
         harness=resolved.metadata(),

@@ -229,3 +229,17 @@ def test_load_plan_names_the_bad_task(tmp_path) -> None:
     path.write_text(json.dumps(doc), "utf-8")
     with pytest.raises(UserError, match=r"tasks\.1\.digest"):
         load_plan(path)
+
+
+def test_the_pins_digest_follows_the_tasks_not_the_stamp() -> None:
+    """A run records the digest of what its plan pins: re-planning the same tasks with another
+    gym version keeps it; another task, digest or selection changes it."""
+    rows = [row("a", "one"), row("b", "two")]
+    plan = validate_plan(plan_of(rows).to_document())
+    restamped = validate_plan(document(gym={"version": "9.9.9", "commit": "abc"}) | {
+        "tasks": plan.to_document()["tasks"]
+    })  # fmt: skip
+    assert restamped.pins_digest == plan.pins_digest
+    assert re.fullmatch(r"sha256:[0-9a-f]{64}", plan.pins_digest)
+    others = [plan_of([row("a", "one"), row("b", "changed")]), plan_of(rows, selected=["a"])]
+    assert all(other.pins_digest != plan.pins_digest for other in others)

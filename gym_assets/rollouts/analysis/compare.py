@@ -15,8 +15,11 @@ from typing import Any
 
 import pandas as pd
 
+from gym_assets.errors import UserError
 from gym_assets.plans.canonical import short_digest
 from gym_assets.rollouts.analysis.bootstrap import Interval, estimate
+from gym_assets.rollouts.analysis.tables import run_table
+from gym_assets.rollouts.collection.manifest import Run
 
 LISTED = 20  # tasks listed per kind of change (the counts are always whole)
 
@@ -146,6 +149,18 @@ def compare_tables(a: pd.DataFrame, b: pd.DataFrame) -> Comparison:
             )
         ),
     )
+
+
+def compare_runs(a: Run, b: Run, *, allow_different_benchmarks: bool = False) -> Comparison:
+    """Run B against run A, refused when they ran different benchmarks unless allowed."""
+    first, second = a.manifest.benchmark, b.manifest.benchmark
+    if first != second and not allow_different_benchmarks:
+        raise UserError(
+            f"{a.files.out_dir} is a run of benchmark '{first}' and {b.files.out_dir} of "
+            f"'{second}': their task indexes name different questions; compare runs of one "
+            "benchmark, or pass --allow-different-benchmarks"
+        )
+    return compare_tables(run_table(a), run_table(b))
 
 
 def _rewards(row: Any) -> str:

@@ -10,7 +10,6 @@ files named as this module names them.
 
 from __future__ import annotations
 
-import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -23,11 +22,10 @@ from gym_assets.outputs.claims import claim_dir
 from gym_assets.outputs.markers import RUN_HISTORY
 from gym_assets.outputs.targets import Roots, Target
 from gym_assets.rollouts.analysis.tables import table_of_rows, table_rows
-from gym_assets.rollouts.collection.files import RunFiles, write_jsonl_atomic
+from gym_assets.rollouts.collection.files import SNAPSHOT_FILE, RunFiles, write_jsonl_atomic
 
 KEEP = 20
 _STAMP = "%Y%m%dT%H%M%S.%fZ"
-_NAME = re.compile(r"\d{8}T\d{6}\.\d{6}Z\.jsonl")
 
 
 def snapshots(files: RunFiles) -> list[Path]:
@@ -36,7 +34,8 @@ def snapshots(files: RunFiles) -> list[Path]:
     if not directory.is_dir():
         return []
     with reported(directory):
-        return sorted(p for p in directory.iterdir() if _NAME.fullmatch(p.name) and p.is_file())
+        names = (p for p in directory.iterdir() if SNAPSHOT_FILE.fullmatch(p.name))
+        return sorted(p for p in names if p.is_file())
 
 
 def read_snapshot(path: Path) -> pd.DataFrame:

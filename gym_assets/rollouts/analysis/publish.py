@@ -32,7 +32,7 @@ from gym_assets.rollouts.analysis.estimates import (
 from gym_assets.rollouts.analysis.history import read_snapshot, snapshots, write_snapshot
 from gym_assets.rollouts.analysis.report import ReportInput, render
 from gym_assets.rollouts.analysis.tables import table_rows, task_table
-from gym_assets.rollouts.collection.files import RunFiles
+from gym_assets.rollouts.collection.files import RunFiles, report_name
 from gym_assets.rollouts.collection.inputs import RolloutInput
 from gym_assets.rollouts.collection.ledger import Key
 from gym_assets.rollouts.collection.metrics import RunTotals, aggregate
@@ -68,7 +68,7 @@ def _links(
     """Each task's rollouts with the href of their file (None: pending, nothing to open)."""
     links: dict[int, list[tuple[int, str | None]]] = {}
     for task, rollout in sorted(item.key for item in inputs):
-        href = f"report/{task}-{rollout}.json" if (task, rollout) in has_row else None
+        href = f"report/{report_name(task, rollout)}" if (task, rollout) in has_row else None
         links.setdefault(task, []).append((rollout, href))
     return links
 
@@ -82,7 +82,7 @@ def _write_rollout_files(files: RunFiles, rows: dict[Key, dict[str, Any]], roots
         reported(staging),
     ):
         for (task, rollout), row in sorted(rows.items()):
-            (staging / f"{task}-{rollout}.json").write_bytes(json_line(row))
+            (staging / report_name(task, rollout)).write_bytes(json_line(row))
 
 
 def aggregate_entries(

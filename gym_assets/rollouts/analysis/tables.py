@@ -10,20 +10,16 @@ A task is ``solved`` when at least half its measured rollouts pass; compare flip
 from __future__ import annotations
 
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from gym_assets.config.names import shown
-from gym_assets.errors import UserError
 from gym_assets.plans.canonical import digest
-from gym_assets.rollouts.collection.files import RunFiles, read_jsonl
 from gym_assets.rollouts.collection.inputs import RolloutInput
 from gym_assets.rollouts.collection.ledger import Key
+from gym_assets.rollouts.collection.manifest import Run
 from gym_assets.rollouts.collection.metrics import (
-    latest_rows,
     pass_at_k_estimate,
     passed,
     rollout_outcome,
@@ -131,43 +127,16 @@ def with_pass_at_k(table: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
-def read_run(run_dir: Path) -> tuple[list[RolloutInput], dict, dict]:
-    """A finished (or interrupted) run's inventory, records and failures, read from its files;
-    a directory that is no run is a ``UserError`` naming the file it lacks."""
-    files = RunFiles(Path(run_dir))
-    if not files.out_dir.is_dir():
-        raise UserError("no such directory; pass a run's --out directory", path=files.out_dir)
-    if not files.materialized_inputs.is_file():
-        raise UserError(
-            f"not a rollouts run ({files.materialized_inputs.name} is missing); pass the --out "
-            "directory of a `gym-assets rollouts` run, or data_root/rollouts/<benchmark>/<harness>",
-            path=files.out_dir,
-        )
-    # Flat rows name their taskset only through the catalog; comparisons pair by task index
-    # and input digest, so the taskset label is not needed here.
-    inputs = [RolloutInput.of(row, "") for row in read_jsonl(files.materialized_inputs)]
-    records = latest_rows(read_jsonl(files.records))
-    _check_rewards(records, files.records)
-    return inputs, records, latest_rows(read_jsonl(files.failures))
-
-
-def _check_rewards(records: dict[Key, dict[str, Any]], path: Path) -> None:
-    """A reward is a number or null: a run file edited by hand (or written by another tool)
-    with anything else is refused by name here, not as a TypeError inside the statistics."""
-    for (task, rollout), record in records.items():
-        reward = record.get("reward")
-        if reward is not None and (isinstance(reward, bool) or not isinstance(reward, int | float)):
-            raise UserError(
-                f"the record of task {task}, rollout {rollout} has reward {shown(reward)} (a "
-                f"{type(reward).__name__}); a reward is a number or null",
-                path=path,
-            )
-
-
-def run_table(run_dir: Path, *, benchmark: str = "", harness: str = "") -> pd.DataFrame:
-    """The per-task table of the run in ``run_dir``."""
-    inputs, records, failures = read_run(run_dir)
-    return task_table(inputs, records, failures, benchmark=benchmark, harness=harness)
+def run_table(run: Run) -> pd.DataFrame:
+    """The per-task table of a run read whole and checked (``manifest.read_run``)."""
+    manifest = run.manifest
+    return task_table(
+        run.inputs,
+        run.records,
+        run.failures,
+        benchmark=manifest.benchmark,
+        harness=manifest.harness,
+    )
 
 
 def table_rows(table: pd.DataFrame) -> list[dict[str, Any]]:

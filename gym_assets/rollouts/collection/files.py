@@ -4,6 +4,8 @@
     <out>/rollouts_failures.jsonl             one line per failed attempt
     <out>/rollouts_materialized_inputs.jsonl  one line per planned rollout (the inventory)
     <out>/rollouts_aggregate_metrics.json     one entry per environment server
+    <out>/rollouts_manifest.json              what the run is (``manifest.py``)
+    <out>/rollouts_plan.json                  the plan it was pinned to (a copy)
     <out>/captures/                           the gateway's per-rollout capture files, and
                                               each harness activation's network log
     <out>/report.html, <out>/report/          the run's HTML report and the records it links
@@ -16,8 +18,10 @@ not a JSON object means the file was damaged: reading it is refused (``CorruptRu
 the file is moved aside as ``<name>.corrupt-<n>`` when the caller asks.
 
 The run directory, ``captures/``, ``report/`` and ``history/`` are products
-(``gym_assets.outputs``). A fresh run deletes only what a run writes here (``history/`` stays:
-it is what the next run compares with), and refuses when the directory holds anything else.
+(``gym_assets.outputs``), each with the names it may hold (``foreign``). A run, fresh or
+resumed, refuses to start while anything else is anywhere in the directory; then a fresh run
+deletes only what a run writes here (``history/`` stays: it is what the next run compares
+with), and any run rebuilds ``report/`` whole.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ import contextlib
 import os
 import re
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,12 +38,13 @@ from typing import Any
 from gym_assets.errors import UserError, reported
 from gym_assets.fileio import PUBLISHED_FILE_MODE, atomic_writer, json_line, parse_json_bytes
 from gym_assets.limits import MAX_PRODUCT_NESTING
-from gym_assets.outputs.lock import lock_path
+from gym_assets.outputs.lock import is_lock_leftover, lock_path
 from gym_assets.outputs.markers import (
     CAPTURES,
     MARKER_NAME,
     RUN_HISTORY,
     RUN_REPORT,
+    Kind,
     dir_marker,
 )
 from gym_assets.redaction import NOTHING, Redactor
@@ -47,6 +52,16 @@ from gym_assets.rollouts.episodes.network_logs import NETWORK_LOG_SUFFIX
 from gym_assets.rollouts.gateway.capture import CAPTURE_SUFFIX, INCOMPLETE_SUFFIX
 
 DEFAULT_STEM = "rollouts"
+REPORT_FILE = re.compile(r"\d+-\d+\.json")  # report/<task>-<rollout>.json, one per rollout
+SNAPSHOT_FILE = re.compile(r"\d{8}T\d{6}\.\d{6}Z\.jsonl")  # history/<UTC time>.jsonl
+
+
+def report_name(task: int, rollout: int) -> str:
+    """The name of a rollout's file in ``report/`` (``REPORT_FILE``)."""
+    return f"{task}-{rollout}.json"
+
+
+_TEMP = re.compile(r"\.(?P<name>.+)\.[a-z0-9_]+\.tmp")  # an atomic write's temp file
 # What a run keeps in captures/: the gateway's captures and the harness sandbox's network logs
 CAPTURE_FILE_SUFFIXES = (CAPTURE_SUFFIX, INCOMPLETE_SUFFIX, NETWORK_LOG_SUFFIX)
 
@@ -75,6 +90,16 @@ class RunFiles:
         return self.out_dir / f"{self.stem}_aggregate_metrics.json"
 
     @property
+    def manifest(self) -> Path:
+        """What the run is (``manifest.py``)."""
+        return self.out_dir / f"{self.stem}_manifest.json"
+
+    @property
+    def plan(self) -> Path:
+        """A copy of the plan the run was pinned to."""
+        return self.out_dir / f"{self.stem}_plan.json"
+
+    @property
     def capture_dir(self) -> Path:
         return self.out_dir / "captures"
 
@@ -97,56 +122,55 @@ class RunFiles:
             self.failures,
             self.materialized_inputs,
             self.aggregate_metrics,
+            self.manifest,
+            self.plan,
             self.report,
         )
-
-    def _marked_dirs(self) -> dict[str, str]:
-        """Subdirectories a run writes beside ``captures/``, each with its product kind."""
-        return {self.report_dir.name: RUN_REPORT.id, self.history_dir.name: RUN_HISTORY.id}
 
     def logs(self) -> tuple[Path, ...]:
         """The files a resume reads back: the inventory and the two append-only logs."""
         return (self.materialized_inputs, self.records, self.failures)
 
-    def _is_ours(self, name: str) -> bool:
-        """A name a run writes here: its files, their temp and quarantined copies, the
-        marker, the locks of its subdirectories, a rebuild of ``report/`` (``captures/``,
-        ``report/`` and ``history/`` themselves are checked on their own)."""
-        locks = (lock_path(d).name for d in (self.capture_dir, self.report_dir, self.history_dir))
-        if name == MARKER_NAME or name in locks:
-            return True
+    def _parts(self) -> dict[str, _Part]:
+        """The subdirectories a run writes, each claimed like the run directory itself."""
+        return {
+            self.capture_dir.name: _Part(CAPTURES, _is_capture_file),
+            self.report_dir.name: _Part(RUN_REPORT, REPORT_FILE.fullmatch),
+            self.history_dir.name: _Part(RUN_HISTORY, SNAPSHOT_FILE.fullmatch),
+        }
+
+    def _part_of(self, name: str) -> _Part | None:
+        """The part an entry of the run directory is: one of ``_parts``, or a rebuild of
+        ``report/`` a killed run left beside it (the next rebuild sweeps it)."""
+        parts = self._parts()
         if re.fullmatch(rf"\.{self.report_dir.name}\.(staging|retired)-.+", name):
-            return True  # a rebuild of report/ a killed run left (the next rebuild sweeps it)
-        return any(
-            name == path.name
-            or re.fullmatch(rf"\.{re.escape(path.name)}\..+\.tmp", name)
-            or re.fullmatch(rf"{re.escape(path.name)}\.corrupt-\d+", name)
-            for path in self.outputs()
+            return parts[self.report_dir.name]
+        return parts.get(name)
+
+    def _is_ours(self, name: str) -> bool:
+        """A file a run writes in the run directory: its files, their temp and quarantined
+        copies, the marker, and the lock files of its parts when they hold no more than a pid."""
+        if name in (lock_path(self.out_dir / part).name for part in self._parts()):
+            return is_lock_leftover(self.out_dir / name)
+        own = {path.name for path in self.outputs()} | {MARKER_NAME}
+        return _written(name, own.__contains__) or any(
+            re.fullmatch(rf"{re.escape(base)}\.corrupt-\d+", name) for base in own
         )
 
     def foreign(self) -> Path | None:
-        """The first entry a run did not write, in the run dir or in ``captures/``; None if
-        everything there is the run's own."""
+        """The first entry anywhere in the run directory that a run did not write; None if
+        everything there is the run's own. Checked before a run writes anything, fresh or
+        resumed: a run replaces its own files and rebuilds ``report/`` whole."""
         with reported(self.out_dir):
-            names = sorted(os.listdir(self.out_dir))
-            marked = self._marked_dirs()
-            for name in names:
-                if name in marked:
-                    path = self.out_dir / name
-                    if not stat.S_ISDIR(os.lstat(path).st_mode) or dir_marker(path) != marked[name]:
-                        return path
-                elif name != self.capture_dir.name and not self._is_ours(name):
-                    return self.out_dir / name
-            if self.capture_dir.name not in names:
-                return None
-            if not stat.S_ISDIR(os.lstat(self.capture_dir).st_mode):
-                return self.capture_dir
-            entries = sorted(os.listdir(self.capture_dir))
-        if entries and dir_marker(self.capture_dir) != CAPTURES.id:
-            return self.capture_dir
-        for name in entries:
-            if name != MARKER_NAME and not name.endswith(CAPTURE_FILE_SUFFIXES):
-                return self.capture_dir / name
+            for name in sorted(os.listdir(self.out_dir)):
+                path = self.out_dir / name
+                part = self._part_of(name)
+                if part is not None:
+                    found = _foreign_in(path, part)
+                    if found is not None:
+                        return found
+                elif not self._is_ours(name):
+                    return path
         return None
 
     def clear(self) -> None:
@@ -165,6 +189,40 @@ class RunFiles:
         with reported(path):
             os.rename(path, moved)
         return moved
+
+
+@dataclass(frozen=True)
+class _Part:
+    """A subdirectory of a run: its product kind and the names of the files it holds."""
+
+    kind: Kind
+    holds: Callable[[str], object]
+
+
+def _is_capture_file(name: str) -> bool:
+    return name.endswith(CAPTURE_FILE_SUFFIXES)
+
+
+def _written(name: str, holds: Callable[[str], object]) -> bool:
+    """``name`` is a file ``holds`` accepts, or a temp copy of one a killed writer left."""
+    temp = _TEMP.fullmatch(name)
+    return bool(holds(name)) or (temp is not None and bool(holds(temp["name"])))
+
+
+def _foreign_in(directory: Path, part: _Part) -> Path | None:
+    """The directory itself when it is no real directory marked as ``part`` (an empty one is
+    claimed when used), else its first entry that is not a regular file ``part`` holds."""
+    if not stat.S_ISDIR(os.lstat(directory).st_mode):
+        return directory
+    with os.scandir(directory) as scan:
+        entries = sorted(scan, key=lambda entry: entry.name)
+    if entries and dir_marker(directory) != part.kind.id:
+        return directory
+    for entry in entries:
+        ours = _written(entry.name, lambda base: base == MARKER_NAME or part.holds(base))
+        if not (ours and entry.is_file(follow_symlinks=False)):
+            return Path(entry.path)
+    return None
 
 
 def _clear_dir(directory: Path) -> None:

@@ -29,7 +29,8 @@ class RolloutState:
     last_failure: dict[str, Any] | None = None
 
 
-def _key(row: dict[str, Any]) -> Key | None:
+def key_of(row: dict[str, Any]) -> Key | None:
+    """The row's ``(task, rollout)``, or None when it names none."""
     task, rollout = row.get(TASK_INDEX), row.get(ROLLOUT_INDEX)
     if isinstance(task, int) and isinstance(rollout, int):
         return task, rollout
@@ -56,12 +57,12 @@ class Ledger:
         return ledger
 
     def succeeded(self, record: dict[str, Any]) -> None:
-        key = _key(record)
+        key = key_of(record)
         if key is not None:
             self.states.setdefault(key, RolloutState()).succeeded = True
 
     def failed(self, row: dict[str, Any]) -> None:
-        key = _key(row)
+        key = key_of(row)
         if key is None:
             return
         state = self.states.setdefault(key, RolloutState())

@@ -39,22 +39,28 @@ class PlanGate:
         return sorted({key for key, reason in self._verdicts.values() if reason is not None})
 
     def _compare(self, item: RolloutInput) -> str | None:
-        taskset, task_id = item.task_key
-        expected = self.plan.digests.get(item.task_key)
-        selected = self.plan.selected_task_ids
-        if expected is None or (selected is not None and task_id not in selected):
-            return (
-                f"task {task_id} (taskset {taskset}) is not in the plan of benchmark "
-                f"'{self.plan.benchmark}'; re-plan the benchmark or pass --allow-plan-drift"
-            )
-        try:
-            found = digest(item.task_input())
-        except ValueError as exc:
-            return f"task {task_id} (taskset {taskset}) cannot be hashed: {exc}"
-        if found != expected:
-            return (
-                f"task {task_id} (taskset {taskset}) input digest {found} differs from the "
-                f"plan's {expected}; the taskset changed since it was planned — re-plan the "
-                "benchmark or pass --allow-plan-drift"
-            )
-        return None
+        reason = departure(self.plan, item)
+        if reason is None:
+            return None
+        return f"{reason}; re-plan the benchmark or pass --allow-plan-drift"
+
+
+def departure(plan: Plan, item: RolloutInput) -> str | None:
+    """How ``item``'s input departs from what ``plan`` pins, or None when it is as pinned."""
+    taskset, task_id = item.task_key
+    expected = plan.digests.get(item.task_key)
+    selected = plan.selected_task_ids
+    if expected is None or (selected is not None and task_id not in selected):
+        return (
+            f"task {task_id} (taskset {taskset}) is not in the plan of benchmark '{plan.benchmark}'"
+        )
+    try:
+        found = digest(item.task_input())
+    except ValueError as exc:
+        return f"task {task_id} (taskset {taskset}) cannot be hashed: {exc}"
+    if found != expected:
+        return (
+            f"task {task_id} (taskset {taskset}) input digest {found} differs from the plan's "
+            f"{expected} (the taskset changed since it was planned)"
+        )
+    return None

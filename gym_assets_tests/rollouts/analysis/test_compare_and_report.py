@@ -21,8 +21,9 @@ from gym_assets.rollouts.analysis.compare import compare_tables
 from gym_assets.rollouts.analysis.estimates import run_statistics
 from gym_assets.rollouts.analysis.history import KEEP, snapshots, write_snapshot
 from gym_assets.rollouts.analysis.report import ReportInput, render
-from gym_assets.rollouts.analysis.tables import read_run, run_table, task_table
+from gym_assets.rollouts.analysis.tables import run_table, task_table
 from gym_assets.rollouts.collection.files import RunFiles, read_jsonl
+from gym_assets.rollouts.collection.manifest import read_run
 from gym_assets.rollouts.collection.metrics import summarize
 
 pytestmark = pytest.mark.slow
@@ -59,7 +60,7 @@ def _passes(run: Path) -> dict[int, bool]:
 
 def test_compare_pairs_by_index_and_digest_and_finds_flips_both_ways(runs):
     a, b = runs
-    comparison = compare_tables(run_table(a), run_table(b))
+    comparison = compare_tables(run_table(read_run(a)), run_table(read_run(b)))
     before, after = _passes(a), _passes(b)
     common = sorted(set(before) & set(after) - {0})  # task 0's input changed
     to_fail = [t for t in common if before[t] and not after[t]]
@@ -80,13 +81,14 @@ def test_compare_pairs_by_index_and_digest_and_finds_flips_both_ways(runs):
 
 def test_the_task_table_follows_the_records(runs):
     a, _ = runs
-    table = run_table(a, benchmark="units", harness="simple_agent")
+    run = read_run(a)
+    table = run_table(run)
+    assert set(table["benchmark"]) == {"units"} and set(table["harness"]) == {"simple_agent"}
     assert list(table["task_index"]) == list(range(8))
     assert table["measured"].tolist() == [1] * 8
     passes = _passes(a)
     assert table["passes"].tolist() == [int(passes[t]) for t in range(8)]
-    inputs, records, failures = read_run(a)
-    totals = summarize(inputs, records, failures)
+    totals = summarize(run.inputs, run.records, run.failures)
     assert run_statistics(table).reward.mean == pytest.approx(totals.reward_mean)
     assert run_statistics(table).pass_at_k["pass@1"].mean == pytest.approx(totals.pass_at_1)
     aggregate = json.loads(RunFiles(a).aggregate_metrics.read_text())
@@ -144,7 +146,8 @@ def test_the_report_is_self_contained_and_its_links_open(runs):
 
 def test_the_report_escapes_strings_from_data(runs):
     a, _ = runs
-    inputs, records, failures = read_run(a)
+    run = read_run(a)
+    inputs, records, failures = run.inputs, run.records, run.failures
     table = task_table(inputs, records, failures, benchmark="units", harness="<b>h</b>")
     hostile = '--><script>alert("task")</script>'
     table.loc[0, "task_id"] = hostile
@@ -215,7 +218,7 @@ def test_pass_at_k_with_repeats_matches_the_aggregate_metrics(tmp_path):
     assert sorted(block) == ["pass@1", "pass@2", "pass@3"] == sorted(entry["pass_at_k"])
     for name, value in entry["pass_at_k"].items():
         assert block[name]["mean"] == pytest.approx(value) and block[name]["n"] == 4
-    table = run_table(out)
+    table = run_table(read_run(out))
     assert table["measured"].tolist() == [3] * 4 and table["rollouts"].sum() == 12
     assert entry["statistics"]["reward"]["mean"] == pytest.approx(
         entry["key_metrics"]["mean/reward"]
@@ -248,3 +251,23 @@ def test_one_task_no_measured_task_and_a_damaged_snapshot(tmp_path, capsys):
     captured = capsys.readouterr()
     assert f"note: {history[-1]}:1: not valid JSON" in captured.err
     assert "no previous run to compare" in captured.out
+
+
+def test_runs_of_two_benchmarks_are_compared_only_when_asked(runs, tmp_path, capsys):
+    a, _ = runs
+    other = tmp_path / "arith"
+    code = main(
+        ["rollouts", "--benchmark", "arith", "--harness", "simple_agent", "--out", str(other),
+         "--limit", "2", "--configs", str(REPO / "configs"), "--data-root", str(tmp_path / "d")]
+    )  # fmt: skip
+    assert code == 0
+    capsys.readouterr()
+    code, out, err = _compare_cli(capsys, a, other)
+    assert code == 1 and out == ""
+    assert err == (
+        f"error: {a} is a run of benchmark 'units' and {other} of 'arith': their task indexes "
+        "name different questions; compare runs of one benchmark, or pass "
+        "--allow-different-benchmarks\n"
+    )
+    code, out, _ = _compare_cli(capsys, a, other, "--allow-different-benchmarks")
+    assert code == 0 and "tasks: 8 in A, 2 in B, 0 paired" in out

@@ -262,3 +262,20 @@ def test_a_run_after_a_row_was_edited_runs_the_new_row(tmp_path, capsys):
     code, err = run("mixed", "--no-rebuild", tree=other)
     assert code == 1
     assert f"built from configs root {configs}, not {other}" in err.splitlines()[-1]
+
+
+def test_a_resume_continues_with_the_runs_own_drift_setting(data, tmp_path, capsys):
+    out = tmp_path / "run"
+    argv = ("--benchmark", "units", "--harness", "simple_agent", "--out", out, "--limit", "2")
+    assert _cli(data, *argv) == 0
+    taskset = data / "tasksets" / "units" / "benchmark.jsonl"
+    rows = [json.loads(line) for line in taskset.read_text().splitlines()]
+    rows[0]["task_input"]["task_data"]["expected_answer"] = "changed"
+    taskset.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    assert _cli(data, *argv, "--allow-plan-drift") == 0
+    RunFiles(out).records.write_text("")  # as if killed before any rollout finished
+    capsys.readouterr()
+    assert _cli(data, *argv, "--resume") == 0
+    err = capsys.readouterr().err
+    assert "1 tasks differ from the plan; dispatched anyway (--allow-plan-drift)" in err
+    assert len(list(read_jsonl(RunFiles(out).records))) == 2

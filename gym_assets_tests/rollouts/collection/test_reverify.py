@@ -9,6 +9,7 @@ are kept; the run itself is never written.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -16,6 +17,7 @@ import psutil
 import pytest
 
 from gym_assets.cli import main
+from gym_assets.rollouts import reverify
 from gym_assets.rollouts.collection.files import RunFiles, read_jsonl
 from gym_assets.rollouts.reverify import default_out, reverify_run
 from gym_assets.tasks.catalog import load_catalog
@@ -195,20 +197,22 @@ def test_a_record_without_its_input_is_refused_and_nothing_is_published(tmp_path
     first_task = next(iter(read_jsonl(run.records)))["_ng_task_index"]
     assert _reverify(tmp_path, run) == 1
     err = capsys.readouterr().err.strip().splitlines()[-1]
-    expected = f"error: {run.records}:1: record ({first_task}, 7) has no materialized input"
-    assert err.startswith(expected)
+    expected = f"error: {run.records}: holds a row for rollout ({first_task}, 7), which the run "
+    assert err.startswith(expected + "did not plan: the file was edited or joined with another")
     assert not default_out(run.out_dir).exists()
     assert [p.name for p in tmp_path.iterdir() if "reverified" in p.name] == []
 
 
-def test_a_verifier_that_raises_masks_its_record_and_reverify_goes_on(tmp_path):
+def test_a_verifier_that_raises_masks_its_record_and_reverify_goes_on(tmp_path, monkeypatch):
     run = _run(tmp_path, "units", "--limit", "2")
+    verify = reverify.verify_answer
 
-    def break_first(row):  # the current verifier cannot grade task 0 any more
-        if row["_ng_task_index"] == 0:
-            del row["task_input"]["task_data"]["expected_answer"]
+    async def break_first(resources, task_input, record, purpose):  # task 0's grader crashes
+        if record["_ng_task_index"] == 0:
+            raise RuntimeError("the verifier fell over")
+        return await verify(resources, task_input, record, purpose)
 
-    _rewrite(run.materialized_inputs, break_first)
+    monkeypatch.setattr(reverify, "verify_answer", break_first)
     assert _reverify(tmp_path, run) == 0
     records = list(read_jsonl(RunFiles(default_out(run.out_dir)).records))
     first, second = sorted(records, key=lambda record: record["_ng_task_index"])
@@ -217,8 +221,28 @@ def test_a_verifier_that_raises_masks_its_record_and_reverify_goes_on(tmp_path):
         "verifier_error",
         0.0,
     )
-    assert first["failure_reason"].startswith("reverify: ValidationError")
+    assert first["failure_reason"].startswith("reverify: RuntimeError")
     assert first["evaluation_completed"] is False
     assert (second["mask_sample"], second["reward"]) == (False, 1.0)
     (change,) = read_jsonl(default_out(run.out_dir) / "reward_diff.jsonl")
     assert (change["_ng_task_index"], change["reward_delta"]) == (0, -1.0)
+
+
+def test_an_input_the_plan_does_not_pin_is_not_regraded(tmp_path, capsys):
+    """The inventory's digest in the manifest catches an edited input; an input that still
+    departs from the run's plan (both edited together) is refused as well."""
+    run = _run(tmp_path, "units", "--limit", "2")
+
+    def edit(row):
+        row["task_input"]["task_data"]["expected_answer"] = "whatever the model said"
+
+    _rewrite(run.materialized_inputs, edit)
+    manifest = json.loads(run.manifest.read_text())
+    manifest["inventory_sha256"] = hashlib.sha256(run.materialized_inputs.read_bytes()).hexdigest()
+    run.manifest.write_text(json.dumps(manifest))
+    capsys.readouterr()
+    assert _reverify(tmp_path, run) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {run.materialized_inputs}: task units-001 (taskset units) input")
+    assert err.endswith("; reverify re-grades only the inputs the run's plan pins\n")
+    assert not default_out(run.out_dir).exists()

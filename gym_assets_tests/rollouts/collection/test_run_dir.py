@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gym_assets.errors import OutputError
+from gym_assets.errors import OutputError, UserError
 from gym_assets.outputs.markers import MARKER_NAME, TASKSET, write_dir_marker
 from gym_assets.rollouts.collection.files import CorruptRunFile, RunFiles, read_jsonl
 from gym_assets.rollouts.gateway.upstream_config import upstream_config
@@ -50,8 +50,9 @@ def test_a_fresh_run_refuses_a_directory_with_files_a_run_does_not_write(product
     with pytest.raises(OutputError) as caught:
         _run(products, out, limit=1)
     assert str(caught.value) == (
-        f"{out}: holds {out / 'notes.txt'}, which a rollouts run does not write, and a fresh run "
-        "replaces the run's files; choose another --out or remove it yourself"
+        f"{out}: holds {out / 'notes.txt'}, which a rollouts run does not write (a run, fresh or "
+        "resumed, replaces its own files there and rebuilds report/ whole); move it out of the "
+        "run directory or choose another --out"
     )
     assert snapshot(out) == before
 
@@ -156,3 +157,32 @@ def test_a_resume_can_move_a_damaged_file_aside_and_rerun_its_rollouts(products,
     assert resumed.dispatched == 3
     assert sorted(r["_ng_task_index"] for r in read_jsonl(files.records)) == [0, 1, 2]
     assert json.loads(files.aggregate_metrics.read_text())[0]["reward_histogram"]
+
+
+def test_a_resume_takes_the_runs_own_settings_and_refuses_others(products, tmp_path):
+    out = tmp_path / "run"
+    _run(products, out, limit=2)
+    assert _run(products, out, resume=True, limit=2).rollouts == 2  # the same, said again
+    before = snapshot(out)
+    with pytest.raises(UserError) as caught:
+        _run(products, out, resume=True, limit=3, allow_plan_drift=True)
+    assert caught.value.render() == (
+        f"{out}: cannot resume: the run differs from what is asked: limit 2 (the run) vs 3 "
+        "(now); allow plan drift false (the run) vs true (now); resume with the run's own "
+        "benchmark, harness, plan, configs and settings, or start a fresh run (without "
+        "--resume, or in another --out)"
+    )
+    assert snapshot(out) == before
+
+
+@pytest.mark.parametrize("damage", ["missing", "a count as text"])
+def test_a_resume_of_a_run_without_a_readable_manifest_is_refused(products, tmp_path, damage):
+    out = tmp_path / "run"
+    _run(products, out, limit=1)
+    manifest = RunFiles(out).manifest
+    if damage == "missing":
+        manifest.unlink()
+    else:
+        manifest.write_text(json.dumps({**json.loads(manifest.read_text()), "rollouts": "1"}))
+    with pytest.raises(UserError, match=r"rollouts_manifest\.json: no readable run manifest"):
+        _run(products, out, resume=True)
