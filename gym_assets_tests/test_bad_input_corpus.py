@@ -567,7 +567,7 @@ INPUT_CASES = [
             extra={"bench/data_dir/x": b""},
         ),
         1,
-        r"data file .*data_dir does not exist; fix `jsonl_fpath`",
+        r"data_dir: is a directory, not a regular file; pass the JSONL file itself",
     ),
     # --- plan files ------------------------------------------------------------------------
     # Accepted before: the loader sorted the tasks and kept one of the twins.
@@ -596,7 +596,7 @@ INPUT_CASES = [
         "plan-is-a-directory",
         verify_cmd(None),
         1,
-        r"plan\.json: this is a directory; pass the plan file itself",
+        r"plan\.json: is a directory, not a regular file; pass the plan file itself",
     ),
     # ValueError traceback before (the integer-digits limit was not caught).
     Case(
@@ -640,7 +640,7 @@ INPUT_CASES = [
         "verify-taskset-is-a-directory",
         verify_cmd(GOOD_PLAN, None),
         1,
-        r"taskset\.jsonl: this is a directory; expected a JSONL file",
+        r"taskset\.jsonl: is a directory, not a regular file; pass the JSONL file itself",
     ),
     # RecursionError traceback before; collated files get the envelope's headroom.
     Case(
@@ -727,7 +727,7 @@ INPUT_CASES = [
         "script-is-a-directory",
         script_cmd(None),
         1,
-        r"script\.json: this is a directory; pass the script file itself",
+        r"script\.json: is a directory, not a regular file; pass the script file itself",
     ),
     # Accepted before (NaN parsed, then an unrelated step error).
     Case(

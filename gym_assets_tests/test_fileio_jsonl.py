@@ -21,7 +21,7 @@ from gym_assets.fileio import (
     parse_json_line,
     read_json_file,
 )
-from gym_assets.limits import MAX_NESTING, MAX_PRODUCT_NESTING
+from gym_assets.limits import MAX_NESTING, MAX_PLAN_BYTES, MAX_PRODUCT_NESTING
 
 json_values = st.recursive(
     st.none()
@@ -171,7 +171,7 @@ def test_too_deep_rows_name_file_and_line_and_products_have_headroom(tmp_path: P
     ("content", "message"),
     [
         (None, "plan file not found"),
-        ("dir", "this is a directory; pass the plan file itself"),
+        ("dir", "is a directory, not a regular file; pass the plan file itself"),
         ('{\n  "a": 1,\n  "b": oops\n}', r":3: not a JSON plan file \(Expecting value\)"),
         ('{"a": NaN}', r"not a JSON plan file \(NaN is not valid JSON\)"),
         ("[" * 500 + "]" * 500, f"not a JSON plan file: JSON nested deeper than {MAX_NESTING}"),
@@ -185,4 +185,4 @@ def test_json_documents_are_read_strictly_with_clear_errors(tmp_path, content, m
     elif content is not None:
         path.write_bytes(content if isinstance(content, bytes) else content.encode())
     with pytest.raises(UserError, match=message):
-        read_json_file(path, "plan")
+        read_json_file(path, "plan", MAX_PLAN_BYTES)

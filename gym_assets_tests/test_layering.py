@@ -106,6 +106,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
                 "outputs",
                 "redaction",
                 "untrusted_files",
+                "user_files",
             }
         ),
     ),

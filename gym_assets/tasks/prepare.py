@@ -28,6 +28,7 @@ from gym_assets.outputs.markers import PREPARED
 from gym_assets.outputs.targets import Target, is_within
 from gym_assets.tasks.catalog import Benchmark
 from gym_assets.tasks.fingerprint import Inputs, forget_inputs, record_inputs
+from gym_assets.user_files import open_input
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,7 @@ def _scan(path: Path) -> tuple[int, str]:
     """Count the rows of a JSONL file (checking each is an object) and hash its bytes."""
     rows = sum(1 for _ in iter_jsonl(path))
     digest = hashlib.sha256()
-    with path.open("rb") as handle:
+    with open_input(path, "JSONL file") as handle:
         for chunk in iter(lambda: handle.read(1 << 20), b""):
             digest.update(chunk)
     return rows, digest.hexdigest()
