@@ -100,6 +100,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
                 "json_shapes",
                 "modes",
                 "check_outcome",
+                "display",
                 "process_tree",
                 "spill",
                 "fileio",

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from gym_assets.cli.flags import add_configs_flag, workspace_of
 from gym_assets.conformance.profiles import PROFILE_ID, PROFILES
+from gym_assets.display import shown
 from gym_assets.errors import UserError
 
 if TYPE_CHECKING:
@@ -180,7 +181,7 @@ def run_suite(args: argparse.Namespace) -> int:
             output=args.output,
             timeout_s=args.timeout,
             jobs=args.jobs,
-            progress=lambda line: print(line, flush=True),
+            progress=lambda line: print(shown(line), flush=True),
             allow_unsandboxed=args.allow_unsandboxed,
             configs=args.configs,
         )

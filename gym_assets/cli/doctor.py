@@ -6,6 +6,7 @@ import argparse
 import json
 
 from gym_assets.cli.flags import add_configs_flag, add_data_root_flag, workspace_of
+from gym_assets.display import shown
 
 
 def _doctor(args: argparse.Namespace) -> int:
@@ -17,7 +18,7 @@ def _doctor(args: argparse.Namespace) -> int:
     else:
         width = max(len(finding.item) for finding in findings)
         for finding in findings:
-            print(finding.line(width))
+            print(shown(finding.line(width)))
     return 1 if any(finding.status == "FAIL" for finding in findings) else 0
 
 
