@@ -40,13 +40,16 @@ def read_input(
     path: str | Path, what: str, limit: int, error: type[UserError] = UserError
 ) -> bytes:
     """The bytes of the file ``path`` (opened as ``open_input`` does), refused when it holds
-    more than ``limit``: the rest is never read."""
+    more than ``limit``: by its size before a byte is read, and by a read that stops past the
+    limit should it grow meanwhile."""
     with open_input(path, what, error) as handle:
         try:
-            data = read_up_to(handle.fileno(), limit)
+            fd = handle.fileno()
+            over = os.fstat(fd).st_size > limit
+            data = b"" if over else read_up_to(fd, limit)
         except OSError as exc:
             raise error(f"cannot read the {what} ({_reason(exc)})", path=path) from None
-    if len(data) > limit:
+    if over or len(data) > limit:
         raise error(
             f"the {what} is larger than {size(limit)}, its limit (docs/operations.md, Input "
             "limits)",
