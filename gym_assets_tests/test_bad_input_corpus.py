@@ -415,11 +415,12 @@ def migrate_cmd(data: bytes | Make, beside: Make | None = None) -> Setup:
     return setup
 
 
-def in_the_tree(name: str, make: Make, *argv: str) -> Setup:
-    """``argv`` against a configs tree whose file ``name`` (relative to it) is ``make``'s."""
+def in_the_tree(name: str, make: Make, *argv: str, **tree_args: object) -> Setup:
+    """``argv`` against a configs tree (``tree_args``) whose file ``name`` (relative to it) is
+    ``make``'s."""
 
     def setup(tmp: Path) -> list[str]:
-        configs = tree(tmp)
+        configs = tree(tmp, **tree_args)  # type: ignore[arg-type]
         (configs / name).unlink(missing_ok=True)
         make(configs / name)
         return [*argv, *roots(tmp, configs)]
@@ -445,6 +446,9 @@ SPECIAL_INPUTS: list[
      r"units\.jsonl", "JSONL file", BOTH, METRICS_PRODUCT),
     ("configs-file", lambda make: in_the_tree("bench/more.yaml", make, *LIST), 1,
      r"more\.yaml", "config file", BOTH, ()),
+    ("prepare-script", lambda make: in_the_tree("bench/prep.py", make, "prepare", "--benchmark",
+     "units", bench=with_dataset_key("prepare_script: prep.py")), 1, r"prep\.py",
+     "prepare script", BOTH, ()),
     ("conformance-bundle", bundle_cmd, 2, r"rollouts\.jsonl", "bundle", BOTH, ()),
     # A named file that leads outside the configs tree is refused as such, before it is read.
     ("migrated-file", migrate_cmd, 2, r"old\.yaml", "config file", ("a-fifo",), ()),

@@ -55,11 +55,12 @@ def _scan(path: Path) -> tuple[int, str]:
 def _load_script(benchmark: Benchmark) -> Callable[..., Any]:
     script = benchmark.prepare_script
     assert script is not None
-    if not script.is_file():
+    if not script.exists():
         raise UserError(
             f"benchmark '{benchmark.name}' is missing a valid prepare script: {script} does "
             "not exist; fix `prepare_script` in its config"
         )
+    open_input(script, "prepare script").close()  # a FIFO, a device, a directory: refused
     spec = importlib.util.spec_from_file_location(f"gym_assets_prepare_{benchmark.name}", script)
     assert spec is not None and spec.loader is not None
     module: ModuleType = importlib.util.module_from_spec(spec)
