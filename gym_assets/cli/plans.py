@@ -145,7 +145,7 @@ def _verify(args: argparse.Namespace) -> int:
         _, benchmark = _selected(args, args.verify_benchmark)
         if benchmark.name != plan.benchmark:
             raise UserError(
-                f"the plan is for benchmark '{plan.benchmark}', not '{benchmark.name}'",
+                f"the plan is for benchmark '{shown(plan.benchmark)}', not '{benchmark.name}'",
                 path=args.plan,
             )
         source = f"benchmark '{benchmark.name}'"
