@@ -428,6 +428,17 @@ def in_the_tree(name: str, make: Make, *argv: str, **tree_args: object) -> Setup
     return setup
 
 
+def configs_root_cmd(make: Make) -> Setup:
+    """``list benchmarks --configs FILE`` with what ``make`` puts there (one file may be the
+    whole configs)."""
+
+    def setup(tmp: Path) -> list[str]:
+        make(tmp / "root.yaml")
+        return [*LIST, "--configs", str(tmp / "root.yaml"), "--data-root", str(tmp / "data")]
+
+    return setup
+
+
 # Each input a user names, with where the refusal names it: (case id, the setup that puts a
 # special file there, exit code, the path's pattern, what the file is, the kinds tried, what
 # the command may create first).
@@ -449,6 +460,7 @@ SPECIAL_INPUTS: list[
     ("prepare-script", lambda make: in_the_tree("bench/prep.py", make, "prepare", "--benchmark",
      "units", bench=with_dataset_key("prepare_script: prep.py")), 1, r"prep\.py",
      "prepare script", BOTH, ()),
+    ("configs-root", configs_root_cmd, 1, r"root\.yaml", "config file", BOTH, ()),
     ("conformance-bundle", bundle_cmd, 2, r"rollouts\.jsonl", "bundle", BOTH, ()),
     # A named file that leads outside the configs tree is refused as such, before it is read.
     ("migrated-file", migrate_cmd, 2, r"old\.yaml", "config file", ("a-fifo",), ()),
@@ -1185,7 +1197,7 @@ CASES = [*INPUT_CASES, *OUTPUT_PATH_CASES]
 
 
 def test_the_corpus_is_large_and_its_ids_unique() -> None:
-    assert len(INPUT_CASES) >= 40 and len(OUTPUT_PATH_CASES) >= 12
+    assert len(INPUT_CASES) >= 80 and len(OUTPUT_PATH_CASES) >= 12
     assert len({case.id for case in CASES}) == len(CASES)
 
 
