@@ -46,7 +46,18 @@ class OutputError(UserError):
 
 def os_failure(path: str | Path, exc: OSError) -> OutputError:
     """``<path>: cannot write: <the OS's reason>``: the output the user named, not a temp file."""
-    return OutputError(f"cannot write: {exc.strerror or type(exc).__name__}", path=path)
+    return OutputError(f"cannot write: {_reason(exc)}", path=path)
+
+
+def os_error_line(exc: OSError) -> str:
+    """One line for an ``OSError`` nothing nearer caught (a data root that is a file, a full
+    disk): the paths it names and the OS's reason, never a traceback."""
+    paths = [str(name) for name in (exc.filename, exc.filename2) if name is not None]
+    return f"{' -> '.join(paths)}: {_reason(exc)}" if paths else _reason(exc)
+
+
+def _reason(exc: OSError) -> str:
+    return exc.strerror or str(exc) or type(exc).__name__
 
 
 @contextlib.contextmanager

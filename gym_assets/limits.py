@@ -19,6 +19,10 @@ MAX_NESTING = 128
 # a rollout record), so they are read back with a little more room.
 MAX_PRODUCT_NESTING = MAX_NESTING + 8
 
+# Characters of a name that becomes a path segment (a harness, a benchmark, a part of a
+# ``--benchmark`` token): far below the 255 bytes a file name may have on common filesystems.
+MAX_NAME_LENGTH = 128
+
 # YAML nodes that aliases (``*name``) may repeat in one file, summed over every alias and
 # counting everything inside what each one repeats (its own aliases expanded).
 MAX_YAML_ALIAS_NODES = 10_000

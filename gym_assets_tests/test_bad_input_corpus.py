@@ -49,7 +49,7 @@ from gym_assets.limits import (
     MAX_PLAN_BYTES,
     MAX_PRODUCT_NESTING,
 )
-from gym_assets_tests.filesystems import fill, snapshot
+from gym_assets_tests.filesystems import fill, snapshot, tmpfs
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -428,6 +428,18 @@ def in_the_tree(name: str, make: Make, *argv: str, **tree_args: object) -> Setup
     return setup
 
 
+# --- names, the YAML of flags, and the OS (issue 29) ----------------------------------------
+
+
+def registry_cmd(models: str, *argv: str) -> Setup:
+    """``argv`` (a harness command: no data root) against the tree with ``models.yaml``."""
+
+    def setup(tmp: Path) -> list[str]:
+        return [*argv, "--configs", str(tree(tmp, extra={"models.yaml": models.encode()}))]
+
+    return setup
+
+
 def configs_root_cmd(make: Make) -> Setup:
     """``list benchmarks --configs FILE`` with what ``make`` puts there (one file may be the
     whole configs)."""
@@ -435,6 +447,23 @@ def configs_root_cmd(make: Make) -> Setup:
     def setup(tmp: Path) -> list[str]:
         make(tmp / "root.yaml")
         return [*LIST, "--configs", str(tmp / "root.yaml"), "--data-root", str(tmp / "data")]
+
+    return setup
+
+
+def harnesses_cmd(entries: str, *argv: str) -> Setup:
+    """``argv`` with ``entries`` (YAML lines indented under ``harnesses:``) in the registry."""
+    return registry_cmd(MODELS + entries, *argv)
+
+
+def manifest_cmd(extra: str) -> Setup:
+    """``list benchmarks`` against the bundled configs, the units manifest with ``extra``."""
+
+    def setup(tmp: Path) -> list[str]:
+        flags = bundled(tmp)
+        manifest = tmp / "configs" / "benchmarks" / "units" / "manifest.yaml"
+        manifest.write_text(manifest.read_text("utf-8") + extra, encoding="utf-8")
+        return [*LIST, *flags]
 
     return setup
 
@@ -471,6 +500,61 @@ SPECIAL_FILES = [
 ]
 
 
+OUTSIDE_INSTANCE = b"""\
+../evil:
+  resources_servers:
+    exact_match:
+      entrypoint: app.py
+      domain: knowledge
+      datasets: [{name: train, type: train, jsonl_fpath: train.jsonl}]
+"""
+LIST_HARNESSES = ("list", "harnesses")
+CLI_HARNESS = "kind: cli, adapter: codex, version: 1.0.0, install: {npm: ./absent}, api: responses"
+
+
+def token_cmd(token: str) -> Setup:
+    def setup(tmp: Path) -> list[str]:
+        return [
+            "plan",
+            "--benchmark",
+            token,
+            "--out",
+            str(tmp / "plan.json"),
+            *roots(tmp, tree(tmp)),
+        ]
+
+    return setup
+
+
+def override_cmd(value: str) -> Setup:
+    return rollouts_cmd("--override", value)
+
+
+# 10 levels of 10 aliases: a million nodes, what the issue saw expanded and sent upstream.
+OVERRIDE_BOMB = "".join(
+    [
+        f"a0: &a0 [{', '.join(['lol'] * 10)}]\n",
+        *(f"a{n}: &a{n} [{', '.join([f'*a{n - 1}'] * 10)}]\n" for n in range(1, 6)),
+    ]
+)
+METADATA = "+responses_create_params.metadata="
+
+
+def data_root_a_file(tmp: Path) -> list[str]:
+    (tmp / "datafile").write_text("mine\n")
+    configs = tree(tmp)
+    return [*RUN, str(tmp / "run"), "--configs", str(configs), "--data-root", str(tmp / "datafile")]
+
+
+def compare_with_a_string_reward(tmp: Path) -> list[str]:
+    out = rollouts_run(tmp)
+    records = out / "rollouts.jsonl"
+    rows = [json.loads(text) for text in records.read_text("utf-8").splitlines()]
+    rows[0]["reward"] = str(rows[0]["reward"])
+    records.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    return ["rollouts", "compare", str(out), str(out)]
+
+
 # A prepare run makes its (empty) products directory before the script runs.
 PREPARED_DIRS = ("data", "data/prepared", "data/prepared/units")
 TOO_DEEP = f"JSON nested deeper than {MAX_NESTING} levels"
@@ -483,7 +567,7 @@ INPUT_CASES = [
         "yaml-alias-bomb",
         command(*LIST, extra={"bomb.yaml": ALIAS_BOMB}),
         1,
-        r"bomb\.yaml:5: the aliases of this file repeat more than 10,000 YAML nodes",
+        r"bomb\.yaml:5: the aliases of this YAML repeat more than 10,000 YAML nodes",
     ),
     # Loaded silently before (an endless value).
     Case(
@@ -596,7 +680,7 @@ INPUT_CASES = [
         "prompt-config-alias-bomb",
         prompt_cmd(ALIAS_BOMB + b"user: 'Q: {question}'\n"),
         1,
-        r"p\.yaml:5: the aliases of this file repeat more than 10,000 YAML nodes",
+        r"p\.yaml:5: the aliases of this YAML repeat more than 10,000 YAML nodes",
     ),
     # Traceback before (pydantic ValidationError from the agent's settings), after the run
     # had already replaced its outputs; now one line (the run directory is still written).
@@ -892,7 +976,158 @@ INPUT_CASES = [
         "migration-of-an-alias-bomb",
         migrate_cmd(ALIAS_BOMB),
         2,
-        r"could not update .*old\.yaml: .*old\.yaml:5: the aliases of this file repeat more",
+        r"could not update .*old\.yaml: .*old\.yaml:5: the aliases of this YAML repeat more",
+    ),
+    # --- names are names -------------------------------------------------------------------
+    # Installed a venv, a cache and a log outside .harnesses/ before.
+    Case(
+        "harness-name-leaves-the-install-root",
+        harnesses_cmd(
+            f"  ../evil: {{{CLI_HARNESS}, stream: true}}\n", "harness", "install", "../evil"
+        ),
+        1,
+        r"models\.yaml:\d+: harness '\.\./evil': a name is 1 to 128 letters, digits",
+    ),
+    # Each accepted before: "yes" became true, "60" became 60 s, the name key was overwritten,
+    # a list or a number was an empty registry or the harness '7'.
+    Case(
+        "harness-stream-a-string",
+        harnesses_cmd(f"  h: {{{CLI_HARNESS}, stream: 'yes'}}\n", *LIST_HARNESSES),
+        1,
+        r"models\.yaml:\d+: harness 'h': stream: Input should be a valid boolean",
+    ),
+    Case(
+        "harness-timeout-a-string",
+        harnesses_cmd(
+            "  h:\n    kind: command\n    command: [prog]\n    timeout_s: '60'\n",
+            *LIST_HARNESSES,
+        ),
+        1,
+        r"models\.yaml:9: harness 'h': timeout_s: Input should be a valid number",
+    ),
+    Case(
+        "harness-entry-with-a-name-key",
+        harnesses_cmd(
+            "  h: {kind: builtin, agent_implementation: simple_agent, name: g}\n",
+            *LIST_HARNESSES,
+        ),
+        1,
+        r"models\.yaml:\d+: harness 'h': name is filled in by the loader; drop it",
+    ),
+    Case(
+        "harness-registry-a-list",
+        registry_cmd(MODELS[: MODELS.index("harnesses:")] + "harnesses: []\n", *LIST_HARNESSES),
+        1,
+        r"models\.yaml:\d+: harnesses must map each harness name to its settings",
+    ),
+    Case(
+        "harness-name-a-number",
+        harnesses_cmd(
+            "  7: {kind: builtin, agent_implementation: simple_agent}\n", *LIST_HARNESSES
+        ),
+        1,
+        r"models\.yaml:\d+: harness 7: a name is",
+    ),
+    Case(
+        "manifest-flag-a-string",
+        manifest_cmd("experimental: 'yes'\n"),
+        1,
+        r"manifest\.yaml:13: manifest field 'experimental': Input should be a valid boolean",
+    ),
+    Case(
+        "manifest-repeats-a-string",
+        manifest_cmd("datasets: [{name: units, num_repeats: '1'}]\n"),
+        1,
+        r"manifest\.yaml:13: manifest field 'datasets\.0\.num_repeats': Input should be a "
+        r"valid integer",
+    ),
+    # Listed before; its products would have gone to <data>/prepared/../evil and beside.
+    Case(
+        "dataset-name-leaves-the-data-root",
+        command(*LIST, bench=edited("- name: units", "- name: ../evil")),
+        1,
+        r"config\.yaml:7: dataset 0 of 'units_resources' is invalid: field 'name': "
+        r"'\.\./evil' is not a name",
+    ),
+    # Collated before, its metrics sidecar written to <data>/metrics/../evil.train.
+    Case(
+        "instance-name-leaves-the-data-root",
+        command(*LIST, extra={"other.yaml": OUTSIDE_INSTANCE}),
+        1,
+        r"other\.yaml:1: instance '\.\./evil' declares datasets, whose products are named by "
+        r"their instance: a name is",
+    ),
+    # OSError (ENAMETOOLONG) traceback before.
+    Case(
+        "benchmark-token-part-over-255-characters",
+        token_cmd("units/" + "b" * 300),
+        2,
+        r"--benchmark 'units/b{34}'\.\.\. \(306 characters\) is not a benchmark token",
+    ),
+    Case(
+        "benchmark-name-over-255-characters",
+        token_cmd("b" * 300),
+        2,
+        r"--benchmark 'b{40}'\.\.\. \(300 characters\) is not a benchmark token",
+    ),
+    # --- --override values: the config files' loader -------------------------------------
+    # Expanded to a million nodes (892 MB for the bundled run) and sent upstream before.
+    Case(
+        "override-alias-bomb",
+        override_cmd(METADATA + OVERRIDE_BOMB),
+        2,
+        r"--override 'responses_create_params\.metadata': the aliases of this YAML repeat more "
+        r"than 10,000 YAML nodes .* \(line 4\)$",
+    ),
+    # Tracebacks before (a recursive list, bytes, RecursionError).
+    Case(
+        "override-recursive-alias",
+        override_cmd(METADATA + "&x [*x]"),
+        2,
+        r"--override 'responses_create_params\.metadata': the alias \*x is used inside the value",
+    ),
+    Case(
+        "override-binary-value",
+        override_cmd(METADATA + "!!binary /w=="),
+        2,
+        r"--override 'responses_create_params\.metadata': a YAML binary value has no JSON form",
+    ),
+    Case(
+        "override-nested-5000-levels",
+        override_cmd(METADATA + "[" * 5000 + "]" * 5000),
+        2,
+        rf"--override 'responses_create_params\.metadata': nested deeper than {MAX_NESTING} levels",
+    ),
+    Case(
+        "override-5000-dotted-fields",
+        override_cmd("+responses_create_params." + ".".join(["a"] * 5000) + "=1"),
+        2,
+        r"--override: more than 126 dotted fields in a key",
+    ),
+    # Became null before, and every rollout failed with a message that named no flag.
+    Case(
+        "override-nan",
+        override_cmd("+responses_create_params.temperature=.nan"),
+        2,
+        r"--override 'responses_create_params\.temperature': \.nan has no JSON form",
+    ),
+    # --- the OS's refusals: one line --------------------------------------------------------
+    # NotADirectoryError traceback before.
+    Case(
+        "data-root-is-a-regular-file",
+        data_root_a_file,
+        1,
+        r"datafile/tasksets: Not a directory$",
+        creates=("run", "run/*"),
+    ),
+    # TypeError traceback before ('1.0' >= 0.5).
+    Case(
+        "compare-a-record-whose-reward-is-a-string",
+        compare_with_a_string_reward,
+        1,
+        r"rollouts\.jsonl: the record of task \d+, rollout 0 has reward '1\.0' \(a str\); a "
+        r"reward is a number or null$",
+        slow=True,
     ),
     # --- what is not a regular file, or is over its cap -------------------------------------
     # Hung before (a FIFO), or read without end (22 GB before the OOM killer), or was "not
@@ -1177,7 +1412,9 @@ OUTPUT_PATH_CASES = [
 
 _USAGE_CONTINUATION = re.compile(r"^\s")
 # Progress a command prints before its work: collation's per-dataset line, the rollout counter.
-_PROGRESS = re.compile(r"^(\w+: collating \S+ from \S+|rollouts \d+/\d+ .*)$")
+_PROGRESS = re.compile(
+    r"^(\w+: collating \S+ from \S+|collating \S+ into \S+ \.\.\.|rollouts \d+/\d+ .*)$"
+)
 
 
 def refusal_line(err: str, exit_code: int) -> str:
@@ -1335,3 +1572,72 @@ def test_doctor_passes_a_data_root_still_to_be_made(
 ) -> None:
     found = doctor_of_data_root(tmp_path, tmp_path / "data", monkeypatch, capsys)
     assert [status for status, _ in found] == ["ok"]
+
+
+# --- what a refusal case cannot show: a closed pipe, server logs, a disk filling mid-run -----
+
+
+def _cli(argv: list[str]) -> list[str]:
+    return [sys.executable, "-m", "gym_assets.cli", *argv]
+
+
+_CHILD_ENV = {**os.environ, "PYTHONPATH": str(REPO)}
+
+
+def test_output_into_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
+    """BrokenPipeError traceback before (``gym-assets list benchmarks | head``)."""
+    argv = _cli([*LIST, *roots(tmp_path, tree(tmp_path))])
+    pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
+    with subprocess.Popen(argv, cwd=tmp_path, env=_CHILD_ENV, **pipes) as child:
+        assert child.stdout is not None and child.stderr is not None
+        child.stdout.close()  # the reader is gone before the first line
+        err = child.stderr.read()
+        code = child.wait(timeout=120)
+    assert (code, err) == (1, b"")
+
+
+@pytest.mark.slow  # a whole run, and the gateway's grace period at its end
+def test_a_rollout_past_its_timeout_leaves_a_log_line_not_a_traceback(tmp_path: Path) -> None:
+    """One CancelledError traceback per timed-out rollout before, when the gateway stopped with
+    their model calls still waiting upstream."""
+    slow = ["--limit", "2", "--upstream-latency", "30", "--timeout", "0.5", "--max-attempts", "1"]
+    argv = _cli([*RUN, str(tmp_path / "run"), *slow, *roots(tmp_path, tree(tmp_path))])
+    done = subprocess.run(
+        argv, cwd=tmp_path, env=_CHILD_ENV, capture_output=True, text=True, timeout=300
+    )
+    assert "Traceback" not in done.stderr
+    cancelled = [
+        text
+        for text in done.stderr.splitlines()
+        if text.startswith("model gateway: ERROR Exception in ASGI application: CancelledError")
+    ]
+    assert len(cancelled) == 2, done.stderr
+
+
+@pytest.mark.slow  # two whole runs
+def test_a_full_disk_mid_run_cuts_no_ledger_line_and_resume_finishes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """An ExceptionGroup traceback before, and the ledger's last line cut at the disk's end."""
+    monkeypatch.chdir(tmp_path)
+    rows = b"".join(line(row(f"u{n}")) for n in range(40))
+    flags = roots(tmp_path, tree(tmp_path, rows=rows))
+    with tmpfs(tmp_path / "mnt", "size=4m") as mount:
+        fill(mount, leave=48 * 1024)
+        out = mount / "run"
+        code = run([*RUN, str(out), *flags])
+        err = capsys.readouterr().err
+        assert "Traceback" not in err and code == 1, err
+        assert re.fullmatch(
+            r"error: \S+: cannot write: No space left on device", err.splitlines()[-1]
+        )
+        ledgers = [out / "rollouts.jsonl", out / "rollouts_failures.jsonl"]
+        for ledger in ledgers:
+            data = ledger.read_bytes()
+            assert data == b"" or data.endswith(b"\n")  # whole rows or none
+            assert all(isinstance(json.loads(text), dict) for text in data.splitlines())
+        (mount / "filler").unlink()
+        assert run([*RUN, str(out), "--resume", *flags]) == 0, capsys.readouterr().err
+        done = {tuple(json.loads(text)[k] for k in ("_ng_task_index", "_ng_rollout_index"))
+                for text in ledgers[0].read_text("utf-8").splitlines()}  # fmt: skip
+    assert len(done) == 40

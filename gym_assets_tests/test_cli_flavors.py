@@ -156,6 +156,16 @@ def test_tokens_that_leave_the_benchmarks_dir_are_refused(tree, capsys) -> None:
     assert "is not a benchmark token" in err
 
 
+def test_a_flavor_whose_file_name_is_no_name_is_refused_before_its_data_root(tree, capsys) -> None:
+    """Selected by the dataset only it declares, a flavor's token would name its data root."""
+    quiz = tree / "configs" / "benchmarks" / "quiz"
+    (quiz / "odd name.yaml").write_text(QUIZ.format(name="quiz_odd", rows="short.jsonl"))
+    assert cli(tree, "plan", "--benchmark", "quiz_odd", "--out", tree / "p.json") == 1
+    err = capsys.readouterr().err
+    assert "odd name.yaml: this flavor's token 'quiz/odd name' is not a benchmark token" in err
+    assert not (tree / "data").exists() and not (tree / "p.json").exists()
+
+
 PREPARE = """\
 import json
 from pathlib import Path

@@ -3,7 +3,8 @@
 Each area registers its subcommands from its own module (``gym_assets/cli/<area>.py`` exposing
 ``register(subparsers)``, and ``register_listing(what)`` for its ``gym-assets list <things>``);
 this module only builds the parser and maps errors to exit codes: 0 success, 1 refusal (a
-``UserError``: one clear message, no traceback), 2 usage error.
+``UserError`` or an ``OSError``: one clear line, no traceback), 2 usage error. A reader that
+goes away (``| head``) ends the command quietly, as Python's documentation recommends.
 
 Building the parser imports the standard library and a few stdlib-only modules (``workspace``,
 ``limits``, ``modes``, ``conformance.profiles``) and nothing else: each handler imports what it
@@ -14,11 +15,12 @@ SDK, pydantic and the checks (``gym_assets_tests/test_cli_imports.py`` pins the 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
 from gym_assets.cli import benchmarks, config, conformance, doctor, harnesses, plans, rollouts
-from gym_assets.errors import UsageError, UserError
+from gym_assets.errors import UsageError, UserError, os_error_line
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -37,17 +39,35 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
     try:
+        args = build_parser().parse_args(argv)  # --help into a closed pipe counts too
         code = args.handler(args)
+        sys.stdout.flush()  # a closed pipe shows here, not in the flush at exit
+    except BrokenPipeError:
+        _stdout_to_devnull()
+        return 1
     except UserError as exc:
         print(f"error: {exc.render()}", file=sys.stderr)
         return 2 if isinstance(exc, UsageError) else 1
+    except OSError as exc:
+        print(f"error: {os_error_line(exc)}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
     return int(code or 0)
+
+
+def _stdout_to_devnull() -> None:
+    """Python's recipe for SIGPIPE (the ``signal`` module's documentation): point stdout at
+    devnull, so the interpreter's last flush does not fail with a second BrokenPipeError."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # replaced by an in-memory stream: no fd
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -56,6 +56,16 @@ KEPT_REASONS = {  # reverify's reasons for keeping a record as it was
     "scored_by_failure": "a model call failed for good (masked), or the model's output failed "
     "the rollout (0)",
     "grades_session_state": "the verifier grades what the episode did in its session",
+}
+KIND_HINTS = {  # what to look at when rollouts failed with a kind; {option} is the run's value
+    "agent_request_failed": "the model endpoint failed calls the agents could not get past (a "
+    "refused request, errors that outlasted the retries, or no answer in time)",
+    "agent_answer_too_large": "the model endpoint answered more than --max-answer-bytes "
+    "({max_answer_bytes:,}) allows: raise it if its answers are that long, else check the "
+    "endpoint",
+    "agent_request_too_large": "agent_request_too_large rollouts scored 0 as the model's doing: "
+    "their conversations grew past --max-request-bytes ({max_request_bytes:,}); raise it if "
+    "the benchmark's conversations are that long",
 }
 
 
@@ -198,31 +208,34 @@ def _rollouts(args: argparse.Namespace) -> int:
         verb = "dispatched anyway (--allow-plan-drift)" if args.allow_plan_drift else "refused"
         _say(f"{len(result.drifted)} tasks differ from the plan; {verb}")
     _summary(result)
+    for hint in _hints(result.totals.model_failure_kinds, args):  # measured: never over budget
+        _say(f"note: {hint}")
     if result.dispatched and not result.totals.outcomes.produced:
+        hints = "".join(f"; {hint}" for hint in _hints(result.totals.failure_kinds, args))
         raise UserError(
-            f"none of the {result.dispatched} dispatched rollouts produced a result; see "
+            f"none of the {result.dispatched} dispatched rollouts produced a result{hints}; see "
             f"{result.files.failures}"
         )
     budget = unmeasured_share(result.files, benchmark.taskset, args.max_unmeasured_share)
     if not budget.passed:
         kinds = budget.metadata["unmeasured_kinds"]
-        raise UserError(_over_budget(budget.description, kinds, result))
+        raise UserError(_over_budget(budget.description, result, _hints(kinds, args)))
     return 0
 
 
-def _over_budget(description: str, kinds: dict[str, int], result: RunResult) -> str:
+def _over_budget(description: str, result: RunResult, hints: list[str]) -> str:
     """Why a run past its budget of unmeasured rollouts fails, worded for what cost them."""
-    if "agent_request_failed" in kinds:
-        cause = (
-            "the model endpoint failed calls the agents could not get past (a refused request, "
-            "errors that outlasted the retries, or no answer in time)"
-        )
-    else:
-        cause = "a mean that leaves them out does not measure the benchmark"
+    cause = "; ".join(hints) or "a mean that leaves them out does not measure the benchmark"
     return (
         f"{description}; {cause}: see failure_kind and failure_reason in {result.files.records} "
         f"and {result.files.failures}"
     )
+
+
+def _hints(kinds: Mapping[str, int], args: argparse.Namespace) -> list[str]:
+    """What to look at for each kind of failure in ``kinds`` that has a hint (``KIND_HINTS``),
+    with the run's own limits filled in."""
+    return [KIND_HINTS[kind].format_map(vars(args)) for kind in kinds if kind in KIND_HINTS]
 
 
 def _reverify(args: argparse.Namespace) -> int:

@@ -21,9 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gym_assets.config.names import NAME_RULE, is_name, shown
 from gym_assets.config.yaml_source import parse_yaml_file, yaml_files_under
 from gym_assets.errors import ConfigError, UsageError
 from gym_assets.json_shapes import is_list, is_mapping
+from gym_assets.limits import MAX_NAME_LENGTH
 
 BENCHMARKS_DIR = "benchmarks"
 DEFAULT_FLAVOR = "config"
@@ -116,6 +118,26 @@ def benchmark_configs(configs_root: Path) -> Iterator[BenchmarkConfig]:
             yield BenchmarkConfig(token, path, flavor, tuple(names))
 
 
+TOKEN_RULE = (
+    f"a token is NAME or NAME/FLAVOR, at most {MAX_NAME_LENGTH} characters in all, and {NAME_RULE}"
+)
+
+
+def is_token(value: str) -> bool:
+    """``NAME[/FLAVOR...]`` made of names (``gym_assets.config.names``): each part becomes a
+    segment of a path, the whole a flavor's data root."""
+    return len(value) <= MAX_NAME_LENGTH and all(is_name(part) for part in value.split("/"))
+
+
+def check_token(value: str) -> None:
+    """Refuse a ``--benchmark`` value that is no token, before any path is built from it."""
+    if not is_token(value):
+        raise UsageError(
+            f"--benchmark {shown(value)} is not a benchmark token; {TOKEN_RULE} (see "
+            "`gym-assets list benchmarks`)"
+        )
+
+
 def resolve_token(configs_root: Path, value: str) -> Path:
     """The config file ``--benchmark VALUE`` names, or a ``UsageError`` saying what it
     implied, the closest tokens, and where it looked.
@@ -124,18 +146,13 @@ def resolve_token(configs_root: Path, value: str) -> Path:
     ``config.yaml``), then the file ``benchmarks/NAME/FLAVOR.yaml``; ``NAME`` alone means
     ``benchmarks/NAME/config.yaml``.
     """
+    check_token(value)
     base = benchmarks_dir(configs_root)
-    parts = value.split("/")
-    if any(part in ("", ".", "..") for part in parts):
-        raise UsageError(
-            f"--benchmark {value!r} is not a benchmark token; write NAME or NAME/FLAVOR (see "
-            "`gym-assets list benchmarks`)"
-        )
-    if len(parts) > 1:
+    if "/" in value:
         nested = _yaml_file(base / value / DEFAULT_FLAVOR)
         if nested is not None:
             return nested
-    implied = base / (value if len(parts) > 1 else f"{value}/{DEFAULT_FLAVOR}")
+    implied = base / (value if "/" in value else f"{value}/{DEFAULT_FLAVOR}")
     found = _yaml_file(implied)
     if found is not None:
         return found

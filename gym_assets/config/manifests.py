@@ -50,10 +50,15 @@ MIRRORED_FIELDS = (
 )
 
 
+# YAML already types every value, so "yes" for a boolean or "3" for a count is a mistake to
+# report at its line, not a value to coerce.
+_STRICT = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
 class ManifestDataset(BaseModel):
     """A dataset the manifest describes: its name, and optionally the config's values."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = _STRICT
 
     name: str = Field(min_length=1)
     type: Literal["train", "validation", "benchmark", "example"] | None = None
@@ -67,7 +72,7 @@ class ManifestDataset(BaseModel):
 class ManifestFile(BaseModel):
     """The fields a ``manifest.yaml`` may hold (anything else is refused as a likely typo)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = _STRICT
 
     name: str = Field(min_length=1)
     kind: Literal["benchmark", "environment"]

@@ -11,8 +11,9 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from gym_assets.config.names import valid_name
 from gym_assets.json_shapes import is_mapping
 from gym_assets.limits import MAX_REPEATS
 
@@ -41,7 +42,7 @@ class DatasetConfig(BaseModel):
 
     model_config = ConfigDict(extra="allow", frozen=True)
 
-    name: str = Field(min_length=1)
+    name: Annotated[str, AfterValidator(valid_name)]  # it names the dataset's product paths
     type: DatasetType
     jsonl_fpath: str = Field(min_length=1)
     taskset: str | None = None

@@ -23,6 +23,7 @@ from gym_assets.config.model import (
     DatasetConfig,
     server_instances,
 )
+from gym_assets.config.names import NAME_RULE, is_name, shown
 from gym_assets.config.references import check_server_references, retarget_renamed_agents
 from gym_assets.config.relays import STRICT_FLAG, deprecation_message, front_every_agent
 from gym_assets.config.routing import validate_routing
@@ -111,6 +112,12 @@ def _check_datasets(data: Mapping[str, Any], locate: Locate) -> None:
             **locate(on_models[0]),
         )
     for server in declaring:
+        if not is_name(server.name):  # <data>/metrics/<instance>.<dataset> is built from it
+            raise ConfigError(
+                f"instance {shown(server.name)} declares datasets, whose products are named by "
+                f"their instance: {NAME_RULE}.",
+                **locate(server.name),
+            )
         at = (server.name, server.kind, server.implementation, "datasets")
         datasets = server.config["datasets"]
         if not is_list(datasets):
@@ -133,7 +140,8 @@ def _dataset_error(
     field = ".".join(str(part) for part in error["loc"]) or "(entry)"
     hint = _FIELD_HINTS.get(str(error["loc"][0]) if error["loc"] else "", _ENTRY_HINT)
     return ConfigError(
-        f"dataset {index} of '{instance}' is invalid: field '{field}': {error['msg']}. {hint}",
+        f"dataset {index} of '{instance}' is invalid: field '{field}': "
+        f"{error['msg'].removeprefix('Value error, ')}. {hint}",
         **locate(*at, *error["loc"][:1]),
     )
 
@@ -143,6 +151,7 @@ _ENTRY_HINT = (
     "`jsonl_fpath`."
 )
 _FIELD_HINTS = {
+    "name": "A dataset's name is a folder name of its products under the data root.",
     "prepare_dependencies": "prepare_dependencies is a list of non-empty strings, e.g. "
     "`prepare_dependencies: [datasets, numpy]`.",
 }

@@ -13,6 +13,9 @@ nodes or that nests deeper than ``MAX_NESTING`` levels, before anything walks it
 Config values end up in JSON (metrics sidecars, reports), so YAML values JSON cannot hold are
 refused at their line: binary data, sets (whose order would change from run to run), NaN and
 infinities.
+
+A YAML value given on the command line (``rollouts --override``) is read by the same loader
+(``parse_yaml_value``): it is as untrusted as a file and ends up in the same JSON.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from yaml.events import AliasEvent, CollectionStartEvent
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from yaml.reader import ReaderError
 
-from gym_assets.errors import ConfigError
+from gym_assets.errors import ConfigError, UsageError
 from gym_assets.limits import MAX_CONFIG_BYTES, MAX_NESTING, MAX_YAML_ALIAS_NODES
 from gym_assets.user_files import read_input
 
@@ -116,7 +119,7 @@ class _StrictLoader(yaml.SafeLoader):
         self._alias_nodes += nodes
         if self._alias_nodes > MAX_YAML_ALIAS_NODES:
             raise _Refusal(
-                problem=f"the aliases of this file repeat more than {MAX_YAML_ALIAS_NODES:,} "
+                problem=f"the aliases of this YAML repeat more than {MAX_YAML_ALIAS_NODES:,} "
                 "YAML nodes in all (an alias bomb?); write the values out or repeat less",
                 problem_mark=event.start_mark,
             )
@@ -127,7 +130,7 @@ class _StrictLoader(yaml.SafeLoader):
     def _check_depth(depth: int, event: Any) -> None:
         if depth > MAX_NESTING:
             raise _Refusal(
-                problem=f"nested deeper than {MAX_NESTING} levels; flatten the config",
+                problem=f"nested deeper than {MAX_NESTING} levels; flatten it",
                 problem_mark=event.start_mark,
             )
 
@@ -171,9 +174,17 @@ _StrictLoader.add_constructor("tag:yaml.org,2002:set", _no_json_form)
 _StrictLoader.add_constructor("tag:yaml.org,2002:float", _finite_float)
 
 
-def parse_yaml_text(text: str, path: Path) -> ParsedYaml:
-    """Parse one YAML document; a syntax error, duplicate key or exceeded bound becomes a
-    ``ConfigError`` naming the line."""
+class _Unreadable(Exception):
+    """Why a YAML text was refused, and the 1-based line it is about (None: the whole)."""
+
+    def __init__(self, message: str, line: int | None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.line = line
+
+
+def _parse(text: str) -> tuple[Any, dict[KeyPath, int]]:
+    """One YAML document under the loader's rules, and the line of each node."""
     loader = None
     try:
         loader = _StrictLoader(text)  # the reader refuses control characters right here
@@ -184,23 +195,43 @@ def parse_yaml_text(text: str, path: Path) -> ParsedYaml:
             _record_lines(loader, node, (), lines)
     except _Refusal as exc:
         line = None if exc.problem_mark is None else exc.problem_mark.line + 1
-        raise ConfigError(str(exc.problem), path=path, line=line) from None
+        raise _Unreadable(str(exc.problem), line) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         reason = exc.problem or exc.context or "unreadable YAML"
         line = None if mark is None else mark.line + 1
-        raise ConfigError(f"not valid YAML: {reason}", path=path, line=line) from None
+        raise _Unreadable(f"not valid YAML: {reason}", line) from None
     except ReaderError as exc:
-        raise ConfigError(
+        raise _Unreadable(
             f"not valid YAML: the control character #x{exc.character:02x} cannot appear in "
             "YAML text; is this a binary file?",
-            path=path,
-            line=text.count("\n", 0, exc.position) + 1,
+            text.count("\n", 0, exc.position) + 1,
         ) from None
     finally:
         if loader is not None:
             loader.dispose()  # pyright: ignore[reportUnknownMemberType]  # unannotated in the stub
+    return data, lines
+
+
+def parse_yaml_text(text: str, path: Path) -> ParsedYaml:
+    """Parse one YAML document; a syntax error, duplicate key or exceeded bound becomes a
+    ``ConfigError`` naming the line."""
+    try:
+        data, lines = _parse(text)
+    except _Unreadable as exc:
+        raise ConfigError(exc.message, path=path, line=exc.line) from None
     return ParsedYaml(path=path, data=data, lines=lines)
+
+
+def parse_yaml_value(text: str, flag: str) -> Any:
+    """A YAML value given on the command line, under the same rules as a config file (the
+    bounds, no duplicate keys, only JSON values): a flag's value is as untrusted as a file
+    and ends up in the same JSON. A refusal is a ``UsageError`` naming ``flag``."""
+    try:
+        return _parse(text)[0]
+    except _Unreadable as exc:
+        where = f" (line {exc.line})" if exc.line is not None and "\n" in text else ""
+        raise UsageError(f"{flag}: {exc.message}{where}") from None
 
 
 def parse_yaml_file(path: Path, what: str = "config file") -> ParsedYaml:

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import dagster as dg
-import yaml
 
+from gym_assets.config.yaml_source import parse_yaml_file
 from gym_assets.errors import UserError
 
 EXECUTOR_VARIABLE = "GYM_ASSETS_EXECUTOR"
@@ -77,7 +77,7 @@ def rollouts_executor() -> dg.ExecutorDefinition:
     if name == "celery":
         from dagster_celery import celery_executor
 
-        config = yaml.safe_load(CELERY_CONFIG.read_text(encoding="utf-8"))
+        config = parse_yaml_file(CELERY_CONFIG).data  # the one YAML loader, as for configs
         return celery_executor.configured(config["execution"]["config"])
     if name == "k8s":
         from dagster_k8s import k8s_job_executor

@@ -10,8 +10,9 @@ functions over a pipe with plain data only and computes every verdict itself.
 * ``workers``    — warm sandboxes reused task after task (a fork and a fresh uid per task).
 * ``guest``      — the program inside the sandbox that serves a candidate (stdlib only).
 * ``zygote``     — a warm sandbox's resident, forking one task process per task (stdlib only).
-* ``syscall_filter`` — the seccomp filter each guest installs on itself: no kernel keys, no
-                   memory outside its address space (stdlib only).
+* ``syscall_filter`` — the seccomp filters the sandboxes install on themselves: a guest's (no
+                   kernel keys, no memory outside its address space) and a harness
+                   activation's (no kernel keys) (stdlib only).
 * ``plain_data`` — the exact-type, bounded wire format both sides share (stdlib only).
 
 A command or cli harness, which runs the shell commands a model chose, gets a sandbox of its

@@ -12,7 +12,9 @@ the sandbox's own network namespace, where nothing but loopback exists. It sets 
 * a watch on loopback, where every outside address leads in this namespace, logging each
   connection attempt to one (refused at once: nothing listens there);
 
-then starts the harness (the argv after ``--``, already wrapped in its privilege drop) under
+then refuses itself and all it starts every kernel-key call (``syscall_filter.KEY_CALLS``,
+once it has joined its new session keyring: keys outlive the sandbox in the host kernel),
+starts the harness (the argv after ``--``, already wrapped in its privilege drop) under
 the configured rlimits, gives up its own root for an unprivileged uid of its own, serves until
 the harness exits and exits with the harness's status. Every looked-up name, gateway
 connection and outside attempt is one JSON line on the log descriptor the host passed in;
@@ -33,6 +35,12 @@ import struct
 import subprocess
 import sys
 from typing import Any, TextIO
+
+if __package__:  # imported on the host, for READY and by the tests
+    from gym_assets.sandbox import syscall_filter
+else:  # the sandbox's first program: -I leaves its own folder, where the filter is, off the path
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import syscall_filter
 
 DNS_PORT = 53
 CHUNK = 1 << 16
@@ -277,6 +285,7 @@ def _drop_privileges(uid: int | None) -> None:
 
 async def _serve(config: dict[str, Any], command: list[str], log: _Log) -> int:
     _new_session_keyring()
+    syscall_filter.install(syscall_filter.KEY_CALLS)
     _route_everything_here()
     sockets = _bound(config)
     address = None if config["gateway"] is None else "{}:{}".format(*config["gateway"])

@@ -2,8 +2,9 @@
 
 A harness runs the shell commands a model chose, so its whole process tree gets the isolation
 of ``isolation`` (PID, mount, IPC, UTS and network namespaces; every descendant dies with the
-sandbox's PID 1; a new session keyring) with a wider view than a verification guest, because
-it is a big program:
+sandbox's PID 1; a new session keyring, and no kernel-key call at all: ``harness_init``
+installs ``syscall_filter.KEY_CALLS``) with a wider view than a verification guest, because it
+is a big program:
 
 * read-only: the system directories, the Python installation, and the install folders its
   argv needs (``install_trees``: a venv or npm prefix, the interpreter of its ``#!`` line,
@@ -59,6 +60,7 @@ NETWORK_LOG = "network.jsonl"
 _READY_LINE_BYTES = 4096  # the init program's first line, ``sandbox_ready``, is far shorter
 RUN_DIR = "/run/gym-sandbox"  # the init program and the gateway socket, inside the sandbox
 INIT = Path(__file__).with_name("harness_init.py")
+_INIT_FILES = (INIT, INIT.with_name("syscall_filter.py"))  # bound side by side in RUN_DIR
 SOCKET = "gateway.sock"
 _INSTALL_BINS = ("bin", ".bin")
 _HOST_ETC = ("/etc/alternatives",)
@@ -186,7 +188,9 @@ class HarnessSandbox:
         for tree in map(str, (*self.writable, self.root)):
             wrapper += [*parents(os.path.dirname(tree)), "--bind", tree, tree]
         wrapper += ["--ro-bind", str(self.network_log), str(self.network_log)]
-        wrapper += [*parents(RUN_DIR), "--ro-bind", str(INIT), f"{RUN_DIR}/{INIT.name}"]
+        wrapper += parents(RUN_DIR)
+        for file in _INIT_FILES:
+            wrapper += ["--ro-bind", str(file), f"{RUN_DIR}/{file.name}"]
         if self.gateway is not None:
             wrapper += ["--ro-bind", str(self._scratch / SOCKET), f"{RUN_DIR}/{SOCKET}"]
         wrapper += ["--chdir", str(cwd), "--"]

@@ -15,13 +15,17 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from gym_assets.config.flavors import (
+    TOKEN_RULE,
     benchmark_configs,
     benchmarks_dir,
+    check_token,
     default_config_for,
+    is_token,
     resolve_token,
     token_of,
 )
-from gym_assets.errors import UserError
+from gym_assets.config.names import shown
+from gym_assets.errors import ConfigError, UserError
 from gym_assets.tasks.catalog import Benchmark, Catalog, load_catalog
 from gym_assets.workspace import Workspace
 
@@ -46,7 +50,9 @@ class Selection:
 
 
 def select_benchmark(workspace: Workspace, value: str) -> Selection:
-    """Resolve ``value`` (see the module docstring); unknown names and tokens are refused."""
+    """Resolve ``value`` (see the module docstring); unknown names and tokens are refused,
+    and so is a value that is no token at all, before any path is built from it."""
+    check_token(value)
     configs_root = workspace.configs
     if "/" in value:
         return _select_file(workspace, value, resolve_token(configs_root, value))
@@ -72,6 +78,12 @@ def _select_file(workspace: Workspace, value: str, path: Path) -> Selection:
         return _in_file(load_catalog(workspace), value, path)
     token = token_of(workspace.configs, path)
     assert token is not None  # a flavor lies below benchmarks/
+    if not is_token(token):  # the flag was a dataset name only this flavor declares
+        raise ConfigError(
+            f"this flavor's token {shown(token)} is not a benchmark token; {TOKEN_RULE}; "
+            "rename the file or its folders",
+            path=path,
+        )
     flavored = replace(workspace, data=workspace.flavor_root(token))
     return _in_file(load_catalog(flavored, (path, token)), value, path)
 

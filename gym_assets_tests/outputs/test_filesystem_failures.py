@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -39,6 +40,25 @@ def test_disk_full_while_appending_a_record(full):
             log.write({"payload": "x" * 100_000})
     finally:
         log.close()
+
+
+def test_a_record_the_disk_cuts_short_is_cut_back_off(tmp_path):
+    """The disk fills inside a row: the OS takes its first bytes and refuses the rest. The
+    ledger keeps the rows before it and none of that one (a cut last line before)."""
+    with tmpfs(tmp_path / "small", "size=64k") as mount:
+        fill(mount, leave=10_000)
+        path = mount / "rollouts.jsonl"
+        log = AppendLog(path)
+        try:
+            with pytest.raises(OutputError, match=r"cannot write: No space left on device$"):
+                for index in range(100):
+                    log.write({"index": index, "payload": "x" * 3000})
+        finally:
+            log.close()
+        data = path.read_bytes()
+    rows = [json.loads(text) for text in data.splitlines()]
+    assert data.endswith(b"\n") and [row["index"] for row in rows] == list(range(len(rows)))
+    assert len(rows) >= 1
 
 
 def test_a_product_on_a_full_disk_is_refused_in_one_line(full, tmp_path):

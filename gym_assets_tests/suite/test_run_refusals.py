@@ -56,4 +56,4 @@ def test_a_harness_name_that_is_no_directory_name_is_refused(tmp_path: Path, cap
     argv = ["conformance", "run", "--configs", str(configs), "--output", str(tmp_path / "run")]
     assert main(argv) == 2
     assert not (tmp_path / "run").exists() and not (tmp_path / "up").exists()
-    assert "names the run's directory" in capsys.readouterr().err
+    assert "harness '../up': a name is" in capsys.readouterr().err

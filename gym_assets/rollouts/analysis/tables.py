@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from gym_assets.config.names import shown
 from gym_assets.errors import UserError
 from gym_assets.plans.canonical import digest
 from gym_assets.rollouts.collection.files import RunFiles, read_jsonl
@@ -145,7 +146,22 @@ def read_run(run_dir: Path) -> tuple[list[RolloutInput], dict, dict]:
     # Flat rows name their taskset only through the catalog; comparisons pair by task index
     # and input digest, so the taskset label is not needed here.
     inputs = [RolloutInput.of(row, "") for row in read_jsonl(files.materialized_inputs)]
-    return inputs, latest_rows(read_jsonl(files.records)), latest_rows(read_jsonl(files.failures))
+    records = latest_rows(read_jsonl(files.records))
+    _check_rewards(records, files.records)
+    return inputs, records, latest_rows(read_jsonl(files.failures))
+
+
+def _check_rewards(records: dict[Key, dict[str, Any]], path: Path) -> None:
+    """A reward is a number or null: a run file edited by hand (or written by another tool)
+    with anything else is refused by name here, not as a TypeError inside the statistics."""
+    for (task, rollout), record in records.items():
+        reward = record.get("reward")
+        if reward is not None and (isinstance(reward, bool) or not isinstance(reward, int | float)):
+            raise UserError(
+                f"the record of task {task}, rollout {rollout} has reward {shown(reward)} (a "
+                f"{type(reward).__name__}); a reward is a number or null",
+                path=path,
+            )
 
 
 def run_table(run_dir: Path, *, benchmark: str = "", harness: str = "") -> pd.DataFrame:

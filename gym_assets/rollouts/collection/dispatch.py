@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gym_assets.errors import UserError
 from gym_assets.records import keys
 from gym_assets.records.accounting import caused_by_model
 from gym_assets.records.contracts import EnvironmentServer, ResourcesServer, RunGateway, Step
@@ -103,9 +104,13 @@ class Dispatcher:
             for item, attempt in pending:
                 self._keep(await self._attempt(item, attempt))
 
-        async with shared_connections(max_connections=workers), asyncio.TaskGroup() as group:
-            for _ in range(workers):
-                group.create_task(worker())
+        try:
+            async with shared_connections(max_connections=workers), asyncio.TaskGroup() as group:
+                for _ in range(workers):
+                    group.create_task(worker())
+        except* (UserError, OSError) as stopped:
+            # Each worker stops on the same cause (a full disk under the ledger): one says it.
+            raise stopped.exceptions[0] from None
 
     def _keep(self, rows: list[dict[str, Any]]) -> None:
         """Append one attempt's rows in order (a failure row before its masked record, so a

@@ -22,6 +22,7 @@ it is what the next run compares with), and refuses when the directory holds any
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import stat
@@ -244,7 +245,9 @@ class AppendLog:
     """An append-only JSONL file: each row goes to the kernel as one ``write`` of a whole line.
 
     No user-space buffer: a killed process leaves every written row intact (only a write in
-    progress can be cut short). ``close`` fsyncs, for durability beyond the process.
+    progress can be cut short). A row the OS refuses part-way (a full disk, a quota) is cut
+    back off, so the file never ends in half a row. ``close`` fsyncs, for durability beyond the
+    process. One writer: the run's lock keeps others out.
     """
 
     def __init__(self, path: Path, redactor: Redactor = NOTHING):
@@ -255,10 +258,17 @@ class AppendLog:
             self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, PUBLISHED_FILE_MODE)
 
     def write(self, row: dict[str, Any]) -> None:
+        """Append ``row`` whole, or leave the file as it was and raise ``OutputError``."""
         data = memoryview(self._redactor.data(json_line(row)))
         with reported(self._path):
-            while data:
-                data = data[os.write(self._fd, data) :]
+            end = os.lseek(self._fd, 0, os.SEEK_END)
+            try:
+                while data:
+                    data = data[os.write(self._fd, data) :]
+            except OSError:
+                with contextlib.suppress(OSError):  # if this fails too, resume cuts the tail
+                    os.ftruncate(self._fd, end)
+                raise
 
     def close(self) -> None:
         os.fsync(self._fd)

@@ -20,7 +20,8 @@ the order it reads, so one reader task hands each answer line to the oldest wait
 
 Closing the child's stdin stops it: the gateway stops serving, every capture line queued is
 written, and the process exits. The child inherits the environment (the openai upstream reads
-its key from the variable named in the spec) and the parent's stderr, where its log goes.
+its key from the variable named in the spec) and the parent's stderr, where its log goes,
+every line through the run's redactor.
 The parent makes the capability key and hands it over in the spec, on the pipe (never in the
 environment or the argv), so ``url_for`` here makes the URLs the child accepts.
 """
@@ -45,12 +46,14 @@ from gym_assets.records.contracts import Step
 from gym_assets.rollouts.collection.model_gateway import build_gateway
 from gym_assets.rollouts.gateway.bodies import DEFAULT_LIMITS, BodyLimits
 from gym_assets.rollouts.gateway.capabilities import CapabilityPaths, new_key
+from gym_assets.rollouts.gateway.logs import OneLineFormatter
 from gym_assets.rollouts.gateway.upstream_config import UpstreamConfig
 
 STOP_TIMEOUT_S = 30.0  # the gateway's own stop grace plus the capture writes still queued
 ANSWER_TIMEOUT_S = 60.0  # start-up (imports, then the gateway's own 15 s limit) or a command
 EXIT_REPORT_S = 1.0  # how long a child whose pipe closed gets to report its exit status
 CHILD_COMMAND = (sys.executable, "-m", __name__)
+LOG_FORMAT = "model gateway: %(levelname)s %(message)s"
 
 
 class GatewayProcessError(UserError):
@@ -210,12 +213,17 @@ def main() -> int:
     # Ctrl-C reaches the whole process group; the run answers it by closing our stdin, which
     # stops the gateway cleanly, so the child itself ignores it (no second traceback).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    logging.basicConfig(level=logging.WARNING, format="model gateway: %(levelname)s %(message)s")
     control_in, control_out = sys.stdin, sys.stdout
     sys.stdout = sys.stderr  # nothing but replies may reach the control channel
     spec = json.loads(control_in.readline())
+    upstream = UpstreamConfig.model_validate(spec["upstream"])
+    # The log quotes upstream errors (a malformed answer's header, say): it goes to the run's
+    # stderr, so through the run's redactor like everything the run writes, one line an event.
+    log = logging.StreamHandler()
+    log.setFormatter(OneLineFormatter(upstream.redactor(), LOG_FORMAT))
+    logging.basicConfig(level=logging.WARNING, handlers=[log])
     gateway = build_gateway(
-        UpstreamConfig.model_validate(spec["upstream"]),
+        upstream,
         Path(spec["capture_dir"]),
         model_name=spec["model_name"],
         model_server_name=spec["model_server_name"],

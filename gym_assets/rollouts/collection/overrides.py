@@ -19,6 +19,7 @@ from typing import Any
 
 from gym_assets.errors import UsageError, UserError
 from gym_assets.json_shapes import is_mapping
+from gym_assets.limits import MAX_NESTING
 
 RCP = "responses_create_params"
 SEED_FLAG = "num_repeats_add_seed"
@@ -111,10 +112,12 @@ def _with_seed(
 def parse_overrides(items: Sequence[str]) -> RunOverrides:
     """``KEY=VALUE`` items (Hydra style; a leading ``+`` is allowed) -> ``RunOverrides``.
 
-    Values are YAML scalars or flow collections (``0.5``, ``true``, ``[a, b]``); an unknown
-    key or a malformed item is a usage error.
+    Values are YAML scalars or flow collections (``0.5``, ``true``, ``[a, b]``), read by the
+    config files' strict loader (its bounds; only JSON values, so no NaN); an unknown key, a
+    malformed item or a refused value is a usage error naming the flag and the key.
     """
-    import yaml
+    from gym_assets.config.names import shown
+    from gym_assets.config.yaml_source import parse_yaml_value  # pyyaml: not for --help
 
     params: dict[str, Any] = {}
     seed = False
@@ -124,10 +127,7 @@ def parse_overrides(items: Sequence[str]) -> RunOverrides:
         key = key.removeprefix("+")
         if not sep or not key:
             raise UsageError(f"--override {item!r}: write KEY=VALUE")
-        try:
-            value = yaml.safe_load(text) if text else None
-        except yaml.YAMLError:
-            raise UsageError(f"--override {item!r}: the value is not valid YAML") from None
+        value = parse_yaml_value(text, f"--override {shown(key)}") if text else None
         if key.startswith(f"{RCP}.") and key != f"{RCP}.":
             _set_dotted(params, key[len(RCP) + 1 :].split("."), value, item)
         elif key == SEED_FLAG:
@@ -141,12 +141,33 @@ def parse_overrides(items: Sequence[str]) -> RunOverrides:
                 f"--override {item!r}: unsupported key {key!r}; run-level overrides are "
                 f"+{RCP}.<field>=VALUE, {SEED_FLAG}=true and {SKILLS}=VALUE"
             )
+    _check_depth(params)
     return RunOverrides(params, seed, skills)
+
+
+# A row holds responses_create_params, which holds the overrides: they may nest this deep.
+_OVERRIDE_NESTING = MAX_NESTING - 2
+
+
+def _check_depth(params: Mapping[str, Any]) -> None:
+    """The overrides go into every row, and a row is read back under ``MAX_NESTING``; a
+    deeper one would be written now and refused as damaged later."""
+    from gym_assets.fileio import JsonTooDeep, check_json_depth  # orjson: not for --help
+
+    try:
+        check_json_depth(json.dumps(params).encode(), _OVERRIDE_NESTING)
+    except JsonTooDeep:
+        raise UsageError(
+            f"--override {RCP}.*: the fields and values nest deeper than {_OVERRIDE_NESTING} "
+            f"levels (a row nests at most {MAX_NESTING}); flatten them"
+        ) from None
 
 
 def _set_dotted(params: dict[str, Any], keys: list[str], value: Any, item: str) -> None:
     if any(not key for key in keys):
         raise UsageError(f"--override {item!r}: empty field name")
+    if len(keys) > _OVERRIDE_NESTING:  # measured with the value once every item is set
+        raise UsageError(f"--override: more than {_OVERRIDE_NESTING} dotted fields in a key")
     node = params
     for key in keys[:-1]:
         node = node.setdefault(key, {})

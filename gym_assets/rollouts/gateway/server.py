@@ -178,6 +178,7 @@ class ModelGateway:
         config = uvicorn.Config(
             self.app,
             log_level="warning",
+            log_config=None,  # uvicorn's lines reach the program's handlers (and redaction)
             access_log=False,
             lifespan="off",
             ws="none",
@@ -383,12 +384,14 @@ class ModelGateway:
     async def _relay(
         self, rollout_id: str | None, exchange: _Exchange, reply: UpstreamReply
     ) -> AsyncIterator[bytes]:
-        """Pass the stream through; the capture line is made durable just before the terminal
-        event goes out, or before the end of a stream that stopped without one, so it is on
-        disk when the client sees the end. A stream the upstream fails (one past the answer
-        cap) ends with an error event naming the failure, and is captured without payload."""
+        """Pass the stream through, redacted (a key split across chunks too); the capture line
+        is made durable just before the terminal event goes out, or before the end of a stream
+        that stopped without one, so it is on disk when the client sees the end. A stream the
+        upstream fails (one past the answer cap) ends with an error event naming the failure,
+        and is captured without payload."""
         assert reply.stream is not None
         stream = StreamAssembler(exchange.dialect)
+        redacting = self._redactor.stream()
         failure: UpstreamFailure | None = None
         written = rollout_id is None  # nothing to capture
 
@@ -405,10 +408,13 @@ class ModelGateway:
                     if not written and stream.feed(chunk):
                         written = True
                         await self._capture(rollout_id, exchange, *fields())
-                    yield chunk
+                    if relayed := redacting.feed(chunk):
+                        yield relayed
             except UpstreamFailure as exc:
                 log.warning("model upstream failed mid-stream (%s): %s", exc.category, exc)
                 failure = exc
+            if held := redacting.end():
+                yield held
             if not written:  # no terminal event: durable before the client sees the end
                 written = True
                 await self._capture(rollout_id, exchange, *fields())

@@ -11,7 +11,9 @@ tools get a HOME of their own under ``<root>/.cache``. An install is verified be
 the harness's name (the package's ``package.json`` or the distribution's ``METADATA`` says the
 pinned version, and the adapter's executable exists), so a failed or interrupted install never
 leaves a folder that could pass for installed. npm downloads without running any package's
-scripts; those run afterwards in the harness sandbox, offline (``_run_scripts``). The
+scripts; those run afterwards in the harness sandbox, offline (``_run_scripts``). pip takes
+wheels only (``WHEELS_ONLY``): installing a wheel copies files, while building a source
+distribution runs the package's own code on the host. The
 project removes or replaces only folders it made itself (they hold the product marker of
 ``gym_assets/outputs``); a foreign folder at the install path is refused unless it already
 holds the pinned version, which is then used as it is, read-only.
@@ -48,6 +50,8 @@ INSTALL_TIMEOUT_S = 30 * 60.0  # a registry that stops answering must not hang C
 NPM_ERROR = "npm error"
 NPM_ERROR_FIELDS = ("", "code", "errno", "syscall")  # npm's error lines before the cause
 NPM_LOG_HINT = "A complete log of this run can be found in"  # npm's last line, never the cause
+WHEELS_ONLY = "--only-binary=:all:"  # the harness and every dependency, as wheels
+PIP_NO_MATCH = "ERROR: No matching distribution found for"
 
 
 @dataclass(frozen=True)
@@ -239,13 +243,23 @@ def _run_scripts(partial: Path, log: Path, name: str) -> None:
 
 def failure_cause(stderr: str) -> str | None:
     """The line of a failed tool's stderr that says why: its last line (pip), or npm's first
-    error line after the error code (npm ends with boilerplate: advice and where its log is)."""
+    error line after the error code (npm ends with boilerplate: advice and where its log is).
+    pip's "no matching distribution" also says that only wheels were looked for, and why: the
+    package (or a dependency) may exist as a source distribution only."""
     said = [line.strip() for line in stderr.splitlines() if line.strip()]
     npm = [line for line in said if line.startswith(NPM_ERROR) and NPM_LOG_HINT not in line]
     for line in npm:
         if line.removeprefix(NPM_ERROR).strip().split(" ")[0] not in NPM_ERROR_FIELDS:
             return line
-    return said[-1] if said else None
+    if not said:
+        return None
+    if said[-1].startswith(PIP_NO_MATCH):
+        return (
+            f"{said[-1]} as a wheel: harness installs take wheels only ({WHEELS_ONLY}), since "
+            "building a source distribution runs the package's own code on the host, outside "
+            "the harness sandbox; a version published only as an sdist cannot be installed"
+        )
+    return said[-1]
 
 
 def _relocate_venv(venv: Path, final: Path) -> None:
@@ -274,7 +288,8 @@ def _install_into(harness: Harness, partial: Path, env: Mapping[str, str], log: 
         _run_scripts(partial, log, harness.name)
         return
     _run([sys.executable, "-m", "venv", str(partial)], env, log, harness.name)
-    _run([str(partial / "bin" / "python"), "-m", "pip", "install", pinned], env, log, harness.name)
+    pip = [str(partial / "bin" / "python"), "-m", "pip", "install", WHEELS_ONLY, pinned]
+    _run(pip, env, log, harness.name)
     _relocate_venv(partial, _folder(harness))
 
 

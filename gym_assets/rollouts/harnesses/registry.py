@@ -28,8 +28,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from gym_assets.config.locate import did_you_mean, locator_of
+from gym_assets.config.locate import Locate, did_you_mean, locator_of
 from gym_assets.config.model import AGENTS, ENVIRONMENTS, attributed_agent, server_instances
+from gym_assets.config.names import NAME_RULE, is_name, shown
 from gym_assets.errors import ConfigError, UserError
 from gym_assets.plans.provenance import gym_version
 from gym_assets.rollouts.episodes.legacy import LEGACY_RELAY
@@ -53,11 +54,17 @@ INSTALL_FOLDER = ".harnesses"
 Interface = Literal["session", "legacy_run"]
 
 
+# Registry models are strict: YAML already gives every value its type, so a string where a
+# boolean or a number belongs ("yes", "60") is a mistake to report, not a value to coerce.
+# YAML gives lists, which the tuple fields accept (``strict=False``; their items stay strict).
+_STRICT = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
 class InstallRecipe(BaseModel):
     """Where a ``cli`` harness comes from: one npm package (installed with ``npm --prefix``) or
     one PyPI distribution (installed into a venv), at the entry's pinned ``version``."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = _STRICT
 
     npm: str | None = Field(default=None, min_length=1)
     pip: str | None = Field(default=None, min_length=1)
@@ -73,10 +80,10 @@ class OfflineProfile(BaseModel):
     """What keeps a ``cli`` harness from reaching anything but the gateway: variables set in
     its environment and flags added to its argv."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = _STRICT
 
     env: dict[str, str] = Field(default_factory=dict)
-    args: tuple[str, ...] = ()
+    args: tuple[str, ...] = Field(default=(), strict=False)
 
 
 class Harness(BaseModel):
@@ -91,13 +98,13 @@ class Harness(BaseModel):
     (``$GYM_ASSETS_HARNESSES_DIR/<name>``, else ``.harnesses/<name>`` beside the configs folder).
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = _STRICT
 
     name: str
     kind: Literal["builtin", "command", "cli"]
     interface: Interface = "session"
     agent_implementation: str = Field(min_length=1)
-    command: tuple[str, ...] = ()
+    command: tuple[str, ...] = Field(default=(), strict=False)
     version: str | None = Field(default=None, min_length=1)
     timeout_s: float = Field(default=600.0, gt=0, allow_inf_nan=False)
     adapter: str | None = Field(default=None, min_length=1)
@@ -178,15 +185,18 @@ def harnesses_dir(config_dir: Path | None) -> Path:
     return (base / INSTALL_FOLDER).resolve()
 
 
-def _filled(entry: Mapping[str, Any], config_dir: Path | None) -> dict[str, Any]:
-    """The entry with its command's placeholders filled, or a cli harness's install folder."""
-    if "install_dir" in entry:
-        raise ValueError("install_dir is where the loader installs the harness; drop it")
+def _filled(name: str, entry: Mapping[str, Any], config_dir: Path | None) -> dict[str, Any]:
+    """The entry with its name, and its command's placeholders filled or a cli harness's
+    install folder."""
+    for filled_in in ("name", "install_dir"):
+        if filled_in in entry:
+            raise ValueError(f"{filled_in} is filled in by the loader; drop it")
+    entry = {**entry, "name": name}
     if entry.get("kind") == "cli":
-        return {**entry, "install_dir": harnesses_dir(config_dir) / str(entry.get("name"))}
+        return {**entry, "install_dir": harnesses_dir(config_dir) / name}
     command = entry.get("command")
     if entry.get("kind") != "command" or not isinstance(command, list):
-        return dict(entry)
+        return entry
     values = {"{python}": sys.executable}
     if config_dir is not None:  # else it stays, and using the harness is refused
         values[CONFIG_DIR] = str(config_dir)
@@ -200,9 +210,14 @@ def _filled(entry: Mapping[str, Any], config_dir: Path | None) -> dict[str, Any]
 
 
 def load_harnesses(config: Mapping[str, Any]) -> dict[str, Harness]:
-    """Every harness of the resolved config, in config order (none: an empty registry)."""
+    """Every harness of the resolved config, in config order (none: an empty registry).
+
+    A harness's name becomes its install folder and a segment of its runs' paths, so it must
+    be a name (``gym_assets.config.names``); a refusal names the file, the line and the key."""
     locate = locator_of(config)
-    block = config.get(HARNESSES_KEY) or {}
+    block = config.get(HARNESSES_KEY)
+    if block is None:
+        return {}
     if not isinstance(block, Mapping):
         raise ConfigError(
             "harnesses must map each harness name to its settings, e.g. "
@@ -211,6 +226,11 @@ def load_harnesses(config: Mapping[str, Any]) -> dict[str, Harness]:
         )
     registry: dict[str, Harness] = {}
     for name, entry in block.items():
+        if not is_name(name):
+            raise ConfigError(
+                f"harness {shown(name)}: {NAME_RULE} (it names the harness's install folder)",
+                **locate(HARNESSES_KEY, name),
+            )
         if not isinstance(entry, Mapping):
             raise ConfigError(
                 f"harness '{name}' must be a mapping with kind and agent_implementation.",
@@ -219,20 +239,27 @@ def load_harnesses(config: Mapping[str, Any]) -> dict[str, Harness]:
         where = locate(HARNESSES_KEY, name).get("path")
         config_dir = Path(where).resolve().parent if where is not None else None
         try:
-            registry[str(name)] = Harness.model_validate(
-                _filled({**entry, "name": str(name)}, config_dir)
-            )
+            registry[name] = Harness.model_validate(_filled(name, entry, config_dir))
         except ValueError as exc:
-            if not isinstance(exc, ValidationError):
-                raise ConfigError(
-                    f"harness '{name}': {exc}", **locate(HARNESSES_KEY, name)
-                ) from None
-            error = exc.errors()[0]
-            where = ".".join(str(part) for part in error["loc"])
-            raise ConfigError(
-                f"harness '{name}': {where}: {error['msg']}", **locate(HARNESSES_KEY, name)
-            ) from None
+            raise _entry_error(name, exc, locate) from None
     return registry
+
+
+def _entry_error(name: str, exc: ValueError, locate: Locate) -> ConfigError:
+    """One line for a bad entry, at the line of the key it is about when there is one."""
+    if not isinstance(exc, ValidationError):
+        return ConfigError(f"harness '{name}': {exc}", **locate(HARNESSES_KEY, name))
+    error = exc.errors()[0]
+    key = tuple(error["loc"])
+    message = error["msg"].removeprefix("Value error, ")
+    if error["type"] == "extra_forbidden" and len(key) == 1:
+        known = [field for field in Harness.model_fields if field not in ("name", "install_dir")]
+        message = f"unknown key (known keys: {', '.join(known)})"
+    shown_key = ".".join(str(part) for part in key)
+    return ConfigError(
+        f"harness '{name}': {shown_key + ': ' if key else ''}{message}",
+        **locate(HARNESSES_KEY, name, *key),
+    )
 
 
 def get_harness(registry: Mapping[str, Harness], name: str) -> Harness:

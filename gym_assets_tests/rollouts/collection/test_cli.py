@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 from collections import Counter
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ import pytest
 
 from gym_assets.cli import main
 from gym_assets.rollouts.collection.files import RunFiles, read_jsonl
+from gym_assets_tests.loopback_http import serving
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -78,6 +80,53 @@ def test_a_run_where_nothing_produced_a_result_exits_1(data, tmp_path, capsys, n
     assert [r["_ng_failure_class"] for r in rows] == ["agent_request_failed"] * 2
     assert all(r["_ng_failure_terminal"] is False and "reward" not in r for r in rows)
     assert list(read_jsonl(RunFiles(tmp_path / "run").records)) == []
+
+
+class _LongAnswers(BaseHTTPRequestHandler):
+    """A model server whose every answer is 4 KiB."""
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers["content-length"]))
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", "4096")
+        self.end_headers()
+        self.wfile.write(b" " * 4096)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_an_answer_over_the_cap_ends_the_run_with_a_hint_on_its_flag(
+    data, tmp_path, capsys, monkeypatch
+):
+    monkeypatch.setenv("GYM_ASSETS_TEST_KEY", "sk-test")
+    with serving(_LongAnswers) as port:
+        code = _cli(
+            data, "--benchmark", "units", "--harness", "simple_agent", "--out", tmp_path / "run",
+            "--limit", "2", "--upstream", "openai", "--base-url", f"http://127.0.0.1:{port}/v1",
+            "--api-key-env", "GYM_ASSETS_TEST_KEY", "--max-answer-bytes", "1024",
+        )  # fmt: skip
+    assert code == 1
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "none of the 2 dispatched rollouts produced a result" in error
+    assert "answered more than --max-answer-bytes (1,024) allows: raise it" in error
+
+
+def test_a_request_over_the_cap_scores_0_with_a_hint_on_its_flag(data, tmp_path, capsys):
+    script = _script(tmp_path, [{"text": "42"}])
+    code = _cli(
+        data, "--benchmark", "units", "--harness", "simple_agent", "--out", tmp_path / "run",
+        "--limit", "2", "--upstream", "scripted", "--script", script,
+        "--max-request-bytes", "64",
+    )  # fmt: skip
+    captured = capsys.readouterr()
+    assert code == 0  # the model's doing: measured, scored 0
+    assert "0 by model fault: agent_request_too_large 2" in captured.out
+    assert (
+        "note: agent_request_too_large rollouts scored 0 as the model's doing: their "
+        "conversations grew past --max-request-bytes (64)"
+    ) in captured.err
 
 
 @pytest.mark.parametrize(

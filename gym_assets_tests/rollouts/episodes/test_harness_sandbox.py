@@ -143,6 +143,41 @@ def test_nothing_outside_the_activation_directory_is_writable(start_gateway, tmp
     assert (root / "network.jsonl").stat().st_uid == os.getuid()
 
 
+def _key_owners() -> set[int]:
+    """Every uid that owns keys in the host kernel (``/proc/key-users`` counts them all)."""
+    with open("/proc/key-users") as table:
+        return {int(line.split(":")[0]) for line in table}
+
+
+def test_the_harness_may_not_touch_kernel_keys(start_gateway, tmp_path) -> None:
+    """Kernel keys belong to a uid's keyrings in the host kernel, where they outlive the
+    sandbox (a later process could read a world-readable one by its id): every key call of
+    the harness is refused, and its uid owns no key after the activation."""
+    command = program(
+        tmp_path,
+        """
+        import ctypes
+        keyutils = ctypes.CDLL("libkeyutils.so.1", use_errno=True)
+        tried = {"uid": os.getuid()}
+        user_keyring = -4  # KEY_SPEC_USER_KEYRING
+        serial = keyutils.add_key(b"user", b"carried", b"over", 4, user_keyring)
+        tried["add_key"] = -ctypes.get_errno() if serial < 0 else serial
+        serial = keyutils.keyctl_get_keyring_ID(user_keyring, 1)  # made when missing
+        tried["keyctl"] = -ctypes.get_errno() if serial < 0 else serial
+        tool = subprocess.run(["keyctl", "add", "user", "k", "v", "@u"], capture_output=True)
+        tried["keyctl_tool"] = tool.returncode
+        json.dump(tried, open("tried.json", "w"))
+        bundle()
+        """,
+    )
+    made, root = agent(start_gateway(ScriptedUpstream(DONE)), command, tmp_path)
+    asyncio.run(_activate(made))
+    tried = json.loads((root / "workspace" / "tried.json").read_text())
+    assert tried["add_key"] == tried["keyctl"] == -errno.EPERM
+    assert tried["keyctl_tool"] != 0
+    assert tried["uid"] not in _key_owners()
+
+
 def test_no_sandbox_is_refused_before_anything_runs_unless_allowed(
     start_gateway, tmp_path, monkeypatch
 ) -> None:

@@ -1,5 +1,6 @@
 """Real packages built in the test, installed by the real tools without the network: a wheel
-pip finds in a local folder, and an npm tarball served by a registry on loopback."""
+(or a hostile source distribution) pip finds in a local folder, and an npm tarball served by a
+registry on loopback."""
 
 from __future__ import annotations
 
@@ -47,6 +48,28 @@ def build_wheel(folder: Path, version: str, *, program: str = PROGRAM) -> Path:
         for name, data in files.items():
             archive.writestr(name, data)
     return wheel
+
+
+def build_sdist(folder: Path, version: str, marker: Path) -> Path:
+    """A source distribution whose in-tree build backend (no build requirements, so pip needs
+    no index to build it) writes ``marker`` as soon as pip imports it: on the host, with the
+    installing user's rights, if pip ever builds it there."""
+    top = f"{PIP_DIST.replace('-', '_')}-{version}"
+    files = {
+        "PKG-INFO": f"Metadata-Version: 2.1\nName: {PIP_DIST}\nVersion: {version}\n",
+        "pyproject.toml": '[build-system]\nrequires = []\nbuild-backend = "backend"\n'
+        'backend-path = ["."]\n',
+        "backend.py": f"import pathlib\npathlib.Path({str(marker)!r}).write_text('built here')\n",
+    }
+    folder.mkdir(parents=True, exist_ok=True)
+    sdist = folder / f"{top}.tar.gz"
+    with tarfile.open(sdist, "w:gz") as archive:
+        for name, text in files.items():
+            data = text.encode()
+            entry = tarfile.TarInfo(f"{top}/{name}")
+            entry.size = len(data)
+            archive.addfile(entry, io.BytesIO(data))
+    return sdist
 
 
 def _manifest(version: str, postinstall: str | None) -> dict:

@@ -1,4 +1,5 @@
-"""The one line of a failed install's stderr that says why (npm's as npm 11 prints them)."""
+"""The one line of a failed install's stderr that says why (npm's as npm 11 prints them; pip's
+"no matching distribution" says that only wheels are taken, and why)."""
 
 from __future__ import annotations
 
@@ -27,7 +28,10 @@ LOG = "npm error A complete log of this run can be found in: /x/_logs/debug-0.lo
         (
             "Collecting x\nERROR: Could not find a version that satisfies the requirement x==9\n"
             "ERROR: No matching distribution found for x==9\n",
-            "ERROR: No matching distribution found for x==9",
+            "ERROR: No matching distribution found for x==9 as a wheel: harness installs take "
+            "wheels only (--only-binary=:all:), since building a source distribution runs the "
+            "package's own code on the host, outside the harness sandbox; a version published "
+            "only as an sdist cannot be installed",
         ),
         ("", None),
     ],

@@ -27,7 +27,9 @@ from gym_assets.rollouts.harnesses.registry import (
 from gym_assets_tests.rollouts.harnesses.install.conftest import cli_entry, write_registry
 from gym_assets_tests.rollouts.harnesses.install.packages import (
     NPM_PACKAGE,
+    PIP_DIST,
     PROGRAM,
+    build_sdist,
     build_wheel,
     npm_registry,
 )
@@ -110,6 +112,20 @@ def test_npm_install_scripts_run_in_the_sandbox_not_on_the_host(
     assert (package / "built.txt").read_text() == "built"  # the script ran, inside
     assert list(host.iterdir()) == []  # and reached nothing of the host
     assert {p.stat().st_uid for p in (root / "fakenpm").rglob("*")} == {os.getuid()}
+
+
+def test_a_source_distribution_is_refused_unbuilt(configs, root, wheels, tmp_path, capsys) -> None:
+    """Building an sdist runs its code on the host (its build backend here writes a marker):
+    pip takes wheels only, so the install fails naming the package and saying why."""
+    marker = tmp_path / "built-on-the-host"
+    build_sdist(wheels, "1.0.0", marker)
+    write_registry(configs, {"fake": cli_entry("pip", "1.0.0")})
+    assert _run(configs, "harness", "install", "fake") == 1
+    assert not marker.exists()
+    error = capsys.readouterr().err.splitlines()[-1]
+    assert f"No matching distribution found for {PIP_DIST}==1.0.0 as a wheel" in error
+    assert "building a source distribution runs the package's own code on the host" in error
+    assert sorted(os.listdir(root)) == [".cache"]
 
 
 def test_a_new_pin_replaces_our_install(configs, root, npm_versions) -> None:
