@@ -24,3 +24,7 @@ from gym_assets.display import shown
 def test_what_does_not_print_is_escaped(text: object, expected: str) -> None:
     assert shown(text) == expected
     assert shown(text).isprintable()
+
+
+def test_a_message_on_several_lines_keeps_them_and_nothing_else() -> None:
+    assert shown("refused:\n  a: \x1b[2J", lines=True) == "refused:\n  a: \\x1b[2J"

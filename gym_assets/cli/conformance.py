@@ -154,7 +154,7 @@ def _options(args: argparse.Namespace, capture_dir: Path | None = None) -> Inspe
 
 
 def _checker_error(exc: BaseException) -> int:
-    detail = f": {exc}" if isinstance(exc, _explained_errors()) else ""
+    detail = f": {shown(exc)}" if isinstance(exc, _explained_errors()) else ""
     print(f"checker_error ({type(exc).__name__}){detail}; no report published", file=sys.stderr)
     return INPUT_ERROR_EXIT
 
@@ -186,10 +186,10 @@ def run_suite(args: argparse.Namespace) -> int:
             configs=args.configs,
         )
     except UserError as exc:
-        print(f"error: {exc.render()}", file=sys.stderr)
+        print(f"error: {shown(exc.render(), lines=True)}", file=sys.stderr)
         return INPUT_ERROR_EXIT
     except OSError as exc:  # the run's own files could not be written: nothing was judged
-        print(f"runner_error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print(f"runner_error: {type(exc).__name__}: {shown(exc)}", file=sys.stderr)
         return INPUT_ERROR_EXIT
     verdict = "every harness meets" if summary.verdict else "not every harness meets"
     print(f"{verdict} the P0 gate: {summary.report_md}")
