@@ -6,7 +6,8 @@ other side could write is opened only through directory descriptors, component b
 from a directory that is ours (``root``, whose own path is trusted), never following a link;
 ``O_NONBLOCK`` so that a FIFO cannot block the open; and kept only when the descriptor is a
 regular file, read through a bound. The file's mode is checked before the open too, so a
-device never gets opened at all.
+device never gets opened at all. The checked open and the bounded read (``open_regular``,
+``read_up_to``) serve the files a user names too (``user_files``), links followed there.
 """
 
 from __future__ import annotations
