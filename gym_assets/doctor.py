@@ -167,13 +167,37 @@ def harnesses(loaded: Mapping[str, Any]) -> list[Finding]:
     return findings
 
 
+def _nearest_existing(path: Path) -> Path:
+    """``path`` made absolute, or the nearest folder on its way that exists."""
+    where = path.resolve()
+    while not where.exists():
+        where = where.parent
+    return where
+
+
+def data_root(root: Path) -> Finding:
+    """Products can be written under the data root: it is a directory this user may write,
+    or it will be made (on first use) in one. A file there, or a read-only one, would fail
+    the first run only after its products were made."""
+    item = "data root"
+    fix = "point --data-root / GYM_ASSETS_DATA_ROOT at a folder you can write"
+    where = _nearest_existing(root)
+    if not where.is_dir():
+        what = "is" if where == root.resolve() else f"is on the way to {root} and is"
+        return Finding("FAIL", item, f"{where} {what} not a directory", fix)
+    if not os.access(where, os.W_OK | os.X_OK):
+        return Finding("FAIL", item, f"{where} cannot be written here (read-only, or not "
+                       "this user's)", fix)  # fmt: skip
+    if where != root.resolve():
+        return Finding("ok", item, f"{root} will be made in {where}, which can be written")
+    return Finding("ok", item, f"{where}: a directory that can be written")
+
+
 def disk_space(
     data_root: Path, warn_bytes: int = DISK_WARN_BYTES, fail_bytes: int = DISK_FAIL_BYTES
 ) -> Finding:
     """Free space where products go (the nearest existing folder of the data root)."""
-    where = data_root.resolve()
-    while not where.exists():
-        where = where.parent
+    where = _nearest_existing(data_root)
     free = shutil.disk_usage(where).free
     detail = f"{free / GiB:.1f} GiB free under {where}"
     fix = "free space there, or point --data-root / GYM_ASSETS_DATA_ROOT elsewhere"
@@ -225,7 +249,7 @@ def examine(
     findings.append(configs_finding)
     if loaded is not None:
         findings += harnesses(loaded)
-    findings.append(disk_space(workspace.data))
+    findings += [data_root(workspace.data), disk_space(workspace.data)]
     if url is not None:
         findings.append(base_url(url, api_key_env))
     return findings

@@ -14,6 +14,7 @@ import re
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator
+from functools import partial
 from itertools import accumulate
 from pathlib import Path
 from typing import IO, Any
@@ -21,7 +22,8 @@ from typing import IO, Any
 import orjson
 
 from gym_assets.errors import UserError, os_failure
-from gym_assets.limits import MAX_NESTING
+from gym_assets.limits import MAX_JSONL_LINE_BYTES, MAX_NESTING
+from gym_assets.user_files import open_input, read_input, size
 
 _LINE_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
@@ -205,18 +207,12 @@ def parse_json_bytes(raw: bytes, max_depth: int = MAX_NESTING) -> Any:
     return _parse_strictly(raw.decode("utf-8"))
 
 
-def read_json_file(path: str | Path, what: str, max_depth: int = MAX_NESTING) -> Any:
-    """The one JSON document in a file (a plan, a script), or a ``UserError`` naming the file
-    (and the line, when the parser knows it) that says what is wrong with it."""
+def read_json_file(path: str | Path, what: str, limit: int, max_depth: int = MAX_NESTING) -> Any:
+    """The one JSON document in a file (a plan, a script) of at most ``limit`` bytes, or a
+    ``UserError`` naming the file (and the line, when the parser knows it) that says what is
+    wrong with it."""
     path = Path(path)
-    if path.is_dir():
-        raise UserError(f"this is a directory; pass the {what} file itself", path=path)
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise UserError(f"{what} file not found", path=path) from None
-    except OSError as exc:
-        raise UserError(f"cannot read the {what} file ({exc.strerror})", path=path) from None
+    raw = read_input(path, f"{what} file", limit)
     try:
         return parse_json_bytes(raw, max_depth)
     except UnicodeDecodeError:
@@ -230,22 +226,31 @@ def read_json_file(path: str | Path, what: str, max_depth: int = MAX_NESTING) ->
         raise UserError(f"not a JSON {what} file ({reason})", path=path) from None
 
 
+# A line is read up to two bytes past its cap, room for its "\r\n": what is longer without
+# them is over the cap, and the rest of it is never read.
+_LINE_READ = MAX_JSONL_LINE_BYTES + 2
+
+
 def iter_jsonl(
     path: str | Path, *, objects_only: bool = True, max_depth: int = MAX_NESTING
 ) -> Iterator[tuple[int, Any]]:
     """Yield ``(line_number, value)`` for each non-blank line of a JSONL file, streaming.
 
-    Line numbers are 1-based, as editors show them. A malformed line raises a ``UserError``
-    that names the file and line and never echoes the line's content (it may hold a payload).
+    Line numbers are 1-based, as editors show them. A malformed line, or one longer than
+    ``MAX_JSONL_LINE_BYTES``, raises a ``UserError`` that names the file and line and never
+    echoes the line's content (it may hold a payload). The file is opened as every user input
+    is (``user_files``): a FIFO, a device or a directory is refused before a byte is read.
     Files this project wrote (rows wrapped in envelopes) are read with a larger ``max_depth``.
     """
     path = Path(path)
-    if path.is_dir():
-        raise UserError("this is a directory; expected a JSONL file", path=path)
-    if not path.is_file():
-        raise UserError("file not found; check the path in the config", path=path)
-    with path.open("rb") as handle:
-        for number, raw in enumerate(handle, start=1):
+    with open_input(path, "JSONL file") as handle:
+        for number, raw in enumerate(iter(partial(handle.readline, _LINE_READ), b""), start=1):
+            if len(raw) > MAX_JSONL_LINE_BYTES and len(raw.rstrip(b"\r\n")) > MAX_JSONL_LINE_BYTES:
+                raise UserError(
+                    f"a line longer than {size(MAX_JSONL_LINE_BYTES)}, the limit for one line",
+                    path=path,
+                    line=number,
+                )
             if raw.isspace():
                 continue
             try:

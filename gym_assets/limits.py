@@ -45,3 +45,14 @@ DEFAULT_MAX_UNMEASURED_SHARE = 0.05
 # it streams, so one call never holds more than its cap (docs/rollouts.md, "The model gateway").
 DEFAULT_MAX_REQUEST_BYTES = 8 * 1024 * 1024
 DEFAULT_MAX_ANSWER_BYTES = 8 * 1024 * 1024
+
+# Files a user names (a flag, a config entry), read whole: each is refused past its cap by a
+# read that stops there, so a huge or endless file costs at most the cap. A plan lists about
+# 150 bytes a task (a million tasks fit); a config or prompt file is hand-written YAML; the
+# other JSON documents (a scripted upstream's steps, a conformance run's summary) are far
+# smaller than their cap. JSONL data is streamed, never read whole: each line is capped
+# instead, far above any real row or record (docs/operations.md, "Input limits").
+MAX_PLAN_BYTES = 256 * 1024 * 1024
+MAX_CONFIG_BYTES = 16 * 1024 * 1024
+MAX_JSON_DOCUMENT_BYTES = 64 * 1024 * 1024
+MAX_JSONL_LINE_BYTES = 256 * 1024 * 1024

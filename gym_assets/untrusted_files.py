@@ -6,7 +6,8 @@ other side could write is opened only through directory descriptors, component b
 from a directory that is ours (``root``, whose own path is trusted), never following a link;
 ``O_NONBLOCK`` so that a FIFO cannot block the open; and kept only when the descriptor is a
 regular file, read through a bound. The file's mode is checked before the open too, so a
-device never gets opened at all.
+device never gets opened at all. The checked open and the bounded read (``open_regular``,
+``read_up_to``) serve the files a user names too (``user_files``), links followed there.
 """
 
 from __future__ import annotations
@@ -35,17 +36,26 @@ def read_beneath(root: Path, relative: str | PurePath, limit: int) -> bytes:
     when it holds more than ``limit`` bytes; other ``OSError`` as they come."""
     fd = open_beneath(root, relative)
     try:
-        chunks: list[bytes] = []
-        size = 0
-        while size <= limit:
-            chunk = os.read(fd, min(_CHUNK, limit + 1 - size))
-            if not chunk:
-                return b"".join(chunks)
-            chunks.append(chunk)
-            size += len(chunk)
+        data = read_up_to(fd, limit)
     finally:
         os.close(fd)
-    raise RefusedFile(f"{PurePath(relative)} holds more than {limit} bytes")
+    if len(data) > limit:
+        raise RefusedFile(f"{PurePath(relative)} holds more than {limit} bytes")
+    return data
+
+
+def read_up_to(fd: int, limit: int) -> bytes:
+    """What ``fd`` holds, but never more than ``limit + 1`` bytes: a result longer than
+    ``limit`` says the file is over its bound without reading the rest of it."""
+    chunks: list[bytes] = []
+    size = 0
+    while size <= limit:
+        chunk = os.read(fd, min(_CHUNK, limit + 1 - size))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
 
 
 def open_beneath(root: Path, relative: str | PurePath) -> int:
@@ -56,19 +66,44 @@ def open_beneath(root: Path, relative: str | PurePath) -> int:
         raise ValueError(f"not a path beneath a directory: {relative}")
     directory = _directory_beneath(root, shown.parent, shown)
     try:
-        before = os.stat(shown.name, dir_fd=directory, follow_symlinks=False)
-        if not stat.S_ISREG(before.st_mode):
-            raise RefusedFile(f"{shown} is {_kind(before.st_mode)}, not a regular file")
-        fd = _open_or_refuse(shown.name, _FILE, directory, shown)
+        return open_regular(shown.name, dir_fd=directory)
+    except NotRegular as exc:
+        raise RefusedFile(f"{shown} {exc.reason}") from None
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):  # a link put in place after the check
+            raise RefusedFile(f"{shown}: {shown.name} is a link or not a directory") from None
+        raise
     finally:
         os.close(directory)
+
+
+class NotRegular(Exception):
+    """What a path leads to is not a regular file, or was swapped while it was opened;
+    ``reason`` says which (``is a FIFO, not a regular file``)."""
+
+    def __init__(self, reason: str):
+        self.reason = reason
+        super().__init__(reason)
+
+
+def open_regular(path: str | Path, *, dir_fd: int | None = None, follow: bool = False) -> int:
+    """A read-only descriptor of the regular file ``path``; the caller closes it.
+
+    Its mode is checked before the open, so a device is never opened, and the descriptor's
+    after, so nothing swapped in between is read; the open is non-blocking, so a FIFO cannot
+    block it. A link is followed only with ``follow``. ``NotRegular`` otherwise; ``OSError``
+    (``FileNotFoundError`` ...) as they come."""
+    before = os.stat(path, dir_fd=dir_fd, follow_symlinks=follow)
+    if not stat.S_ISREG(before.st_mode):
+        raise NotRegular(f"is {kind_of(before.st_mode)}, not a regular file")
+    fd = os.open(path, _FILE & ~os.O_NOFOLLOW if follow else _FILE, dir_fd=dir_fd)
     after = os.fstat(fd)
     if not stat.S_ISREG(after.st_mode) or (after.st_dev, after.st_ino) != (
         before.st_dev,
         before.st_ino,
     ):
         os.close(fd)
-        raise RefusedFile(f"{shown} was replaced while it was opened")
+        raise NotRegular("was replaced while it was opened")
     return fd
 
 
@@ -136,7 +171,8 @@ def _open_or_refuse(name: str, flags: int, directory: int, shown: PurePath) -> i
         raise
 
 
-def _kind(mode: int) -> str:
+def kind_of(mode: int) -> str:
+    """What a non-regular file is, as refusals name it: ``a FIFO``, ``a directory`` ..."""
     if stat.S_ISLNK(mode):
         return "a symbolic link"
     if stat.S_ISFIFO(mode):

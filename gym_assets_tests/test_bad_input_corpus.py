@@ -15,9 +15,11 @@ test runs it in-process and checks:
 
 To add a case, write a ``setup(tmp) -> argv`` function and append a ``Case`` to the list of its
 kind (bad input, or output paths); a case that mounts or starts something undoes it in
-``cleanup(tmp)``. Comments on the bad-input cases say which were tracebacks (or hangs, or
-silent acceptances) before the input bounds existed; the others pin a behaviour that must not
-regress.
+``cleanup(tmp)``. A case whose input once hung the command or made it read without end (a
+FIFO, ``/dev/zero``) runs as a child process under a deadline and a memory cap (``child``), so
+that a regression fails the case instead of stalling the suite or waking the OOM killer.
+Comments on the bad-input cases say which were tracebacks (or hangs, or silent acceptances)
+before the input bounds existed; the others pin a behaviour that must not regress.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import fnmatch
 import json
 import os
 import re
+import resource
 import shutil
 import socket
 import stat
@@ -39,7 +42,13 @@ from pathlib import Path
 import pytest
 
 from gym_assets.cli import main
-from gym_assets.limits import MAX_NESTING, MAX_PRODUCT_NESTING
+from gym_assets.limits import (
+    MAX_CONFIG_BYTES,
+    MAX_JSON_DOCUMENT_BYTES,
+    MAX_NESTING,
+    MAX_PLAN_BYTES,
+    MAX_PRODUCT_NESTING,
+)
 from gym_assets_tests.filesystems import fill, snapshot, tmpfs
 
 REPO = Path(__file__).resolve().parents[1]
@@ -56,6 +65,7 @@ class Case:
     creates: tuple[str, ...] = ()  # globs of relative paths the command may create
     cleanup: Callable[[Path], None] | None = None
     slow: bool = False  # it makes a whole rollouts run first: left out of make test-fast
+    child: bool = False  # it once hung or read without end: run it in a guarded child process
 
 
 def run(argv: list[str]) -> int:
@@ -63,6 +73,35 @@ def run(argv: list[str]) -> int:
         return main(argv)
     except SystemExit as exc:  # argparse's usage errors
         return int(exc.code or 0)
+
+
+CHILD_DEADLINE_S = 120  # an interpreter start and one refusal, on a loaded machine
+CHILD_MEMORY_BYTES = 4 << 30
+
+
+def _cap_memory() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (CHILD_MEMORY_BYTES, CHILD_MEMORY_BYTES))
+
+
+def run_child(argv: list[str], cwd: Path) -> tuple[int, str]:
+    """``gym-assets argv`` in a child process of this checkout: its exit code and stderr; a
+    case fails when the child outlives ``CHILD_DEADLINE_S`` (it is killed)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GYM_ASSETS_")}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "gym_assets.cli", *argv],
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=CHILD_DEADLINE_S,
+            preexec_fn=_cap_memory,
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"gym-assets {' '.join(argv)} did not end within {CHILD_DEADLINE_S} s")
+    return done.returncode, done.stderr
 
 
 COLLATE = ["collate", "--benchmark", "units", "--out"]
@@ -212,6 +251,40 @@ def rollouts_cmd(*flags: str) -> Setup:
     return setup
 
 
+# --- what a user may name instead of a file ---------------------------------------------------
+
+Make = Callable[[Path], None]  # puts something that is not plain content at a path
+
+
+def a_fifo(path: Path) -> None:
+    os.mkfifo(path)
+
+
+def a_link_to_dev_zero(path: Path) -> None:
+    """Followed, as a user's link is: what it leads to never ends."""
+    path.symlink_to("/dev/zero")
+
+
+def sparse(size: int) -> Make:
+    """A file of ``size`` bytes that takes no disk: one byte over a cap costs nothing."""
+
+    def make(path: Path) -> None:
+        path.touch()
+        os.truncate(path, size)
+
+    return make
+
+
+def put(path: Path, data: bytes | Make | None) -> None:
+    """``data`` written at ``path``; None: a directory there; a ``Make``: what it makes."""
+    if data is None:
+        path.mkdir()
+    elif isinstance(data, bytes):
+        path.write_bytes(data)
+    else:
+        data(path)
+
+
 # --- plan files -----------------------------------------------------------------------------
 
 DIGEST = "sha256:" + "0" * 64
@@ -230,17 +303,14 @@ def plan_document(*task_ids: str) -> dict[str, object]:
     }
 
 
-def verify_cmd(plan: bytes | None, taskset: bytes | None = b"") -> Setup:
-    """``plan verify`` of ``plan`` (None: a directory) against a taskset file (None: a dir)."""
+def verify_cmd(plan: bytes | Make | None, taskset: bytes | Make | None = b"") -> Setup:
+    """``plan verify`` of ``plan`` against a taskset file (each ``put`` in place)."""
 
     def setup(tmp: Path) -> list[str]:
         configs = tree(tmp)
         plan_path, taskset_path = tmp / "plan.json", tmp / "taskset.jsonl"
         for path, data in ((plan_path, plan), (taskset_path, taskset)):
-            if data is None:
-                path.mkdir()
-            else:
-                path.write_bytes(data)
+            put(path, data)
         verify = ["plan", "verify", "--plan", str(plan_path), "--taskset", str(taskset_path)]
         return [*verify, "--configs", str(configs)]
 
@@ -257,15 +327,12 @@ def task_line(task_id: str, task_input: object) -> bytes:
 # --- other inputs ---------------------------------------------------------------------------
 
 
-def script_cmd(script: bytes | None) -> Setup:
-    """``rollouts --upstream scripted --script FILE`` with ``script`` (None: a directory)."""
+def script_cmd(script: bytes | Make | None) -> Setup:
+    """``rollouts --upstream scripted --script FILE`` with ``script`` ``put`` in place."""
 
     def setup(tmp: Path) -> list[str]:
         path = tmp / "script.json"
-        if script is None:
-            path.mkdir()
-        else:
-            path.write_bytes(script)
+        put(path, script)
         flags = ["--upstream", "scripted", "--script", str(path)]
         return [*RUN, str(tmp / "run"), *flags, *roots(tmp, tree(tmp))]
 
@@ -318,22 +385,25 @@ def settings_cmd(old: str, new: str) -> Setup:
     return setup
 
 
-def bundle_cmd(data: bytes) -> Setup:
+def bundle_cmd(data: bytes | Make) -> Setup:
     def setup(tmp: Path) -> list[str]:
-        (tmp / "rollouts.jsonl").write_bytes(data)
+        put(tmp / "rollouts.jsonl", data)
         bundle, report = str(tmp / "rollouts.jsonl"), str(tmp / "report")
         return ["conformance", "inspect", "--bundle", bundle, "--output", report]
 
     return setup
 
 
-def migrate_cmd(data: bytes) -> Setup:
-    """``config add-environment-servers`` on one file of its configs tree."""
+def migrate_cmd(data: bytes | Make, beside: Make | None = None) -> Setup:
+    """``config add-environment-servers`` on one file of its configs tree (which holds what
+    ``beside`` makes too, when given: the whole tree is read)."""
 
     def setup(tmp: Path) -> list[str]:
         configs = tmp / "configs"
         configs.mkdir()
-        (configs / "old.yaml").write_bytes(data)
+        put(configs / "old.yaml", data)
+        if beside is not None:
+            beside(configs / "beside.yaml")
         return [
             "config",
             "add-environment-servers",
@@ -341,6 +411,19 @@ def migrate_cmd(data: bytes) -> Setup:
             "--configs",
             str(configs),
         ]
+
+    return setup
+
+
+def in_the_tree(name: str, make: Make, *argv: str, **tree_args: object) -> Setup:
+    """``argv`` against a configs tree (``tree_args``) whose file ``name`` (relative to it) is
+    ``make``'s."""
+
+    def setup(tmp: Path) -> list[str]:
+        configs = tree(tmp, **tree_args)  # type: ignore[arg-type]
+        (configs / name).unlink(missing_ok=True)
+        make(configs / name)
+        return [*argv, *roots(tmp, configs)]
 
     return setup
 
@@ -353,6 +436,17 @@ def registry_cmd(models: str, *argv: str) -> Setup:
 
     def setup(tmp: Path) -> list[str]:
         return [*argv, "--configs", str(tree(tmp, extra={"models.yaml": models.encode()}))]
+
+    return setup
+
+
+def configs_root_cmd(make: Make) -> Setup:
+    """``list benchmarks --configs FILE`` with what ``make`` puts there (one file may be the
+    whole configs)."""
+
+    def setup(tmp: Path) -> list[str]:
+        make(tmp / "root.yaml")
+        return [*LIST, "--configs", str(tmp / "root.yaml"), "--data-root", str(tmp / "data")]
 
     return setup
 
@@ -372,6 +466,38 @@ def manifest_cmd(extra: str) -> Setup:
         return [*LIST, *flags]
 
     return setup
+
+
+# Each input a user names, with where the refusal names it: (case id, the setup that puts a
+# special file there, exit code, the path's pattern, what the file is, the kinds tried, what
+# the command may create first).
+BOTH = ("a-fifo", "a-link-to-dev-zero")
+# A dataset that leads outside the configs tree keeps its metrics under the data root: that
+# product directory is claimed (made, marked) before the rows are read.
+METRICS_PRODUCT = ("data", "data/metrics", "data/metrics/*")
+SPECIAL_INPUTS: list[
+    tuple[str, Callable[[Make], Setup], int, str, str, tuple[str, ...], tuple[str, ...]]
+] = [
+    ("plan", verify_cmd, 1, r"plan\.json", "plan file", BOTH, ()),
+    ("verify-taskset", lambda make: verify_cmd(GOOD_PLAN, make), 1, r"taskset\.jsonl",
+     "JSONL file", BOTH, ()),
+    ("script", script_cmd, 1, r"script\.json", "script file", BOTH, ()),
+    ("dataset", lambda make: in_the_tree("bench/units.jsonl", make, *COLLATE, "out"), 1,
+     r"units\.jsonl", "JSONL file", BOTH, METRICS_PRODUCT),
+    ("configs-file", lambda make: in_the_tree("bench/more.yaml", make, *LIST), 1,
+     r"more\.yaml", "config file", BOTH, ()),
+    ("prepare-script", lambda make: in_the_tree("bench/prep.py", make, "prepare", "--benchmark",
+     "units", bench=with_dataset_key("prepare_script: prep.py")), 1, r"prep\.py",
+     "prepare script", BOTH, ()),
+    ("configs-root", configs_root_cmd, 1, r"root\.yaml", "config file", BOTH, ()),
+    ("conformance-bundle", bundle_cmd, 2, r"rollouts\.jsonl", "bundle", BOTH, ()),
+    # A named file that leads outside the configs tree is refused as such, before it is read.
+    ("migrated-file", migrate_cmd, 2, r"old\.yaml", "config file", ("a-fifo",), ()),
+]  # fmt: skip
+SPECIAL_FILES = [
+    ("a-fifo", a_fifo, "a FIFO"),
+    ("a-link-to-dev-zero", a_link_to_dev_zero, "a device"),
+]
 
 
 OUTSIDE_INSTANCE = b"""\
@@ -644,6 +770,7 @@ INPUT_CASES = [
         1,
         r"units\.jsonl:4: a string holds a lone surrogate escape",
     ),
+    # Said "does not exist" before.
     Case(
         "rows-path-is-a-directory",
         plan_cmd(
@@ -651,7 +778,7 @@ INPUT_CASES = [
             extra={"bench/data_dir/x": b""},
         ),
         1,
-        r"data file .*data_dir does not exist; fix `jsonl_fpath`",
+        r"data_dir: is a directory, not a regular file; pass the JSONL file itself",
     ),
     # --- plan files ------------------------------------------------------------------------
     # Accepted before: the loader sorted the tasks and kept one of the twins.
@@ -680,7 +807,7 @@ INPUT_CASES = [
         "plan-is-a-directory",
         verify_cmd(None),
         1,
-        r"plan\.json: this is a directory; pass the plan file itself",
+        r"plan\.json: is a directory, not a regular file; pass the plan file itself",
     ),
     # ValueError traceback before (the integer-digits limit was not caught).
     Case(
@@ -724,7 +851,7 @@ INPUT_CASES = [
         "verify-taskset-is-a-directory",
         verify_cmd(GOOD_PLAN, None),
         1,
-        r"taskset\.jsonl: this is a directory; expected a JSONL file",
+        r"taskset\.jsonl: is a directory, not a regular file; pass the JSONL file itself",
     ),
     # RecursionError traceback before; collated files get the envelope's headroom.
     Case(
@@ -811,7 +938,7 @@ INPUT_CASES = [
         "script-is-a-directory",
         script_cmd(None),
         1,
-        r"script\.json: this is a directory; pass the script file itself",
+        r"script\.json: is a directory, not a regular file; pass the script file itself",
     ),
     # Accepted before (NaN parsed, then an unrelated step error).
     Case(
@@ -1001,6 +1128,50 @@ INPUT_CASES = [
         r"rollouts\.jsonl: the record of task \d+, rollout 0 has reward '1\.0' \(a str\); a "
         r"reward is a number or null$",
         slow=True,
+    ),
+    # --- what is not a regular file, or is over its cap -------------------------------------
+    # Hung before (a FIFO), or read without end (22 GB before the OOM killer), or was "not
+    # found" or skipped in silence. A user's link is followed, to what it leads to.
+    *(
+        Case(
+            f"{name}-is-{kind_id}",
+            setup(make),
+            code,
+            rf"{where}: is {kind}, not a regular file; pass the {what} itself",
+            creates=creates,
+            child=True,
+        )
+        for name, setup, code, where, what, kinds, creates in SPECIAL_INPUTS
+        for kind_id, make, kind in SPECIAL_FILES
+        if kind_id in kinds
+    ),
+    # Read whole before (a bad-JSON message after reading 256 MiB of NULs).
+    Case(
+        "plan-over-its-cap",
+        verify_cmd(sparse(MAX_PLAN_BYTES + 1)),
+        1,
+        r"plan\.json: the plan file is larger than 256 MiB, its limit \(docs/operations\.md",
+    ),
+    Case(
+        "script-over-its-cap",
+        script_cmd(sparse(MAX_JSON_DOCUMENT_BYTES + 1)),
+        1,
+        r"script\.json: the script file is larger than 64 MiB, its limit",
+    ),
+    # The named file is refused as outside the tree (its link is followed); the tree is read.
+    Case(
+        "migration-beside-a-link-to-dev-zero",
+        migrate_cmd(b"{}\n", beside=a_link_to_dev_zero),
+        2,
+        r"could not read .*beside\.yaml: .*beside\.yaml: is a device, not a regular file",
+        child=True,
+    ),
+    # Parsed before: 16 MiB of NULs, refused as a control character.
+    Case(
+        "migration-over-its-cap",
+        migrate_cmd(sparse(MAX_CONFIG_BYTES + 1)),
+        2,
+        r"could not update .*old\.yaml: .*old\.yaml: the config file is larger than 16 MiB",
     ),
 ]
 
@@ -1372,7 +1543,7 @@ CASES = [*INPUT_CASES, *OUTPUT_PATH_CASES]
 
 
 def test_the_corpus_is_large_and_its_ids_unique() -> None:
-    assert len(INPUT_CASES) >= 40 and len(OUTPUT_PATH_CASES) >= 12
+    assert len(INPUT_CASES) >= 80 and len(OUTPUT_PATH_CASES) >= 12
     assert len({case.id for case in CASES}) == len(CASES)
 
 
@@ -1393,9 +1564,11 @@ def test_bad_input_is_refused_in_one_line_and_writes_nothing(
         before = snapshot(tmp_path)
         capsys.readouterr()
 
-        code = run(argv)
-
-        err = capsys.readouterr().err
+        if case.child:
+            code, err = run_child(argv, tmp_path)
+        else:
+            code = run(argv)
+            err = capsys.readouterr().err
         after = snapshot(tmp_path)
     assert "Traceback" not in err
     assert code == case.exit_code, err
@@ -1425,6 +1598,89 @@ def test_a_row_nested_exactly_at_the_limit_collates_plans_and_verifies(
     assert out.count("plan matches") == 2 and "4 tasks, every digest equal" in out
     collated = [json.loads(text) for text in taskset.read_text("utf-8").splitlines()]
     assert collated[-1]["task_input"]["task_data"]["extra"] == nested(MAX_NESTING - 2)
+
+
+# --- text from data is printed, never obeyed --------------------------------------------------
+
+FORGED = "u9\nchanged: u1 (taskset units)"
+ESCAPE = "\x1b]0;owned\x07\x1b[2J"
+
+
+def test_plan_verify_prints_task_ids_escaped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """A task id holding a newline printed a forged ``changed:`` line, and an escape sequence
+    reached the terminal; each is shown as its escape, on its own report line."""
+    monkeypatch.chdir(tmp_path)
+    taskset = task_line("u1", {"q": 1}) + task_line(FORGED, {"q": 2}) + task_line(ESCAPE, {})
+    argv = verify_cmd(json.dumps(plan_document("u1")).encode(), taskset)(tmp_path)
+    capsys.readouterr()
+
+    assert run(argv) == 1
+
+    lines = capsys.readouterr().out.splitlines()
+    sections = [text.split(":")[0] for text in lines]
+    assert sections == ["added", "added", "changed", "plan does not match " + argv[5]]
+    assert "\x1b" not in "".join(lines) and "\x07" not in "".join(lines)
+    assert r"added: u9\nchanged: u1 (taskset units) (taskset units)" in lines
+    assert r"added: \x1b]0;owned\x07\x1b[2J (taskset units)" in lines
+
+
+# --- doctor: a data root that cannot hold products ---------------------------------------------
+
+
+def doctor_of_data_root(
+    tmp: Path, data_root: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> list[tuple[str, str]]:
+    """``doctor --json`` with ``data_root``: the status and detail of its data root item (the
+    sandbox's probe, which starts a guest, is left out: it is not about the data root)."""
+    from gym_assets import doctor
+
+    monkeypatch.setattr(doctor, "sandbox", lambda: doctor.Finding("ok", "sandbox", "skipped"))
+    configs = tree(tmp)
+    capsys.readouterr()
+    code = run(["doctor", "--json", "--configs", str(configs), "--data-root", str(data_root)])
+    findings = json.loads(capsys.readouterr().out)
+    assert code == (1 if any(f["status"] == "FAIL" for f in findings) else 0)
+    return [(f["status"], f["detail"]) for f in findings if f["item"] == "data root"]
+
+
+def test_doctor_fails_a_data_root_that_is_a_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """It said "ok" (free disk under the file) before."""
+    (tmp_path / "data").write_text("mine\n")
+    found = doctor_of_data_root(tmp_path, tmp_path / "data", monkeypatch, capsys)
+    assert found == [("FAIL", f"{tmp_path / 'data'} is not a directory")]
+    assert (tmp_path / "data").read_text() == "mine\n"
+
+
+def test_doctor_fails_a_data_root_under_a_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    (tmp_path / "notes").write_text("mine\n")
+    data_root = tmp_path / "notes" / "data"
+    found = doctor_of_data_root(tmp_path, data_root, monkeypatch, capsys)
+    detail = f"{tmp_path / 'notes'} is on the way to {data_root} and is not a directory"
+    assert found == [("FAIL", detail)]
+
+
+def test_doctor_fails_a_read_only_data_root(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """It said "ok" before; a run then failed at its first write."""
+    with contextlib.ExitStack() as undo:
+        undo.callback(unmount, tmp_path)
+        mount = _mount(tmp_path, "ro,size=64k")
+        found = doctor_of_data_root(tmp_path, mount, monkeypatch, capsys)
+    assert found == [("FAIL", f"{mount} cannot be written here (read-only, or not this user's)")]
+
+
+def test_doctor_passes_a_data_root_still_to_be_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    found = doctor_of_data_root(tmp_path, tmp_path / "data", monkeypatch, capsys)
+    assert [status for status, _ in found] == ["ok"]
 
 
 # --- what a refusal case cannot show: a closed pipe, server logs, a disk filling mid-run -----

@@ -26,6 +26,7 @@ PARSER_MODULES = {
     "gym_assets.cli.rollouts",
     "gym_assets.conformance",  # its __init__ is a docstring
     "gym_assets.conformance.profiles",
+    "gym_assets.display",  # stdlib only: escapes data-derived text the commands print
     "gym_assets.errors",
     "gym_assets.json_shapes",
     "gym_assets.limits",

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gym_assets import fileio
 from gym_assets.errors import UserError
 from gym_assets.fileio import (
     JsonTooDeep,
@@ -21,7 +22,7 @@ from gym_assets.fileio import (
     parse_json_line,
     read_json_file,
 )
-from gym_assets.limits import MAX_NESTING, MAX_PRODUCT_NESTING
+from gym_assets.limits import MAX_NESTING, MAX_PLAN_BYTES, MAX_PRODUCT_NESTING
 
 json_values = st.recursive(
     st.none()
@@ -171,7 +172,7 @@ def test_too_deep_rows_name_file_and_line_and_products_have_headroom(tmp_path: P
     ("content", "message"),
     [
         (None, "plan file not found"),
-        ("dir", "this is a directory; pass the plan file itself"),
+        ("dir", "is a directory, not a regular file; pass the plan file itself"),
         ('{\n  "a": 1,\n  "b": oops\n}', r":3: not a JSON plan file \(Expecting value\)"),
         ('{"a": NaN}', r"not a JSON plan file \(NaN is not valid JSON\)"),
         ("[" * 500 + "]" * 500, f"not a JSON plan file: JSON nested deeper than {MAX_NESTING}"),
@@ -185,4 +186,26 @@ def test_json_documents_are_read_strictly_with_clear_errors(tmp_path, content, m
     elif content is not None:
         path.write_bytes(content if isinstance(content, bytes) else content.encode())
     with pytest.raises(UserError, match=message):
-        read_json_file(path, "plan")
+        read_json_file(path, "plan", MAX_PLAN_BYTES)
+
+
+def test_a_line_over_its_cap_is_refused_by_number(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(fileio, "MAX_JSONL_LINE_BYTES", 16)
+    monkeypatch.setattr(fileio, "_LINE_READ", 18)
+    path = tmp_path / "d.jsonl"
+    at_the_cap = b'{"a": "xxxxxxx"}'
+    path.write_bytes(at_the_cap + b"\r\n" + at_the_cap + b"\n" + at_the_cap)
+    assert [n for n, _ in iter_jsonl(path)] == [1, 2, 3]
+    path.write_bytes(at_the_cap + b"\n" + b'{"a": "' + b"x" * 100 + b'"}\n')
+    with pytest.raises(UserError, match=r"d\.jsonl:2: a line longer than 16 bytes, the limit"):
+        list(iter_jsonl(path))
+
+
+def test_a_link_to_a_data_file_is_followed(tmp_path: Path) -> None:
+    """Users link datasets into place: the link is read as the file it leads to."""
+    (tmp_path / "real.jsonl").write_bytes(b'{"a": 1}\n')
+    (tmp_path / "linked.jsonl").symlink_to(tmp_path / "real.jsonl")
+    assert list(iter_jsonl(tmp_path / "linked.jsonl")) == [(1, {"a": 1})]
+    assert read_json_file(tmp_path / "linked.jsonl", "plan", MAX_PLAN_BYTES) == {"a": 1}

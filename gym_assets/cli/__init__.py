@@ -20,6 +20,7 @@ import sys
 from collections.abc import Sequence
 
 from gym_assets.cli import benchmarks, config, conformance, doctor, harnesses, plans, rollouts
+from gym_assets.display import shown
 from gym_assets.errors import UsageError, UserError, os_error_line
 
 
@@ -47,10 +48,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         _stdout_to_devnull()
         return 1
     except UserError as exc:
-        print(f"error: {exc.render()}", file=sys.stderr)
+        print(f"error: {shown(exc.render(), lines=True)}", file=sys.stderr)
         return 2 if isinstance(exc, UsageError) else 1
     except OSError as exc:
-        print(f"error: {os_error_line(exc)}", file=sys.stderr)
+        print(f"error: {shown(os_error_line(exc))}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

@@ -19,6 +19,7 @@ from gym_assets.cli.flags import (
     workspace_of,
 )
 from gym_assets.cli.listing import print_listing
+from gym_assets.display import shown
 from gym_assets.errors import UserError
 from gym_assets.modes import COLLATION_MODES, VALIDATION_MODES
 
@@ -134,7 +135,7 @@ def _prepare(args: argparse.Namespace) -> int:
 
 
 def _progress(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
+    print(shown(message), file=sys.stderr, flush=True)
 
 
 def _collate(args: argparse.Namespace) -> int:

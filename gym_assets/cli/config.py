@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gym_assets.cli.flags import add_configs_flag, workspace_of
+from gym_assets.display import shown
 
 if TYPE_CHECKING:
     from gym_assets.config.loader import LoadedConfig
@@ -136,4 +137,4 @@ def _render(summary: dict[str, Any]) -> str:
     lines += ["", "Warnings:" if summary["warnings"] else "Warnings: (none)"]
     for warning in summary["warnings"]:
         lines += [f"  {line}" if line else "" for line in warning.splitlines()]
-    return "\n".join(lines) + "\n"
+    return "".join(f"{shown(line)}\n" for line in lines)

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from gym_assets.cli.flags import add_configs_flag, workspace_of
 from gym_assets.conformance.profiles import PROFILE_ID, PROFILES
+from gym_assets.display import shown
 from gym_assets.errors import UserError
 
 if TYPE_CHECKING:
@@ -153,7 +154,7 @@ def _options(args: argparse.Namespace, capture_dir: Path | None = None) -> Inspe
 
 
 def _checker_error(exc: BaseException) -> int:
-    detail = f": {exc}" if isinstance(exc, _explained_errors()) else ""
+    detail = f": {shown(exc)}" if isinstance(exc, _explained_errors()) else ""
     print(f"checker_error ({type(exc).__name__}){detail}; no report published", file=sys.stderr)
     return INPUT_ERROR_EXIT
 
@@ -180,15 +181,15 @@ def run_suite(args: argparse.Namespace) -> int:
             output=args.output,
             timeout_s=args.timeout,
             jobs=args.jobs,
-            progress=lambda line: print(line, flush=True),
+            progress=lambda line: print(shown(line), flush=True),
             allow_unsandboxed=args.allow_unsandboxed,
             configs=args.configs,
         )
     except UserError as exc:
-        print(f"error: {exc.render()}", file=sys.stderr)
+        print(f"error: {shown(exc.render(), lines=True)}", file=sys.stderr)
         return INPUT_ERROR_EXIT
     except OSError as exc:  # the run's own files could not be written: nothing was judged
-        print(f"runner_error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print(f"runner_error: {type(exc).__name__}: {shown(exc)}", file=sys.stderr)
         return INPUT_ERROR_EXIT
     verdict = "every harness meets" if summary.verdict else "not every harness meets"
     print(f"{verdict} the P0 gate: {summary.report_md}")

@@ -6,6 +6,7 @@ import argparse
 import json
 
 from gym_assets.cli.flags import add_configs_flag, add_data_root_flag, workspace_of
+from gym_assets.display import shown
 
 
 def _doctor(args: argparse.Namespace) -> int:
@@ -17,7 +18,7 @@ def _doctor(args: argparse.Namespace) -> int:
     else:
         width = max(len(finding.item) for finding in findings)
         for finding in findings:
-            print(finding.line(width))
+            print(shown(finding.line(width)))
     return 1 if any(finding.status == "FAIL" for finding in findings) else 0
 
 
@@ -28,9 +29,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Check what a run needs on this machine and print one line per item, "
         "`ok|warn|FAIL  ITEM  DETAIL  [fix: ...]`: the Python version, the project's "
         "environment and its pinned Dagster, DAGSTER_HOME, the bubblewrap sandbox (one guest "
-        "is started), the configs, each cli harness against its pinned version, free disk "
-        "under the data root, and with --base-url a model server's /models. Exit 0 when "
-        "nothing FAILs, 1 otherwise.",
+        "is started), the configs, each cli harness against its pinned version, a data "
+        "root that can be written and the free disk under it, and with --base-url a model "
+        "server's /models. Exit 0 when nothing FAILs, 1 otherwise.",
     )
     add_configs_flag(parser)
     add_data_root_flag(parser)

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from gym_assets.cli.flags import add_configs_flag, workspace_of
 from gym_assets.cli.listing import print_listing
+from gym_assets.display import shown
 
 if TYPE_CHECKING:
     from gym_assets.rollouts.harnesses.registry import Harness
@@ -92,7 +93,7 @@ def _install(args: argparse.Namespace) -> int:
             return 0
     else:
         chosen = [get_harness(registry, name) for name in dict.fromkeys(args.names)]
-    install_all(chosen, lambda line: print(line, file=sys.stderr, flush=True))
+    install_all(chosen, lambda line: print(shown(line), file=sys.stderr, flush=True))
     return 0
 
 

@@ -6,6 +6,8 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from gym_assets.display import shown
+
 
 def print_listing(
     title: str,
@@ -19,7 +21,7 @@ def print_listing(
     if as_json:
         print(json.dumps(list(rows), ensure_ascii=False))
         return
-    table = [list(cells(row)) for row in rows]
+    table = [[shown(cell) for cell in cells(row)] for row in rows]
     widths = [
         max(len(h), *(len(r[i]) for r in table)) if table else len(h) for i, h in enumerate(headers)
     ]

@@ -26,6 +26,7 @@ from gym_assets.cli.flags import (
     select,
     workspace_of,
 )
+from gym_assets.display import shown
 from gym_assets.errors import UserError
 
 if TYPE_CHECKING:
@@ -55,11 +56,11 @@ def _selected(args: argparse.Namespace, value: str) -> tuple[Catalog, Benchmark]
 
 
 def _warn(message: str) -> None:
-    print(f"warning: {message}", file=sys.stderr)
+    print(f"warning: {shown(message)}", file=sys.stderr)
 
 
 def _say(message: str) -> None:
-    print(message, file=sys.stderr)
+    print(shown(message), file=sys.stderr)
 
 
 def _plan(args: argparse.Namespace) -> int:
@@ -109,7 +110,9 @@ def _plan(args: argparse.Namespace) -> int:
 
 
 def _label(key: TaskKey) -> str:
-    return f"{key.task_id} (taskset {key.taskset})"
+    """A task as the report names it: ids from the data, shown escaped (an id holding a
+    newline would forge a line of the report)."""
+    return f"{shown(key.task_id)} (taskset {shown(key.taskset)})"
 
 
 def _report(diff: PlanDiff) -> None:
@@ -142,7 +145,7 @@ def _verify(args: argparse.Namespace) -> int:
         _, benchmark = _selected(args, args.verify_benchmark)
         if benchmark.name != plan.benchmark:
             raise UserError(
-                f"the plan is for benchmark '{plan.benchmark}', not '{benchmark.name}'",
+                f"the plan is for benchmark '{shown(plan.benchmark)}', not '{benchmark.name}'",
                 path=args.plan,
             )
         source = f"benchmark '{benchmark.name}'"
@@ -150,10 +153,10 @@ def _verify(args: argparse.Namespace) -> int:
         diff = verify_plan(plan, file_tasks(rows, benchmark.name, benchmark.taskset))
     _report(diff)
     if diff.matches:
-        print(f"plan matches {source}: {len(plan.tasks)} tasks, every digest equal")
+        print(shown(f"plan matches {source}: {len(plan.tasks)} tasks, every digest equal"))
         return 0
     counts = f"{len(diff.added)} added, {len(diff.removed)} removed, {len(diff.changed)} changed"
-    print(f"plan does not match {source}: {counts}")
+    print(shown(f"plan does not match {source}: {counts}"))
     return 1
 
 

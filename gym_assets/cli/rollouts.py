@@ -36,6 +36,7 @@ from gym_assets.cli.flags import (
     select,
     workspace_of,
 )
+from gym_assets.display import shown
 from gym_assets.errors import UserError
 from gym_assets.limits import (
     DEFAULT_CONCURRENCY,
@@ -100,7 +101,7 @@ def _fraction(value: str) -> float:
 
 
 def _say(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
+    print(shown(message), file=sys.stderr, flush=True)
 
 
 def _number(value: float | None) -> str:
@@ -116,18 +117,19 @@ def _summary(result: RunResult) -> None:
     widths = [max(len(h), len(c)) for h, c in zip(headers, row, strict=True)]
     for cells in (headers, row):
         print("  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip())
-    print(totals.headline)
+    print(shown(totals.headline))
     for label, kinds in (
         ("failures by kind", totals.failure_kinds),
         ("masked by kind  ", totals.masked_kinds),
         ("0 by model fault", totals.model_failure_kinds),
     ):
         if kinds:
-            print(f"{label}: {', '.join(f'{kind} {count}' for kind, count in kinds.items())}")
+            listed = ", ".join(f"{kind} {count}" for kind, count in kinds.items())
+            print(shown(f"{label}: {listed}"))
     analysis = result.analysis
     print()
     for line in analysis.statistics.lines():
-        print(line)
+        print(shown(line))
     if analysis.comparison is None:
         print("compared with the previous run: no previous run to compare")
     else:
@@ -141,8 +143,10 @@ def _summary(result: RunResult) -> None:
     print()
     harness = result.harness
     print(
-        f"harness            : {harness['harness']} ({harness['kind']}, interface "
-        f"{harness['interface']}, runtime {harness['runtime_version']})"
+        shown(
+            f"harness            : {harness['harness']} ({harness['kind']}, interface "
+            f"{harness['interface']}, runtime {harness['runtime_version']})"
+        )
     )
     print(f"records            : {files.records}")
     print(f"failures           : {files.failures}")
@@ -260,14 +264,14 @@ def _reverify_summary(result: ReverifyResult) -> None:
         f"({result.seconds:.1f}s)"
     )
     for reason, count in result.kept.items():
-        print(f"kept as they were: {count} ({KEPT_REASONS.get(reason, reason)})")
+        print(shown(f"kept as they were: {count} ({KEPT_REASONS.get(reason, reason)})"))
     for name, before, after in (
         ("reward mean", result.before.reward_mean, result.after.reward_mean),
         ("pass@1", result.before.pass_at_1, result.after.pass_at_1),
     ):
         print(f"{name:<11}: {_number(before)} -> {_number(after)}")
     for change in result.shown:
-        print(f"  {describe_change(change)}")
+        print(f"  {shown(describe_change(change))}")
     if result.changed > len(result.shown):
         print(f"  ... {result.changed - len(result.shown)} more in the diff")
     print()
@@ -294,7 +298,7 @@ def _compare(args: argparse.Namespace) -> int:
     print(f"A: {args.run_a}")
     print(f"B: {args.run_b}")
     for line in comparison.lines():
-        print(line)
+        print(shown(line))
     return 0
 
 

@@ -115,13 +115,15 @@ class LoadedConfig(Mapping[str, Any]):
 
 
 def _config_files(root: Path) -> list[Path]:
-    if root.is_file():
-        return [root]
-    if not root.is_dir():
+    """The files below the directory ``root``, or ``root`` itself (one that is not a regular
+    file is refused by what it is when it is read)."""
+    if root.is_dir():
+        return list(yaml_files_under(root))
+    if not root.exists():
         raise ConfigError(
             "configs root not found; pass --configs DIR or set GYM_ASSETS_CONFIGS", path=root
         )
-    return list(yaml_files_under(root))
+    return [root]
 
 
 def load_configs(root: Path, *more: Path, flavor: Path | None = None) -> LoadedConfig:

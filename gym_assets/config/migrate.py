@@ -47,6 +47,7 @@ from gym_assets.config.yaml_source import (
     KeyPath,
     expand_yaml_paths,
     parse_yaml_text,
+    read_yaml_file,
     yaml_files_under,
 )
 from gym_assets.errors import ConfigError
@@ -195,11 +196,7 @@ def _read(path: Path, configs_root: Path, named: bool) -> _Document:
             "--configs DIR to name the tree it belongs to)",
             path=path,
         )
-    try:
-        content = path.read_bytes()
-        text = content.decode("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read the file: {exc}", path=path) from None
+    content, text = read_yaml_file(path)
     parsed = parse_yaml_text(text, path)
     data = parsed.data
     if data is None:

@@ -32,7 +32,8 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from yaml.reader import ReaderError
 
 from gym_assets.errors import ConfigError, UsageError
-from gym_assets.limits import MAX_NESTING, MAX_YAML_ALIAS_NODES
+from gym_assets.limits import MAX_CONFIG_BYTES, MAX_NESTING, MAX_YAML_ALIAS_NODES
+from gym_assets.user_files import read_input
 
 KeyPath = tuple[Any, ...]
 YAML_SUFFIXES = (".yaml", ".yml")
@@ -233,13 +234,19 @@ def parse_yaml_value(text: str, flag: str) -> Any:
         raise UsageError(f"{flag}: {exc.message}{where}") from None
 
 
-def parse_yaml_file(path: Path) -> ParsedYaml:
-    """Read and parse one file; unreadable bytes are a ``ConfigError`` too."""
+def parse_yaml_file(path: Path, what: str = "config file") -> ParsedYaml:
+    """Read and parse one file; what cannot be read is a ``ConfigError`` too."""
+    return parse_yaml_text(read_yaml_file(path, what)[1], path)
+
+
+def read_yaml_file(path: Path, what: str = "config file") -> tuple[bytes, str]:
+    """A YAML file's bytes and text, read as every user input is (``user_files``: a regular
+    file, links followed, at most ``MAX_CONFIG_BYTES``); a ``ConfigError`` when it cannot be."""
+    content = read_input(path, what, MAX_CONFIG_BYTES, ConfigError)
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        return content, content.decode("utf-8")
+    except UnicodeDecodeError as exc:
         raise ConfigError(f"cannot read the file: {exc}", path=path) from None
-    return parse_yaml_text(text, path)
 
 
 def _record_lines(
@@ -278,7 +285,7 @@ def _files_under(root: Path, wanted: Callable[[Path], bool]) -> Iterator[Path]:
             if entry.is_dir():
                 if not _is_skipped_dir(entry):
                     stack.append(entry)
-            elif wanted(entry) and entry.is_file():
+            elif wanted(entry):  # a FIFO or a dangling link too: reading it says what it is
                 found.append((entry.relative_to(root).as_posix(), entry))
     yield from (path for _, path in sorted(found))
 

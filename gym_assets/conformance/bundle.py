@@ -12,14 +12,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from gym_assets.errors import UserError
 from gym_assets.fileio import check_json_depth
 from gym_assets.limits import MAX_PRODUCT_NESTING
+from gym_assets.user_files import open_input
 
 BUNDLE_CANDIDATES = (
     "rollouts.jsonl",
@@ -60,15 +62,16 @@ def parse_row(data: bytes) -> Any:
 
 
 def resolve_bundle(path: str | Path) -> Path:
-    """The rollout file a bundle path names: the file itself, or the one known file in a dir."""
+    """The rollout file a bundle path names: the file itself, or the one known file in a dir.
+    Whether it is a file to read is judged when it is opened (``open_bundle_file``)."""
     path = Path(path)
-    if path.is_file():
-        return path
-    if not path.is_dir():
+    if not os.path.lexists(path):
         raise InspectionInputError(
             "bundle not found; pass a rollouts JSONL file or directory", path=path
         )
-    found = [path / name for name in BUNDLE_CANDIDATES if (path / name).is_file()]
+    if not path.is_dir():
+        return path
+    found = [path / name for name in BUNDLE_CANDIDATES if os.path.lexists(path / name)]
     if len(found) != 1:
         names = ", ".join(BUNDLE_CANDIDATES)
         detail = "none" if not found else "several"
@@ -78,9 +81,15 @@ def resolve_bundle(path: str | Path) -> Path:
     return found[0]
 
 
+def open_bundle_file(path: Path) -> BinaryIO:
+    """An input of the inspector opened as every user input is (``user_files``): a missing
+    file, a FIFO, a device or a directory is an ``InspectionInputError`` naming it."""
+    return open_input(path, "bundle", InspectionInputError)
+
+
 def file_sha256(path: Path) -> str:
     digest = hashlib.sha256()
-    with path.open("rb") as handle:
+    with open_bundle_file(path) as handle:
         while chunk := handle.read(_CHUNK):
             digest.update(chunk)
     return digest.hexdigest()
@@ -103,7 +112,7 @@ def capture_files(capture_dir: str | Path) -> list[Path]:
     capture_dir = Path(capture_dir)
     if not capture_dir.is_dir():
         raise InspectionInputError("capture directory not found", path=capture_dir)
-    return sorted(p for p in capture_dir.iterdir() if p.is_file() and CAPTURE_MARKER in p.name)
+    return sorted(p for p in capture_dir.iterdir() if CAPTURE_MARKER in p.name and not p.is_dir())
 
 
 @dataclass(frozen=True)
@@ -150,7 +159,7 @@ def iter_bundle_rows(
     file changed between hashing and reading and an input error is raised after the last row.
     """
     digest = hashlib.sha256()
-    with bundle_file.open("rb") as handle:
+    with open_bundle_file(bundle_file) as handle:
         for number, data in enumerate(handle, start=1):
             digest.update(data)
             if not data.strip():

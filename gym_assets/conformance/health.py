@@ -21,13 +21,14 @@ raised on the rollout (that check is then unobserved, never a silent pass), and
 from __future__ import annotations
 
 import json
+import os
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gym_assets.conformance.bundle import parse_row
+from gym_assets.conformance.bundle import open_bundle_file, parse_row
 from gym_assets.conformance.checker import CheckContext, CheckSource
 from gym_assets.conformance.engine import Check, Kind, Results, Tier
 from gym_assets.conformance.record_view import RecordView, response_metadata, token_stats
@@ -417,9 +418,9 @@ def read_health_inputs(
     """Lines of the rollout file and its failure sidecar, leniently; missing files skipped."""
     for name in names:
         path = Path(directory) / name
-        if not path.is_file():
+        if not os.path.lexists(path):
             continue
-        with path.open("rb") as handle:
+        with open_bundle_file(path) as handle:
             for number, data in enumerate(handle, start=1):
                 if not data.strip():
                     continue

@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from gym_assets.errors import UserError
 from gym_assets.fileio import read_json_file
 from gym_assets.json_shapes import is_list, is_mapping
+from gym_assets.limits import MAX_PLAN_BYTES
 from gym_assets.plans.canonical import DIGEST_PREFIX, canonical_json
 from gym_assets.spill import RecordLog
 
@@ -324,7 +325,7 @@ def load_plan(path: str | Path) -> Plan:
     validated one at a time so only the lean plan stays in memory.
     """
     path = Path(path)
-    document = read_json_file(path, "plan")
+    document = read_json_file(path, "plan", MAX_PLAN_BYTES)
     if not is_mapping(document):
         raise UserError("not an eval plan: expected a JSON object", path=path)
     label = document.get("schema")

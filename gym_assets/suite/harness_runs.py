@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 from gym_assets.check_outcome import CheckOutcome
 from gym_assets.errors import UserError
 from gym_assets.fileio import atomic_write_text, read_json_file
+from gym_assets.limits import MAX_JSON_DOCUMENT_BYTES
 from gym_assets.outputs.claims import claimed_dir, rebuilt_dir
 from gym_assets.outputs.markers import CONFORMANCE_RUNS, CONFORMANCE_SWEEP
 from gym_assets.outputs.targets import Roots, Target
@@ -71,7 +72,7 @@ def latest_run(runs: Path) -> LatestRun | None:
     pointer = runs / LATEST
     if not pointer.is_file():
         return None
-    document = read_json_file(pointer, "latest-run pointer")
+    document = read_json_file(pointer, "latest-run pointer", MAX_JSON_DOCUMENT_BYTES)
     name = document.get("run") if isinstance(document, dict) else None
     if not isinstance(name, str) or not _RUN_ID.match(name):
         raise UserError(
@@ -80,8 +81,8 @@ def latest_run(runs: Path) -> LatestRun | None:
     directory = runs / name
     return LatestRun(
         directory,
-        read_json_file(directory / SUITE_FILE, "conformance suite"),
-        read_json_file(directory / SUMMARY_FILE, "conformance summary"),
+        read_json_file(directory / SUITE_FILE, "conformance suite", MAX_JSON_DOCUMENT_BYTES),
+        read_json_file(directory / SUMMARY_FILE, "conformance summary", MAX_JSON_DOCUMENT_BYTES),
     )
 
 

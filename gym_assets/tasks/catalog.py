@@ -88,8 +88,9 @@ class Benchmark:
         return str(self.declared.instance.config.get("description") or "")
 
     def require_rows(self) -> Path:
-        """The prepared rows, or a clear error saying how to produce them."""
-        if self.rows_path.is_file():
+        """The prepared rows, or a clear error saying how to produce them. Something there
+        that is not a regular file is the reader's to refuse, by what it is."""
+        if self.rows_path.exists():
             return self.rows_path
         if self.prepare_script is not None:
             raise UserError(

@@ -264,9 +264,10 @@ def _refuse_model_server_datasets(inputs: Sequence[CollationInput]) -> None:
 
 
 def _check_sources(selected: Sequence[CollationInput]) -> None:
-    """Refuse before anything is written if a source file is missing."""
+    """Refuse before anything is written if a source file is missing (one that is there but
+    not a regular file is refused by the reader, by what it is)."""
     for item in selected:
-        if item.source_path.is_file():
+        if item.source_path.exists():
             continue
         dataset = item.declared.dataset
         hint = (

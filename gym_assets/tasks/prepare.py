@@ -28,6 +28,7 @@ from gym_assets.outputs.markers import PREPARED
 from gym_assets.outputs.targets import Target, is_within
 from gym_assets.tasks.catalog import Benchmark
 from gym_assets.tasks.fingerprint import Inputs, forget_inputs, record_inputs
+from gym_assets.user_files import open_input
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,7 @@ def _scan(path: Path) -> tuple[int, str]:
     """Count the rows of a JSONL file (checking each is an object) and hash its bytes."""
     rows = sum(1 for _ in iter_jsonl(path))
     digest = hashlib.sha256()
-    with path.open("rb") as handle:
+    with open_input(path, "JSONL file") as handle:
         for chunk in iter(lambda: handle.read(1 << 20), b""):
             digest.update(chunk)
     return rows, digest.hexdigest()
@@ -54,11 +55,12 @@ def _scan(path: Path) -> tuple[int, str]:
 def _load_script(benchmark: Benchmark) -> Callable[..., Any]:
     script = benchmark.prepare_script
     assert script is not None
-    if not script.is_file():
+    if not script.exists():
         raise UserError(
             f"benchmark '{benchmark.name}' is missing a valid prepare script: {script} does "
             "not exist; fix `prepare_script` in its config"
         )
+    open_input(script, "prepare script").close()  # a FIFO, a device, a directory: refused
     spec = importlib.util.spec_from_file_location(f"gym_assets_prepare_{benchmark.name}", script)
     assert spec is not None and spec.loader is not None
     module: ModuleType = importlib.util.module_from_spec(spec)

@@ -95,9 +95,7 @@ def _template(document: Mapping[str, Any], key: str, path: Path) -> str | None:
 def load_prompt_config(path: str | Path) -> PromptConfig:
     """Read and check a prompt config YAML file (required ``user``, optional ``system``)."""
     path = Path(path)
-    if not path.is_file():
-        raise UserError("prompt config not found; check the dataset's prompt_config", path=path)
-    document = parse_yaml_file(path).data  # the config loader's bounds apply here too
+    document = parse_yaml_file(path, "prompt config").data  # the loader's bounds apply here too
     if not is_mapping(document):
         raise UserError("a prompt config must be a mapping with `user` (and `system`)", path=path)
     unknown = sorted(set(document) - {"user", "system"})

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from gym_assets.errors import UserError
 from gym_assets.fileio import read_json_file
+from gym_assets.limits import MAX_JSON_DOCUMENT_BYTES
 from gym_assets.records.contracts import Step
 from gym_assets.rollouts.gateway import (
     ModelGateway,
@@ -104,7 +105,7 @@ def build_gateway(
 
 def load_script(path: Path) -> list[Step]:
     """A scripted upstream's steps from a JSON file (a list of step objects)."""
-    steps = read_json_file(path, "script")
+    steps = read_json_file(path, "script", MAX_JSON_DOCUMENT_BYTES)
     if not isinstance(steps, list) or not all(isinstance(step, dict) for step in steps):
         raise UserError("a script is a JSON list of step objects", path=path)
     return steps
