@@ -50,6 +50,7 @@ from gym_assets.outputs.markers import (
 from gym_assets.redaction import NOTHING, Redactor
 from gym_assets.rollouts.episodes.network_logs import NETWORK_LOG_SUFFIX
 from gym_assets.rollouts.gateway.capture import CAPTURE_SUFFIX, INCOMPLETE_SUFFIX
+from gym_assets.user_files import open_input
 
 DEFAULT_STEM = "rollouts"
 REPORT_FILE = re.compile(r"\d+-\d+\.json")  # report/<task>-<rollout>.json, one per rollout
@@ -249,9 +250,9 @@ def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
     (or a writer is appending right now): it is skipped. Any other line that is not a JSON
     object raises ``CorruptRunFile`` naming the file and line.
     """
-    if not path.is_file():
+    if not os.path.lexists(path):
         return
-    with path.open("rb") as handle:
+    with open_input(path, "run file") as handle:  # a FIFO or device there is refused by name
         for number, raw in enumerate(handle, start=1):
             if not raw.endswith(b"\n"):
                 return

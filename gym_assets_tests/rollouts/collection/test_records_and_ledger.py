@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 
+import pytest
+
+from gym_assets.errors import UserError
 from gym_assets.records.accounting import outcome_of
 from gym_assets.records.episode import EpisodeFailure
 from gym_assets.records.evidence import FailureSidecarRow, RolloutRecord
@@ -108,3 +112,13 @@ def test_a_cut_short_last_line_is_dropped_before_appending(tmp_path):
     whole = tmp_path / "one.jsonl"
     whole.write_text('{"cut": ')
     assert repair_tail(whole) and whole.read_text() == ""
+
+
+def test_a_run_file_that_is_a_fifo_is_refused_not_taken_as_missing(tmp_path) -> None:
+    """A FIFO at a run file's name would block the reader (or, skipped, make a resumed run
+    start again from nothing): it is refused by what it is."""
+    path = tmp_path / "rollouts.jsonl"
+    os.mkfifo(path)
+    with pytest.raises(UserError, match="is a FIFO"):
+        list(read_jsonl(path))
+    assert list(read_jsonl(tmp_path / "absent.jsonl")) == []
