@@ -73,6 +73,7 @@ from gym_assets.rollouts.gateway.sse import StreamAssembler
 from gym_assets.rollouts.gateway.upstreams import (
     ModelRequest,
     ReferenceUpstream,
+    StreamBroken,
     Upstream,
     UpstreamFailure,
     UpstreamReply,
@@ -384,9 +385,11 @@ class ModelGateway:
     async def _relay(
         self, rollout_id: str | None, exchange: _Exchange, reply: UpstreamReply
     ) -> AsyncIterator[bytes]:
-        """Pass the stream through, redacted (a key split across chunks too); the capture line
-        is made durable just before the terminal event goes out, or before the end of a stream
-        that stopped without one, so it is on disk when the client sees the end. A stream the
+        """Pass the stream through, redacted (a key split across chunks too), up to its terminal
+        event: the answer is whole there, and how the server then closes the connection (real
+        servers often drop it) is none of the agent's business. The capture line is made
+        durable just before the terminal event goes out, or before the end of a stream that
+        stopped without one, so it is on disk when the client sees the end. A stream the
         upstream fails (one past the answer cap) ends with an error event naming the failure,
         and is captured without payload."""
         assert reply.stream is not None
@@ -405,14 +408,21 @@ class ModelGateway:
                 async for chunk in reply.stream:
                     if exchange.ttft is None:
                         exchange.ttft = time.perf_counter()
-                    if not written and stream.feed(chunk):
+                    ended = stream.feed(chunk)
+                    if ended and not written:
                         written = True
                         await self._capture(rollout_id, exchange, *fields())
                     if relayed := redacting.feed(chunk):
                         yield relayed
+                    if ended:
+                        break
             except UpstreamFailure as exc:
                 log.warning("model upstream failed mid-stream (%s): %s", exc.category, exc)
                 failure = exc
+            except StreamBroken as exc:
+                if not stream.close():
+                    log.warning("model server stream broke before its end: %s", exc)
+            stream.close()
             if held := redacting.end():
                 yield held
             if not written:  # no terminal event: durable before the client sees the end
@@ -423,6 +433,7 @@ class ModelGateway:
         finally:
             if not written:  # client gone or cancelled: hand the line off without awaiting
                 self._append(rollout_id, exchange, *fields())
+            await _close(reply.stream)
 
     # ------------------------------------------------------------------ capture
 
@@ -459,6 +470,13 @@ class ModelGateway:
 
     async def _capture(self, rollout_id: str, exchange: _Exchange, *fields: Any) -> None:
         await asyncio.wrap_future(self._append(rollout_id, exchange, *fields))
+
+
+async def _close(stream: AsyncIterator[bytes]) -> None:
+    """Let go of an upstream stream left before its end (its connection with it)."""
+    aclose = getattr(stream, "aclose", None)
+    if aclose is not None:
+        await aclose()
 
 
 def _parsed(reply: UpstreamReply) -> tuple[dict | None, str | None]:

@@ -74,6 +74,11 @@ class UpstreamFailure(Exception):
         self.category = category
 
 
+class StreamBroken(Exception):
+    """The connection under a stream failed; whether the answer was whole is for the reader of
+    its events to say (a server may close abruptly right after its terminal event)."""
+
+
 class Upstream(Protocol):
     async def open(self) -> None:
         """Acquire resources on the gateway's event loop; raise on bad configuration."""
@@ -282,14 +287,14 @@ def _upstream_error(status: int, content: bytes) -> UpstreamReply:
 
 
 async def _relay(response: httpx2.Response, limit: int) -> AsyncIterator[bytes]:
-    """The upstream's stream as it arrives; a broken stream just ends (the capture sees no
-    terminal event and records ``stream_truncated``), one past ``limit`` fails."""
+    """The upstream's stream as it arrives; a broken connection raises ``StreamBroken``, one
+    past ``limit`` fails."""
     try:
         async for chunk in capped(response.aiter_raw(), limit, "model server's answer"):
             yield chunk
     except BodyTooLarge as exc:
         raise UpstreamFailure(ANSWER_TOO_LARGE, str(exc)) from None
     except httpx2.HTTPError as exc:
-        log.warning("model server stream broke: %s", type(exc).__name__)
+        raise StreamBroken(type(exc).__name__) from exc
     finally:
         await response.aclose()
