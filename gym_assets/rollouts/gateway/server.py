@@ -76,6 +76,7 @@ from gym_assets.rollouts.gateway.upstreams import (
     StreamBroken,
     Upstream,
     UpstreamFailure,
+    UpstreamLeg,
     UpstreamReply,
     error_reply,
 )
@@ -103,7 +104,16 @@ def _error(status: int, message: str, kind: str, headers: dict[str, str] | None 
 class _Exchange:
     """What the capture needs to know about one exchange while it is under way."""
 
-    __slots__ = ("dialect", "request", "request_raw", "session", "started", "t0", "ttft")
+    __slots__ = (
+        "dialect",
+        "request",
+        "request_raw",
+        "session",
+        "started",
+        "t0",
+        "ttft",
+        "upstream",
+    )
 
     def __init__(
         self, dialect: Dialect, raw: bytes | None, request: dict | None, session: str | None
@@ -117,6 +127,12 @@ class _Exchange:
         self.started = time.time()
         self.t0 = time.perf_counter()
         self.ttft: float | None = None
+        self.upstream: UpstreamLeg | None = None  # the model server's side, when translated
+
+    def category(self, own: str | None) -> str | None:
+        """The call's error_category: how the model server's answer ended, when a translation
+        stands between it and the agent, else how the agent's answer ended."""
+        return (self.upstream.category if self.upstream else None) or own
 
 
 class ModelGateway:
@@ -349,9 +365,11 @@ class ModelGateway:
         else:
             try:
                 reply = await self.upstream.answer(ModelRequest(dialect, body, rollout_id))
+                exchange.upstream = reply.upstream
             except UpstreamFailure as exc:
                 log.warning("model upstream failed (%s): %s", exc.category, exc)
                 failure = exc
+                exchange.upstream = exc.upstream
             except Exception as exc:
                 log.exception("model upstream raised %s", type(exc).__name__)
                 failure = UpstreamFailure(
@@ -373,8 +391,9 @@ class ModelGateway:
                 await self._capture(rollout_id, exchange, None, failure.category, None, None)
             else:
                 response, response_raw = _parsed(reply)
-                category = status_category(reply.status) or (
-                    "capture_parse_error" if response is None else None
+                category = exchange.category(
+                    status_category(reply.status)
+                    or ("capture_parse_error" if response is None else None)
                 )
                 await self._capture(
                     rollout_id, exchange, reply.status, category, response, response_raw
@@ -401,7 +420,8 @@ class ModelGateway:
         def fields() -> tuple:
             if failure is not None:  # like a whole answer that failed: no payload
                 return (reply.status, failure.category, None, None)
-            return (reply.status, stream_category(stream), stream.result(), stream.raw)
+            category = exchange.category(stream_category(stream))
+            return (reply.status, category, stream.result(), stream.raw)
 
         try:
             try:
@@ -465,6 +485,7 @@ class ModelGateway:
             "request_raw": exchange.request_raw,
             "response_raw": response_raw,
             "client_session_id": exchange.session,
+            "upstream": None if exchange.upstream is None else exchange.upstream.fields(),
         }
         return self._writer.append(rollout_id, line)
 

@@ -55,6 +55,30 @@ class ModelRequest:
 
 
 @dataclass
+class UpstreamLeg:
+    """The model server's side of a translated call: the request in its dialect and what it
+    answered, kept for the capture beside what the agent sent and got."""
+
+    dialect: Dialect
+    request: dict[str, Any]
+    status: int | None = None
+    response: dict[str, Any] | None = None
+    response_raw: str | None = None  # a stream's events, or a body that is no JSON object
+    category: str | None = None  # how the server's answer ended, when not well
+
+    def fields(self) -> dict[str, Any]:
+        """The capture line's ``upstream`` object."""
+        return {
+            "dialect": self.dialect,
+            "request": self.request,
+            "status_code": self.status,
+            "error_category": self.category,
+            "response": self.response,
+            "response_raw": self.response_raw,
+        }
+
+
+@dataclass
 class UpstreamReply:
     """An answer: ``content`` (whole body) or ``stream`` (SSE bytes), never both."""
 
@@ -64,6 +88,7 @@ class UpstreamReply:
     stream: AsyncIterator[bytes] | None = None
     headers: dict[str, str] = field(default_factory=dict)
     media_type: str = "application/json"
+    upstream: UpstreamLeg | None = None  # a translated call's other side
 
 
 class UpstreamFailure(Exception):
@@ -72,6 +97,7 @@ class UpstreamFailure(Exception):
     def __init__(self, category: str, message: str) -> None:
         super().__init__(message)
         self.category = category
+        self.upstream: UpstreamLeg | None = None  # set on a translated call
 
 
 class StreamBroken(Exception):
@@ -225,6 +251,16 @@ class OpenAIUpstream:
         if self._client is not None:
             await self._client.aclose()
             self._client = None
+
+    async def status_of(self, route: str) -> int:
+        """The HTTP status a POST of an empty object to ``route`` gets: a cheap question a
+        server answers from its routing (404 for a route it lacks) without running a model."""
+        if self._client is None:
+            raise RuntimeError("OpenAIUpstream.status_of before open()")
+        response = await self._client.post(
+            route, content=b"{}", headers={"content-type": "application/json"}
+        )
+        return response.status_code
 
     async def answer(self, request: ModelRequest) -> UpstreamReply:
         if self._client is None:
