@@ -5,6 +5,8 @@ tools, tool calls (ids kept) and their results, roles, instructions and the samp
 both dialects have carry over. What cannot is refused with a message naming it (an input item of
 a built-in tool, ``previous_response_id``: the server keeps no conversation to point at), or,
 for settings and tools the model could not use on the other side, dropped and logged once.
+Reasoning goes to a Chat server as ``reasoning_content``; a Responses server takes back only
+reasoning items it issued itself, so Chat reasoning is not sent to one.
 """
 
 from __future__ import annotations

@@ -3,7 +3,9 @@ OpenAI-compatible server.
 
 Every upstream answers a :class:`ModelRequest` with an :class:`UpstreamReply` holding either a
 whole body or a stream of SSE bytes; the gateway passes the bytes through unchanged and the
-capture reads them, so offline and real upstreams are recorded by the same code.
+capture reads them, so offline and real upstreams are recorded by the same code. (A real server
+that speaks the other dialect is wrapped by ``translation``, whose replies carry the server's
+side as an :class:`UpstreamLeg`.)
 """
 
 from __future__ import annotations
