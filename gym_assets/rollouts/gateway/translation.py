@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator
+from contextlib import aclosing
 from typing import Any
 
 import orjson
@@ -155,9 +156,10 @@ async def _follow(
 async def _said_as_it_comes(stream: AsyncIterator[bytes], leg: UpstreamLeg) -> AsyncIterator[bytes]:
     """A Chat server's stream as Responses events, each piece as soon as it arrives."""
     translator = ResponsesFromChat()
-    async for chunk in _follow(stream, translator.assembler, leg):
-        if said := translator.say(chunk):
-            yield said
+    async with aclosing(_follow(stream, translator.assembler, leg)) as chunks:  # agent gone
+        async for chunk in chunks:
+            if said := translator.say(chunk):
+                yield said
     yield translator.end(_answer(leg))
 
 
