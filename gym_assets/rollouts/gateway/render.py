@@ -127,52 +127,71 @@ def chat_completion(turn: AssistantTurn) -> dict[str, Any]:
     return body
 
 
-def chat_chunks(turn: AssistantTurn, *, include_usage: bool) -> Iterator[dict[str, Any]]:
-    """Role chunk, content deltas, tool-call deltas (id+name, then argument fragments),
-    finish chunk, and the usage chunk when the client asked for it."""
+def chat_chunk(
+    turn: AssistantTurn, delta: dict[str, Any], finish: str | None = None, *, include_usage: bool
+) -> dict[str, Any]:
+    """One chunk of ``turn``'s stream (``usage: null`` on each when the client asked for it)."""
     head = {
         "id": turn.response_id,
         "object": "chat.completion.chunk",
         "created": turn.created,
         "model": turn.model,
     }
+    out = {**head, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+    if include_usage:
+        out["usage"] = None
+    return out
 
-    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-        out = {**head, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
-        if include_usage:
-            out["usage"] = None
-        return out
 
-    yield chunk({"role": "assistant", "content": ""})
-    if turn.reasoning:
-        yield chunk({"reasoning_content": turn.reasoning})
-    if turn.text:
-        for piece in _fragments(turn.text):
-            yield chunk({"content": piece})
-    for index, call in enumerate(turn.calls):
-        yield chunk(
-            {
-                "tool_calls": [
-                    {
-                        "index": index,
-                        "id": call.call_id,
-                        "type": "function",
-                        "function": {"name": call.name, "arguments": ""},
-                    }
-                ]
-            }
-        )
-        for piece in _fragments(call.arguments):
-            yield chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
-    yield chunk({}, turn.finish_reason)
+def chat_call_opened(index: int, call_id: str, name: str) -> dict[str, Any]:
+    """The delta that starts tool call ``index``: its id and name, no arguments yet."""
+    function = {"name": name, "arguments": ""}
+    return {
+        "tool_calls": [{"index": index, "id": call_id, "type": "function", "function": function}]
+    }
+
+
+def chat_call_delta(index: int, piece: str) -> dict[str, Any]:
+    return {"tool_calls": [{"index": index, "function": {"arguments": piece}}]}
+
+
+def chat_closed(turn: AssistantTurn, *, include_usage: bool) -> list[dict[str, Any]]:
+    """The finish chunk, and the usage chunk when the client asked for it."""
+    chunks = [chat_chunk(turn, {}, turn.finish_reason, include_usage=include_usage)]
     if include_usage and turn.usage is not None:
-        yield {**head, "choices": [], "usage": _chat_usage(turn.usage)}
+        usage_chunk = chat_chunk(turn, {}, include_usage=include_usage)
+        chunks.append({**usage_chunk, "choices": [], "usage": _chat_usage(turn.usage)})
+    return chunks
+
+
+def chat_chunks(turn: AssistantTurn, *, include_usage: bool) -> Iterator[dict[str, Any]]:
+    """Role chunk, content deltas, tool-call deltas (id+name, then argument fragments),
+    finish chunk, and the usage chunk when the client asked for it."""
+    deltas: list[dict[str, Any]] = [{"role": "assistant", "content": ""}]
+    if turn.reasoning:
+        deltas.append({"reasoning_content": turn.reasoning})
+    if turn.text:
+        deltas += [{"content": piece} for piece in _fragments(turn.text)]
+    for index, call in enumerate(turn.calls):
+        deltas.append(chat_call_opened(index, call.call_id, call.name))
+        deltas += [chat_call_delta(index, piece) for piece in _fragments(call.arguments)]
+    for delta in deltas:
+        yield chat_chunk(turn, delta, include_usage=include_usage)
+    yield from chat_closed(turn, include_usage=include_usage)
+
+
+def chat_data(chunk: dict[str, Any]) -> bytes:
+    """One Chat chunk on the wire."""
+    return b"data: " + orjson.dumps(chunk) + b"\n\n"
+
+
+CHAT_DONE = b"data: [DONE]\n\n"
 
 
 def chat_sse(turn: AssistantTurn, *, include_usage: bool) -> Iterator[bytes]:
     for item in chat_chunks(turn, include_usage=include_usage):
-        yield b"data: " + orjson.dumps(item) + b"\n\n"
-    yield b"data: [DONE]\n\n"
+        yield chat_data(item)
+    yield CHAT_DONE
 
 
 # --------------------------------------------------------------------------- Responses

@@ -1,10 +1,10 @@
-"""A Chat Completions stream said as a Responses stream while it arrives.
+"""A stream in one dialect said in the other while it arrives.
 
-A Responses agent streaming from a Chat-only server gets each piece of text and of function
+An agent streaming from a server of the other dialect gets each piece of text and of function
 arguments as the server sends it, not the whole answer at the end (Codex gives up on a stream
-that stays silent too long). The events are ``render``'s, opened, continued and closed piece by
-piece; the closing ``response.completed`` carries the answer read whole (``translate_answer``),
-so it says exactly what the events said.
+that stays silent too long). The events and chunks are ``render``'s, said piece by piece; the
+end (``response.completed``, or Chat's finish and usage chunks) is made from the answer read
+whole (``translate_answer``), so it says exactly what the pieces said.
 """
 
 from __future__ import annotations
@@ -13,9 +13,15 @@ from dataclasses import replace
 from typing import Any
 
 from gym_assets.rollouts.gateway.render import (
+    CHAT_DONE,
     AssistantTurn,
     FunctionCall,
     call_item,
+    chat_call_delta,
+    chat_call_opened,
+    chat_chunk,
+    chat_closed,
+    chat_data,
     error_event,
     item_closed,
     item_delta,
@@ -129,3 +135,75 @@ class ResponsesFromChat:
         if self._kind == "function_call":
             self._call = None
         self._kind, self._said = None, ""
+
+
+class ChatFromResponses:
+    """Follows a Responses stream (its ``assembler`` is fed the server's bytes) and says the
+    Chat chunks each event amounted to; ``end`` closes the stream."""
+
+    def __init__(self, *, include_usage: bool) -> None:
+        self.assembler = StreamAssembler("responses", self._on_event)
+        self._include_usage = include_usage
+        self._chunks: list[dict[str, Any]] = []
+        self._head: AssistantTurn | None = None
+        self._calls: dict[Any, int] = {}  # a function call's item id → its Chat index
+
+    def say(self, chunk: bytes) -> bytes:
+        """The Chat chunks of ``chunk`` (already fed to the assembler) on the wire."""
+        data = b"".join(chat_data(c) for c in self._chunks)
+        self._chunks.clear()
+        return data
+
+    def end(self, answer: AssistantTurn | str) -> bytes:
+        """The last chunks: finish (and usage), or an error chunk saying why there is none."""
+        if isinstance(answer, str):
+            return self.say(b"") + error_event("chat", answer, "upstream_error")
+        if self._head is None:
+            self._open(answer)
+        self._chunks += chat_closed(answer, include_usage=self._include_usage)
+        return self.say(b"") + CHAT_DONE
+
+    def _open(self, head: AssistantTurn) -> None:
+        self._head = head
+        self._delta({"role": "assistant", "content": ""})
+
+    def _delta(self, delta: dict[str, Any]) -> None:
+        assert self._head is not None
+        self._chunks.append(chat_chunk(self._head, delta, include_usage=self._include_usage))
+
+    def _on_event(self, event: dict[str, Any]) -> None:
+        kind = event.get("type")
+        response = event.get("response")
+        if self._head is None:
+            if kind != "response.created" or not isinstance(response, dict):
+                return
+            created = response.get("created_at")
+            head = AssistantTurn(
+                str(response.get("id")),
+                str(response.get("model")),
+                None,
+                created=int(created) if isinstance(created, int | float) else 0,
+            )
+            self._open(head)
+        delta = event.get("delta")
+        item = event.get("item")
+        if kind == "response.output_text.delta" and isinstance(delta, str):
+            self._delta({"content": delta})
+        elif kind in _REASONING_DELTAS and isinstance(delta, str):
+            self._delta({"reasoning_content": delta})
+        elif kind == "response.function_call_arguments.delta" and isinstance(delta, str):
+            if (index := self._calls.get(event.get("item_id"))) is not None:
+                self._delta(chat_call_delta(index, delta))
+        elif (
+            kind == "response.output_item.added"
+            and isinstance(item, dict)
+            and item.get("type") == "function_call"
+        ):
+            index = self._calls[item.get("id")] = len(self._calls)
+            self._delta(chat_call_opened(index, str(item.get("call_id")), str(item.get("name"))))
+
+
+_REASONING_DELTAS = ("response.reasoning_summary_text.delta", "response.reasoning_text.delta")
+
+
+StreamTranslator = ResponsesFromChat | ChatFromResponses

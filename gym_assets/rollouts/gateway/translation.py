@@ -6,8 +6,8 @@ Responses; a few speak only Responses. A call in the server's own dialect is for
 any other is restated (``translate_request``), and the server's answer, whole or streamed, is
 read into a neutral turn (``translate_answer``) and said in the agent's dialect and transport by
 ``render`` — the code that says the offline upstreams' answers, so a translated answer looks
-exactly like a scripted one. A Chat stream to a Responses agent is said piece by piece as it
-arrives (``translate_stream``); a Responses stream to a Chat agent is read to its end first.
+exactly like a scripted one; a stream is said piece by piece as it arrives
+(``translate_stream``).
 
 Every translated reply carries its :class:`UpstreamLeg` (what went to the server, what came
 back) for the capture. Errors keep their HTTP status; both dialects shape an error body alike.
@@ -29,7 +29,11 @@ from gym_assets.rollouts.gateway.script import Dialect
 from gym_assets.rollouts.gateway.sse import StreamAssembler
 from gym_assets.rollouts.gateway.translate_answer import NotAnAnswer, turn_of
 from gym_assets.rollouts.gateway.translate_request import Untranslatable, translate_request
-from gym_assets.rollouts.gateway.translate_stream import ResponsesFromChat
+from gym_assets.rollouts.gateway.translate_stream import (
+    ChatFromResponses,
+    ResponsesFromChat,
+    StreamTranslator,
+)
 from gym_assets.rollouts.gateway.upstreams import (
     ROUTES,
     ModelRequest,
@@ -101,21 +105,14 @@ class TranslatingUpstream:
         try:
             reply = await self.server.answer(ModelRequest(speaks, body, request.rollout_id))
             leg.status = reply.status
-            if reply.stream is not None and request.dialect == "responses":
-                return UpstreamReply(
-                    reply.status,
-                    stream=_said_as_it_comes(reply.stream, leg),
-                    media_type="text/event-stream",
-                    upstream=leg,
-                )
             if reply.stream is not None:
-                assembler = StreamAssembler(speaks)
-                async for _ in _follow(reply.stream, assembler, leg):
-                    pass
-            else:
-                leg.response = reply.parsed if reply.parsed is not None else _object(reply.content)
-                if leg.response is None:
-                    leg.response_raw = reply.content.decode("utf-8", "replace")
+                said = _said_as_it_comes(reply.stream, leg, _translator(request))
+                return UpstreamReply(
+                    reply.status, stream=said, media_type="text/event-stream", upstream=leg
+                )
+            leg.response = reply.parsed if reply.parsed is not None else _object(reply.content)
+            if leg.response is None:
+                leg.response_raw = reply.content.decode("utf-8", "replace")
         except UpstreamFailure as exc:
             exc.upstream = leg
             raise
@@ -153,9 +150,20 @@ async def _follow(
     leg.category = stream_category(assembler)
 
 
-async def _said_as_it_comes(stream: AsyncIterator[bytes], leg: UpstreamLeg) -> AsyncIterator[bytes]:
-    """A Chat server's stream as Responses events, each piece as soon as it arrives."""
-    translator = ResponsesFromChat()
+def _translator(request: ModelRequest) -> StreamTranslator:
+    if request.dialect == "responses":
+        return ResponsesFromChat()
+    options = request.body.get("stream_options")
+    asked = isinstance(options, dict) and options.get("include_usage") is True
+    return ChatFromResponses(include_usage=asked)
+
+
+async def _said_as_it_comes(
+    stream: AsyncIterator[bytes],
+    leg: UpstreamLeg,
+    translator: ResponsesFromChat | ChatFromResponses,
+) -> AsyncIterator[bytes]:
+    """The server's stream in the agent's dialect, each piece as soon as it arrives."""
     async with aclosing(_follow(stream, translator.assembler, leg)) as chunks:  # agent gone
         async for chunk in chunks:
             if said := translator.say(chunk):

@@ -19,7 +19,7 @@ from gym_assets.rollouts.gateway.render import (
 )
 from gym_assets.rollouts.gateway.sse import StreamAssembler
 from gym_assets.rollouts.gateway.translate_answer import turn_of
-from gym_assets.rollouts.gateway.translate_stream import ResponsesFromChat
+from gym_assets.rollouts.gateway.translate_stream import ChatFromResponses, ResponsesFromChat
 from gym_assets.rollouts.gateway.translation import TranslatingUpstream
 
 TURNS = [
@@ -48,6 +48,22 @@ def test_a_chat_stream_is_said_as_render_says_the_same_turn(turn: AssistantTurn)
     answer = turn_of("chat", translator.assembler.result() or {})
     said += translator.end(answer)
     assert said == b"".join(responses_sse(replace(turn, reasoning_item=True)))
+
+
+@pytest.mark.parametrize("usage", [True, False], ids=["usage", "no-usage-asked"])
+@pytest.mark.parametrize("turn", TURNS)
+def test_a_responses_stream_is_said_as_render_says_the_same_turn(
+    turn: AssistantTurn, usage: bool
+) -> None:
+    translator = ChatFromResponses(include_usage=usage)
+    said = b""
+    for chunk in responses_sse(replace(turn, reasoning_item=True)):
+        translator.assembler.feed(chunk)
+        said += translator.say(chunk)
+    answer = turn_of("responses", translator.assembler.result() or {})
+    said += translator.end(answer)
+    # a reasoning item is said whole at its end, so no reasoning chunk comes before the text
+    assert said == b"".join(chat_sse(replace(turn, reasoning=None), include_usage=usage))
 
 
 def test_a_failed_stream_ends_with_an_error_event() -> None:
