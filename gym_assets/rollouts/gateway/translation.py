@@ -42,6 +42,7 @@ from gym_assets.rollouts.gateway.upstreams import (
     UpstreamFailure,
     UpstreamLeg,
     UpstreamReply,
+    close_stream,
     error_reply,
     render_reply,
 )
@@ -142,9 +143,7 @@ async def _follow(
         if not assembler.close():
             log.warning("model server stream broke before its end: %s", exc)
     finally:
-        aclose = getattr(stream, "aclose", None)
-        if aclose is not None:
-            await aclose()
+        await close_stream(stream)
     assembler.close()
     leg.response, leg.response_raw = assembler.result(), assembler.raw
     leg.category = stream_category(assembler)
