@@ -8,6 +8,7 @@ gateway, so reassembly never holds the client up.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -18,8 +19,12 @@ from gym_assets.rollouts.gateway.script import Dialect
 class StreamAssembler:
     """Incremental SSE parser plus per-dialect reassembly."""
 
-    def __init__(self, dialect: Dialect) -> None:
+    def __init__(
+        self, dialect: Dialect, on_event: Callable[[dict[str, Any]], None] | None = None
+    ) -> None:
+        """``on_event`` is told each event as it is parsed (a translation follows the stream)."""
         self.dialect = dialect
+        self._on_event = on_event
         self.ended: str | None = None  # "completed" | "error" | "incomplete" once terminal
         self.unparseable = 0
         self._buffer = b""
@@ -45,10 +50,21 @@ class StreamAssembler:
         self._buffer = (self._buffer + chunk).replace(b"\r\n", b"\n")
         while b"\n\n" in self._buffer:
             block, self._buffer = self._buffer.split(b"\n\n", 1)
-            data = [line[5:].lstrip() for line in block.split(b"\n") if line.startswith(b"data:")]
-            if data:
-                self._on_data(b"\n".join(data))
+            self._on_block(block)
         return self.ended is not None
+
+    def close(self) -> bool:
+        """The bytes ended: a last event whose blank line never came still counts (a server
+        that closes right after ``data: [DONE]``); True when the stream had its terminal."""
+        block, self._buffer = self._buffer, b""
+        if self.ended is None and block.strip():
+            self._on_block(block)
+        return self.ended is not None
+
+    def _on_block(self, block: bytes) -> None:
+        data = [line[5:].lstrip() for line in block.split(b"\n") if line.startswith(b"data:")]
+        if data:
+            self._on_data(b"\n".join(data))
 
     def _on_data(self, data: bytes) -> None:
         if data == b"[DONE]":
@@ -61,10 +77,13 @@ class StreamAssembler:
             return
         if not isinstance(event, dict):
             self.unparseable += 1
-        elif self.dialect == "chat":
+            return
+        if self.dialect == "chat":
             self._on_chat(event)
         else:
             self._on_responses(event)
+        if self._on_event is not None:
+            self._on_event(event)
 
     def _on_chat(self, chunk: dict[str, Any]) -> None:
         if isinstance(chunk.get("error"), dict):
