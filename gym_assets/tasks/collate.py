@@ -340,9 +340,11 @@ def _plan(
     owner = owner_dir(config, declared.instance)
     environment: ServerDir | None = None
     if dataset.taskset is not None:
-        # Route validation runs first: collation drops the declaring instance and any pin.
-        pin = dataset.agent if dataset.type == "benchmark" else None
-        resolve_dataset_agent(config, declared.instance.name, pin, taskset=dataset.taskset)
+        # Route validation runs first: collation drops the declaring instance and any pin, so
+        # a pin on a taskset dataset of any type is refused here rather than silently lost.
+        resolve_dataset_agent(
+            config, declared.instance.name, dataset.agent, taskset=dataset.taskset
+        )
         server = taskset_environment_server(config, dataset.taskset)
         environment = ServerDir(ENVIRONMENTS, server.implementation)
         bound = resources_dir(config, bound_resources_server(server.config))

@@ -519,6 +519,17 @@ def test_route_is_validated(tmp_path: Path, run_collate) -> None:
         run_collate(config)
 
 
+@pytest.mark.parametrize("type_", ["train", "validation", "example", "benchmark"])
+def test_a_taskset_dataset_of_any_type_cannot_pin_an_agent(tmp_path, run_collate, type_) -> None:
+    write_jsonl(tmp_path / "data" / "source.jsonl", [{"q": "a"}])
+    config = swe_config(type_, agent="agent")
+    mode = "example_validation" if type_ == "example" else "train_preparation"
+    with pytest.raises(
+        ConfigError, match=r"Taskset 'swe:test' pins agent 'agent'.*Remove the `agent`"
+    ):
+        run_collate(config, mode=mode)
+
+
 def test_datasets_on_model_servers_are_refused(tmp_path: Path, run_collate) -> None:
     config = {"policy": {"responses_api_models": {"openai": {"datasets": [dataset()]}}}}
     with pytest.raises(ConfigError, match="Datasets cannot be declared on model servers"):
