@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gym_assets.config.errors import AmbiguousEnvironmentServerError
 from gym_assets.config.loader import LoadedConfig, load_configs
 from gym_assets.config.manifests import Manifest, load_manifests
 from gym_assets.config.model import (
@@ -34,7 +35,7 @@ from gym_assets.config.model import (
     iter_declared_datasets,
     server_instances,
 )
-from gym_assets.config.routing import flat_route
+from gym_assets.config.routing import flat_dataset_agent, flat_route, servers_by_agent
 from gym_assets.errors import ConfigError, UserError
 from gym_assets.json_shapes import is_mapping
 from gym_assets.outputs.targets import is_within
@@ -51,6 +52,7 @@ class Benchmark:
     prompt_config_path: Path | None
     environment_server: str | None
     agents: tuple[str, ...]
+    fronting: Fronting  # how environment_server was found, or why it was not
     config_paths: tuple[Path, ...]
     sidecar_dir: Path
     workspace: Workspace  # the roots it was resolved in, and where its products live
@@ -105,18 +107,37 @@ class Benchmark:
         )
 
 
-def _fronting_server(config: Mapping[str, Any], decl: DeclaredDataset) -> str | None:
+@dataclass(frozen=True)
+class Fronting:
+    """Which environment server runs a dataset's rows: ``server``, or else why none can.
+
+    ``candidates`` are the servers that could (one when resolved, several when its agent is
+    fronted by more than one); ``error`` is the routing refusal, kept for whoever needs the
+    server (a run raises it) while the catalogue still lists the benchmark.
+    """
+
+    server: str | None
+    candidates: tuple[str, ...] = ()
+    error: ConfigError | None = None
+
+
+def _fronting(config: Mapping[str, Any], decl: DeclaredDataset) -> Fronting:
     """The environment server that runs this dataset's rows: its route for a taskset, else the
-    routing mode's server for the dataset's agent; None while the config cannot say (the
-    ``route_resolves`` check reports why)."""
+    routing mode's server for the dataset's agent (the ``route_resolves`` check reports a
+    taskset route that cannot say)."""
     taskset = decl.dataset.taskset
     if taskset is not None:
         routes = config.get("environment_server_routes")
-        return routes.get(taskset) if is_mapping(routes) else None
+        server = routes.get(taskset) if is_mapping(routes) else None
+        return Fronting(server, (server,) if server else ())
     try:
-        return flat_route(config, decl.instance.name, decl.dataset.agent)[0]
-    except ConfigError:
-        return None
+        server = flat_route(config, decl.instance.name, decl.dataset.agent)[0]
+    except AmbiguousEnvironmentServerError as exc:
+        agent = flat_dataset_agent(config, decl.instance.name, decl.dataset.agent)
+        return Fronting(None, tuple(servers_by_agent(config)[agent]), exc)
+    except ConfigError as exc:
+        return Fronting(None, error=exc)
+    return Fronting(server, (server,))
 
 
 class Catalog:
@@ -156,7 +177,8 @@ class Catalog:
         else:
             rows = resolve(instance, dataset.jsonl_fpath)
         prompt = resolve(instance, dataset.prompt_config) if dataset.prompt_config else None
-        server = _fronting_server(self.loaded.data, decl)
+        fronting = _fronting(self.loaded.data, decl)
+        server = fronting.server
         servers = server_instances(self.loaded.data)
         agents: tuple[str, ...] = ()
         if server is not None and server in servers:
@@ -175,6 +197,7 @@ class Catalog:
             prompt_config_path=prompt,
             environment_server=server,
             agents=agents,
+            fronting=fronting,
             config_paths=tuple(files),
             sidecar_dir=rows.parent if beside else self.workspace.metrics_dir(dataset.name),
             workspace=self.workspace,
