@@ -456,14 +456,18 @@ def harnesses_cmd(entries: str, *argv: str) -> Setup:
     return registry_cmd(MODELS + entries, *argv)
 
 
-def manifest_cmd(extra: str) -> Setup:
-    """``list benchmarks`` against the bundled configs, the units manifest with ``extra``."""
+def manifest_cmd(line: str, *, after: str = "") -> Setup:
+    """``collate --benchmark units`` against the bundled configs, the units manifest with
+    ``line`` added after the line ``after`` (at the end without one). A bad manifest refuses
+    only the commands on its own benchmarks; ``list benchmarks`` would warn and go on."""
 
     def setup(tmp: Path) -> list[str]:
         flags = bundled(tmp)
         manifest = tmp / "configs" / "benchmarks" / "units" / "manifest.yaml"
-        manifest.write_text(manifest.read_text("utf-8") + extra, encoding="utf-8")
-        return [*LIST, *flags]
+        text = manifest.read_text("utf-8")
+        text = text.replace(after, after + line, 1) if after else text + line
+        manifest.write_text(text, encoding="utf-8")
+        return [*COLLATE, str(tmp / "out"), *flags]
 
     return setup
 
@@ -1004,14 +1008,15 @@ INPUT_CASES = [
         "manifest-flag-a-string",
         manifest_cmd("experimental: 'yes'\n"),
         1,
-        r"manifest\.yaml:13: manifest field 'experimental': Input should be a valid boolean",
+        r"manifest\.yaml:29: Invalid environment manifest '.*manifest\.yaml': experimental: "
+        r"Input should be a valid boolean",
     ),
     Case(
         "manifest-repeats-a-string",
-        manifest_cmd("datasets: [{name: units, num_repeats: '1'}]\n"),
+        manifest_cmd("    num_repeats: '1'\n", after="    taskset: units\n"),
         1,
-        r"manifest\.yaml:13: manifest field 'datasets\.0\.num_repeats': Input should be a "
-        r"valid integer",
+        r"manifest\.yaml:29: Invalid environment manifest '.*manifest\.yaml': "
+        r"datasets\.0\.num_repeats: Input should be a valid integer",
     ),
     # Listed before; its products would have gone to <data>/prepared/../evil and beside.
     Case(

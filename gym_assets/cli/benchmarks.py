@@ -50,7 +50,7 @@ def _listing(benchmark: Benchmark, token: str) -> dict[str, Any]:
         "environment_servers": list(benchmark.fronting.candidates),
         "agents": list(benchmark.agents),
         "prepared": benchmark.rows_path.is_file(),
-        **manifest_fields(benchmark.manifest),
+        **manifest_fields(benchmark.manifest, benchmark.manifest_refusal is not None),
     }
 
 
@@ -85,6 +85,8 @@ def _listings(args: argparse.Namespace) -> list[dict[str, Any]]:
     from gym_assets.config.flavors import benchmark_configs, token_of
 
     catalog = _catalog(args)
+    for problem in catalog.manifest_problems:  # each blocks only its own folder's commands
+        print(f"warning: {shown(problem.render())}", file=sys.stderr)
     root = catalog.loaded.root
     rows: list[dict[str, Any]] = []
     for benchmark in catalog:

@@ -8,7 +8,9 @@ the data root (``prepared/<benchmark>/``).
 
 A benchmark folder may also hold an environment manifest (``manifest.yaml`` beside its config,
 ``gym_assets.config.manifests``): the catalogue validates every manifest when it loads and
-attaches each to the benchmarks it describes; a benchmark without one is ``no-manifest``.
+attaches each to the benchmarks it describes; a benchmark without one is ``no-manifest``. A
+refused manifest blocks only the benchmarks of its folder: ``get`` raises its refusal, and
+``manifest_problems`` lists every refusal for a listing to warn about.
 
 A dataset's metrics sidecar goes beside it when the dataset lies in the configs tree (or below
 the directory of the file that declares it) or is prepared rows; a dataset anywhere else gets
@@ -20,7 +22,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +60,7 @@ class Benchmark:
     workspace: Workspace  # the roots it was resolved in, and where its products live
     selector: str  # what `--benchmark` takes to select it: its name, or its flavor's token
     manifest: Manifest | None = None  # the environment manifest describing it, if any
+    manifest_refusal: ConfigError | None = None  # why its folder's manifest is refused
 
     @property
     def name(self) -> str:
@@ -154,6 +157,7 @@ class Catalog:
         self.flavor = flavor  # (file, token) of the selected flavor, if one is
         self._benchmarks: dict[str, Benchmark] = {}
         manifests = load_manifests(loaded)
+        self.manifest_problems = tuple(manifests.problems)
         for decl in iter_declared_datasets(loaded.data):
             if decl.dataset.type != "benchmark":
                 continue
@@ -164,7 +168,9 @@ class Catalog:
                     f"'{decl.instance.name}'; dataset names must be unique",
                     path=loaded.file_of(decl.instance.name),
                 )
-            self._benchmarks[decl.name] = self._resolve(decl, manifests.get(decl.name))
+            benchmark = self._resolve(decl, manifests.by_dataset.get(decl.name))
+            refusal = manifests.refusals.get(decl.name)
+            self._benchmarks[decl.name] = replace(benchmark, manifest_refusal=refusal)
 
     def _resolve(self, decl: DeclaredDataset, manifest: Manifest | None) -> Benchmark:
         instance = decl.instance.name
@@ -227,8 +233,10 @@ class Catalog:
         return list(self._benchmarks)
 
     def get(self, name: str) -> Benchmark:
+        """The benchmark ``name``; a refused manifest of its folder is raised here, so it
+        stops only the commands that touch this benchmark."""
         try:
-            return self._benchmarks[name]
+            benchmark = self._benchmarks[name]
         except KeyError:
             close = difflib.get_close_matches(name, self._benchmarks, n=3, cutoff=0.6)
             hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
@@ -237,6 +245,9 @@ class Catalog:
                 f"unknown benchmark '{name}'{hint} (configured benchmarks: {known}; "
                 "see `gym-assets list benchmarks`)"
             ) from None
+        if benchmark.manifest_refusal is not None:
+            raise benchmark.manifest_refusal
+        return benchmark
 
 
 def load_catalog(workspace: Workspace, flavor: tuple[Path, str] | None = None) -> Catalog:

@@ -91,7 +91,11 @@ def _select_file(workspace: Workspace, value: str, path: Path) -> Selection:
 def _in_file(catalog: Catalog, value: str, path: Path) -> Selection:
     """The benchmarks whose declaring instance is written in ``path``."""
     target = path.resolve()
-    found = tuple(b for b in catalog if catalog.loaded.file_of(b.instance).resolve() == target)
+    found = tuple(
+        catalog.get(b.name)  # raises a refused manifest of the benchmark's folder
+        for b in catalog
+        if catalog.loaded.file_of(b.instance).resolve() == target
+    )
     if not found:
         raise UserError(
             f"--benchmark {value} selects {path}, but no benchmark dataset of the resolved "
