@@ -227,12 +227,18 @@ def test_collate_prepares_an_unprepared_benchmark_first(data: Path, tmp_path: Pa
     assert len((out / "benchmark.jsonl").read_text("utf-8").splitlines()) == 164
 
 
-def test_unknown_benchmark_is_one_line_exit_1(data: Path, tmp_path: Path, capsys) -> None:
+def test_unknown_benchmark_is_one_usage_line_exit_2(data: Path, tmp_path: Path, capsys) -> None:
+    """The reference's wording first (the config the name implies), then ours."""
     out = tmp_path / "out"
-    assert run("collate", "--benchmark", "unitz", "--out", out, data=data) == 1
+    assert run("collate", "--benchmark", "unitz", "--out", out, data=data) == 2
     captured = capsys.readouterr()
     line = one_error_line(captured.err)
-    assert "unknown benchmark 'unitz'; did you mean 'units'?" in line
+    implied = CONFIGS / "benchmarks" / "unitz" / "config.yaml"
+    assert line.startswith(
+        f"error: --benchmark unitz implies config {implied}, which does not exist. Did you "
+        "mean 'units'? Searched benchmarks dirs: "
+    )
+    assert "; unknown benchmark 'unitz'; did you mean 'units'?" in line
     assert captured.err == line + "\n"  # nothing else: the name is refused before any work
     assert captured.out == ""
     assert list(tmp_path.iterdir()) == []
@@ -311,9 +317,9 @@ def test_exit_codes_through_a_real_process(tmp_path: Path) -> None:
     assert len(json.loads(listed.stdout)) == 4
 
     unknown = gym_assets("prepare", "--benchmark", "nope")
-    assert unknown.returncode == 1
+    assert unknown.returncode == 2
     assert unknown.stdout == ""
-    assert one_error_line(unknown.stderr).startswith("error: unknown benchmark 'nope'")
+    assert one_error_line(unknown.stderr).startswith("error: --benchmark nope implies config ")
     assert unknown.stderr.count("\n") == 1
 
     usage = gym_assets("collate", "--benchmark", "units", "--out", "o", "--validation", "loud")

@@ -25,7 +25,7 @@ from gym_assets.config.flavors import (
     token_of,
 )
 from gym_assets.config.names import shown
-from gym_assets.errors import ConfigError, UserError
+from gym_assets.errors import ConfigError, UsageError, UserError
 from gym_assets.tasks.catalog import Benchmark, Catalog, load_catalog
 from gym_assets.workspace import Workspace
 
@@ -70,7 +70,20 @@ def select_benchmark(workspace: Workspace, value: str) -> Selection:
         )
     if flavors:
         return _select_file(workspace, value, flavors[0].path)
-    return Selection(value, catalog, (catalog.get(value),))  # refuses, with close names
+    raise _unknown_name(catalog, value)
+
+
+def _unknown_name(catalog: Catalog, value: str) -> UsageError:
+    """A name no benchmark has: the reference's refusal (the config the name implies, close
+    tokens, where it looked), then ours (close dataset names, every configured one)."""
+    try:
+        resolve_token(catalog.workspace.configs, value)
+    except UsageError as implied:
+        try:
+            catalog.get(value)
+        except UserError as unknown:
+            return UsageError(f"{implied.message}; {unknown.message}")
+    raise AssertionError(f"{value!r} was taken for a name no benchmark has")
 
 
 def _select_file(workspace: Workspace, value: str, path: Path) -> Selection:
