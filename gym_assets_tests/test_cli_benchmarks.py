@@ -327,3 +327,18 @@ def test_exit_codes_through_a_real_process(tmp_path: Path) -> None:
     assert "usage: gym-assets collate" in usage.stderr
     assert "Traceback" not in usage.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_a_config_with_no_benchmark_is_refused_in_the_references_words(tmp_path, capsys) -> None:
+    configs = tmp_path / "configs"
+    shutil.copytree(CONFIGS / "benchmarks" / "units", configs / "benchmarks" / "units")
+    helper = "helper_agent:\n  responses_api_agents:\n    simple_agent: {entrypoint: app.py}\n"
+    (configs / "benchmarks" / "units" / "helpers.yaml").write_text(helper, "utf-8")
+    code = run("prepare", "--benchmark", "units/helpers", data=tmp_path / "d", configs=configs)
+    assert code == 1
+    line = one_error_line(capsys.readouterr().err)
+    assert "No benchmark config found. Inspected server instances ['helper_agent'], but none " in (
+        line
+    )
+    assert "declared a `benchmark` dataset. Pass `--benchmark <name>`" in line
+    assert "--benchmark units/helpers selects " in line

@@ -24,6 +24,7 @@ from gym_assets.config.flavors import (
     resolve_token,
     token_of,
 )
+from gym_assets.config.model import server_instances
 from gym_assets.config.names import shown
 from gym_assets.errors import ConfigError, UsageError, UserError
 from gym_assets.tasks.catalog import Benchmark, Catalog, load_catalog
@@ -111,9 +112,29 @@ def _in_file(catalog: Catalog, value: str, path: Path) -> Selection:
     )
     if not found:
         raise UserError(
-            f"--benchmark {value} selects {path}, but no benchmark dataset of the resolved "
-            "config is declared there (is its instance moved by `_inherit_from` into another "
-            "file?); select the benchmark by its name",
+            f"{_no_benchmark_found(catalog, target)} --benchmark {value} selects {path}, but no "
+            "benchmark dataset of the resolved config is declared there (is its instance moved "
+            "by `_inherit_from` into another file?); select the benchmark by its name",
             path=path,
         )
     return Selection(value, catalog, found)
+
+
+def _no_benchmark_found(catalog: Catalog, target: Path) -> str:
+    """The reference's refusal of a config with nothing to prepare: what it inspected, and
+    the flags that select a benchmark."""
+    loaded = catalog.loaded
+    agents = [
+        name
+        for name, server in server_instances(loaded.data).items()
+        if server.is_agent and loaded.file_of(name).resolve() == target
+    ]
+    inspected = (
+        f"Inspected server instances {agents}, but none declared a `benchmark` dataset."
+        if agents
+        else "No server instances with `responses_api_agents` were found in it."
+    )
+    return (
+        f"No benchmark config found. {inspected} Pass `--benchmark <name>` (or, for "
+        "`collate`, `--mode` with `--config <path>`) to select what to prepare."
+    )
