@@ -268,7 +268,7 @@ def _single_agent(
             **_at(parsed, "datasets"),
         )
     agent = next(iter(agents), None)
-    if fields.agent_server is not None and agent is not None:
+    if agent is not None:
         implementation = server_instances(loaded.data)[agent].implementation
         if fields.agent_server not in (agent, implementation):
             raise ConfigError(
