@@ -86,6 +86,8 @@ class Manifests:
     problems: list[ConfigError] = field(default_factory=list[ConfigError])
 
     def refuse(self, loaded: LoadedConfig, path: Path, error: ConfigError) -> None:
+        """Keep ``error`` for the datasets declared in the manifest's folder: the commands
+        on them are the ones it must stop (the manifest itself may be too broken to say)."""
         self.problems.append(error)
         for decl in iter_declared_datasets(loaded.data):
             if loaded.file_of(decl.instance.name).parent.resolve() == path.parent.resolve():
