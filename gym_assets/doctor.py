@@ -136,6 +136,11 @@ def configs(workspace: Workspace) -> tuple[Finding, Mapping[str, Any] | None]:
                        "resolve"), None  # fmt: skip
     names = catalog.names()
     detail = f"{workspace.configs.resolve()}: {len(names)} benchmarks"
+    problems = catalog.manifest_problems
+    if problems:  # each blocks only its own folder's benchmarks, so the tree still loads
+        detail += f"; {len(problems)} manifest(s) refused, the first: {problems[0].render()}"
+        fix = "fix the manifest it names (only the benchmarks of its folder are blocked)"
+        return Finding("warn", "configs", detail, fix), catalog.loaded
     return Finding("ok", "configs", detail), catalog.loaded
 
 

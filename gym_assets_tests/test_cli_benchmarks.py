@@ -24,6 +24,7 @@ LISTING_KEYS = {
     "description",
     "taskset",
     "environment_server",
+    "environment_servers",
     "agents",
     "prepared",
     "status",
@@ -114,6 +115,7 @@ def test_list_json_is_one_array_of_listings(data: Path, capsys) -> None:
         "description": "Exact integer arithmetic solved with a calculator tool.",
         "taskset": None,
         "environment_server": "arith_environment",
+        "environment_servers": ["arith_environment"],
         "agents": ["arith_simple_agent"],
         "prepared": True,
         "status": "no-manifest",
@@ -225,12 +227,18 @@ def test_collate_prepares_an_unprepared_benchmark_first(data: Path, tmp_path: Pa
     assert len((out / "benchmark.jsonl").read_text("utf-8").splitlines()) == 164
 
 
-def test_unknown_benchmark_is_one_line_exit_1(data: Path, tmp_path: Path, capsys) -> None:
+def test_unknown_benchmark_is_one_usage_line_exit_2(data: Path, tmp_path: Path, capsys) -> None:
+    """The reference's wording first (the config the name implies), then ours."""
     out = tmp_path / "out"
-    assert run("collate", "--benchmark", "unitz", "--out", out, data=data) == 1
+    assert run("collate", "--benchmark", "unitz", "--out", out, data=data) == 2
     captured = capsys.readouterr()
     line = one_error_line(captured.err)
-    assert "unknown benchmark 'unitz'; did you mean 'units'?" in line
+    implied = CONFIGS / "benchmarks" / "unitz" / "config.yaml"
+    assert line.startswith(
+        f"error: --benchmark unitz implies config {implied}, which does not exist. Did you "
+        "mean 'units'? Searched benchmarks dirs: "
+    )
+    assert "; unknown benchmark 'unitz'; did you mean 'units'?" in line
     assert captured.err == line + "\n"  # nothing else: the name is refused before any work
     assert captured.out == ""
     assert list(tmp_path.iterdir()) == []
@@ -309,9 +317,9 @@ def test_exit_codes_through_a_real_process(tmp_path: Path) -> None:
     assert len(json.loads(listed.stdout)) == 4
 
     unknown = gym_assets("prepare", "--benchmark", "nope")
-    assert unknown.returncode == 1
+    assert unknown.returncode == 2
     assert unknown.stdout == ""
-    assert one_error_line(unknown.stderr).startswith("error: unknown benchmark 'nope'")
+    assert one_error_line(unknown.stderr).startswith("error: --benchmark nope implies config ")
     assert unknown.stderr.count("\n") == 1
 
     usage = gym_assets("collate", "--benchmark", "units", "--out", "o", "--validation", "loud")
@@ -319,3 +327,18 @@ def test_exit_codes_through_a_real_process(tmp_path: Path) -> None:
     assert "usage: gym-assets collate" in usage.stderr
     assert "Traceback" not in usage.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_a_config_with_no_benchmark_is_refused_in_the_references_words(tmp_path, capsys) -> None:
+    configs = tmp_path / "configs"
+    shutil.copytree(CONFIGS / "benchmarks" / "units", configs / "benchmarks" / "units")
+    helper = "helper_agent:\n  responses_api_agents:\n    simple_agent: {entrypoint: app.py}\n"
+    (configs / "benchmarks" / "units" / "helpers.yaml").write_text(helper, "utf-8")
+    code = run("prepare", "--benchmark", "units/helpers", data=tmp_path / "d", configs=configs)
+    assert code == 1
+    line = one_error_line(capsys.readouterr().err)
+    assert "No benchmark config found. Inspected server instances ['helper_agent'], but none " in (
+        line
+    )
+    assert "declared a `benchmark` dataset. Pass `--benchmark <name>`" in line
+    assert "--benchmark units/helpers selects " in line

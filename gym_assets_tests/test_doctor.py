@@ -121,6 +121,18 @@ def test_configs_that_load_and_configs_that_do_not(tmp_path: Path) -> None:
     assert failed.fix and "gym-assets config show" in failed.fix
 
 
+def test_a_refused_manifest_warns_and_the_configs_still_load(tmp_path: Path) -> None:
+    configs = tmp_path / "configs"
+    shutil.copytree(REPO / "configs", configs)
+    manifest = configs / "benchmarks" / "units" / "manifest.yaml"
+    manifest.write_text(manifest.read_text("utf-8") + "colour: red\n", "utf-8")
+    warned, loaded = doctor.configs(Workspace(configs, tmp_path / "data"))
+    assert warned.status == "warn" and loaded is not None
+    assert f"4 benchmarks; 1 manifest(s) refused, the first: {manifest}:" in warned.detail
+    assert "colour: Extra inputs are not permitted" in warned.detail
+    assert warned.fix and "only the benchmarks of its folder" in warned.fix
+
+
 def test_cli_harnesses_against_their_pins(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("GYM_ASSETS_HARNESSES_DIR", str(tmp_path))
     loaded = load_configs(REPO / "configs")

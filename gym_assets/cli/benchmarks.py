@@ -47,9 +47,10 @@ def _listing(benchmark: Benchmark, token: str) -> dict[str, Any]:
         "description": benchmark.description,
         "taskset": benchmark.dataset.taskset,
         "environment_server": benchmark.environment_server,
+        "environment_servers": list(benchmark.fronting.candidates),
         "agents": list(benchmark.agents),
         "prepared": benchmark.rows_path.is_file(),
-        **manifest_fields(benchmark.manifest),
+        **manifest_fields(benchmark.manifest, benchmark.manifest_refusal is not None),
     }
 
 
@@ -57,13 +58,21 @@ def _cells(row: dict[str, Any]) -> list[str]:
     return [
         row["name"],
         row["taskset"] or "-",
-        row["environment_server"] or "-",
+        _server_cell(row),
         ",".join(row["agents"]) or "-",
         str(row["num_repeats"]),
         row["domain"] or "-",
         "yes" if row["prepared"] else "no",
         row["status"],
     ]
+
+
+def _server_cell(row: dict[str, Any]) -> str:
+    """The server, or the several that front the benchmark's agent, marked as a choice to make."""
+    if row["environment_server"] is not None:
+        return str(row["environment_server"])
+    several = row["environment_servers"]
+    return f"ambiguous: {','.join(several)}" if several else "-"
 
 
 def _listings(args: argparse.Namespace) -> list[dict[str, Any]]:
@@ -76,6 +85,8 @@ def _listings(args: argparse.Namespace) -> list[dict[str, Any]]:
     from gym_assets.config.flavors import benchmark_configs, token_of
 
     catalog = _catalog(args)
+    for problem in catalog.manifest_problems:  # each blocks only its own folder's commands
+        print(f"warning: {shown(problem.render())}", file=sys.stderr)
     root = catalog.loaded.root
     rows: list[dict[str, Any]] = []
     for benchmark in catalog:

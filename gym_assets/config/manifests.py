@@ -1,14 +1,17 @@
-"""Environment manifests: the checked description of one benchmark folder's config.
+"""Environment manifests: the checked description of one catalogue folder's config.
 
-A ``manifest.yaml`` sits beside a benchmark's ``config.yaml`` under ``<configs>/benchmarks/``.
-It names the folder (``name`` equals the folder path below ``benchmarks/``), says what it is
-(``kind: benchmark``), carries catalogue facts (version, status, licensing, ...) and mirrors
-the datasets the config declares. The config stays authoritative: every dataset the manifest
-lists must be declared by that config, with the same values for the fields the manifest
-repeats, and the manifest's datasets are resolved through the config's bindings exactly as
-collation resolves them (``resolve_dataset_agent``). A manifest describes one agent's
-datasets, so datasets that resolve to different agents are refused, and so is a taskset whose
-route fronts several agents: no single ``agent_server`` describes it.
+A ``manifest.yaml`` sits beside a ``config.yaml`` under ``<configs>/benchmarks/`` (``kind:
+benchmark``) or ``<configs>/environments/`` (``kind: environment``), as in NeMo Gym's catalogue.
+Its fields are NeMo Gym's (``gym_assets.config.manifest_schema``); its ``name`` is the folder path
+below that root. The config stays authoritative: every dataset the manifest lists must be
+declared by that config, with the same values for the fields the manifest repeats, and the
+manifest's datasets are resolved through the config's bindings exactly as collation resolves
+them (``resolve_dataset_agent``). A manifest describes one agent's datasets, so datasets that
+resolve to different agents are refused, and so is a taskset whose route fronts several agents:
+no single ``agent_server`` describes it.
+
+A bad manifest blocks only its own folder: its refusal is kept against the datasets of the
+config beside it, raised by whoever touches one of them, and listed as a warning otherwise.
 
 Manifests are not configs: the config loader skips them (``yaml_files_under``).
 """
@@ -16,14 +19,15 @@ Manifests are not configs: the config loader skips them (``yaml_files_under``).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
 from gym_assets.config.loader import LoadedConfig
 from gym_assets.config.locate import quoted
+from gym_assets.config.manifest_schema import Kind, ManifestDataset, ManifestFile
 from gym_assets.config.model import (
     DeclaredDataset,
     agent_names,
@@ -36,10 +40,13 @@ from gym_assets.errors import ConfigError
 from gym_assets.json_shapes import is_mapping
 
 BENCHMARKS_DIR = "benchmarks"
+# Each catalogue root and the kind its manifests must declare.
+CATALOGUE_ROOTS = {BENCHMARKS_DIR: Kind.BENCHMARK, "environments": Kind.ENVIRONMENT}
 DEFAULT_CONFIG = "config.yaml"
 NO_MANIFEST = "no-manifest"
-Status = Literal["maintained", "experimental", "no-manifest"]
-# The dataset fields a manifest may repeat; each must equal the config's value.
+INVALID_MANIFEST = "invalid-manifest"
+Status = Literal["maintained", "experimental", "no-manifest", "invalid-manifest"]
+# The dataset fields a manifest may repeat; each one it writes must equal the config's value.
 MIRRORED_FIELDS = (
     "type",
     "jsonl_fpath",
@@ -48,48 +55,6 @@ MIRRORED_FIELDS = (
     "prepare_script",
     "prompt_config",
 )
-
-
-# YAML already types every value, so "yes" for a boolean or "3" for a count is a mistake to
-# report at its line, not a value to coerce.
-_STRICT = ConfigDict(extra="forbid", frozen=True, strict=True)
-
-
-class ManifestDataset(BaseModel):
-    """A dataset the manifest describes: its name, and optionally the config's values."""
-
-    model_config = _STRICT
-
-    name: str = Field(min_length=1)
-    type: Literal["train", "validation", "benchmark", "example"] | None = None
-    jsonl_fpath: str | None = None
-    taskset: str | None = None
-    num_repeats: int | None = Field(default=None, ge=1)
-    prepare_script: str | None = None
-    prompt_config: str | None = None
-
-
-class ManifestFile(BaseModel):
-    """The fields a ``manifest.yaml`` may hold (anything else is refused as a likely typo)."""
-
-    model_config = _STRICT
-
-    name: str = Field(min_length=1)
-    kind: Literal["benchmark", "environment"]
-    version: str | None = None
-    experimental: bool = False
-    lifecycle: Literal["active", "deprecated"] = "active"
-    description: str | None = None
-    domain: str | None = None
-    modality: str | None = None
-    licensing: str | None = None
-    integration_profile: str | None = None
-    authors: list[str] = Field(default_factory=list[str])
-    config_path: str = DEFAULT_CONFIG
-    agent_server: str | None = None
-    resources_server: str | None = None
-    model_server: str | None = None
-    datasets: list[ManifestDataset] | None = Field(default=None, min_length=1)
 
 
 @dataclass(frozen=True)
@@ -111,25 +76,52 @@ class Manifest:
         return "experimental" if self.fields.experimental else "maintained"
 
 
-def load_manifests(loaded: LoadedConfig) -> dict[str, Manifest]:
-    """Every manifest of the configs tree, validated, keyed by each dataset it describes."""
-    root = loaded.root / BENCHMARKS_DIR
-    if not root.is_dir():
-        return {}
-    by_dataset: dict[str, Manifest] = {}
-    for path in manifest_files_under(root):
-        if _describes_replaced(loaded, path):
-            continue  # it describes the default config, and a flavor runs in its place
-        manifest = _manifest(loaded, root, parse_yaml_file(path))
-        for dataset in manifest.datasets:
-            if dataset in by_dataset:
-                raise ConfigError(
-                    f"dataset '{dataset}' is described by two manifests, this one and "
-                    f"{by_dataset[dataset].path}; describe each dataset in one manifest only.",
-                    path=path,
-                )
-            by_dataset[dataset] = manifest
-    return by_dataset
+@dataclass
+class Manifests:
+    """Every manifest of a configs tree: the valid ones by each dataset they describe, and
+    each refusal by the datasets of the config beside the refused manifest."""
+
+    by_dataset: dict[str, Manifest] = field(default_factory=dict[str, Manifest])
+    refusals: dict[str, ConfigError] = field(default_factory=dict[str, ConfigError])
+    problems: list[ConfigError] = field(default_factory=list[ConfigError])
+
+    def refuse(self, loaded: LoadedConfig, path: Path, error: ConfigError) -> None:
+        """Keep ``error`` for the datasets declared in the manifest's folder: the commands
+        on them are the ones it must stop (the manifest itself may be too broken to say)."""
+        self.problems.append(error)
+        for decl in iter_declared_datasets(loaded.data):
+            if loaded.file_of(decl.instance.name).parent.resolve() == path.parent.resolve():
+                self.refusals.setdefault(decl.name, error)
+
+
+def load_manifests(loaded: LoadedConfig) -> Manifests:
+    """Every manifest of the configs tree, validated; a bad one is kept as a refusal."""
+    manifests = Manifests()
+    for folder, kind in CATALOGUE_ROOTS.items():
+        root = loaded.root / folder
+        if not root.is_dir():
+            continue
+        for path in manifest_files_under(root):
+            if _describes_replaced(loaded, path):
+                continue  # it describes the default config, and a flavor runs in its place
+            try:
+                manifest = _manifest(loaded, root, kind, parse_yaml_file(path, "manifest"))
+                _refuse_described_twice(manifests.by_dataset, manifest)
+            except ConfigError as exc:
+                manifests.refuse(loaded, path, exc)
+                continue
+            manifests.by_dataset.update(dict.fromkeys(manifest.datasets, manifest))
+    return manifests
+
+
+def _refuse_described_twice(by_dataset: Mapping[str, Manifest], manifest: Manifest) -> None:
+    for dataset in manifest.datasets:
+        if dataset in by_dataset:
+            raise ConfigError(
+                f"dataset '{dataset}' is described by two manifests, this one and "
+                f"{by_dataset[dataset].path}; describe each dataset in one manifest only.",
+                path=manifest.path,
+            )
 
 
 def _describes_replaced(loaded: LoadedConfig, path: Path) -> bool:
@@ -138,44 +130,39 @@ def _describes_replaced(loaded: LoadedConfig, path: Path) -> bool:
     return replaced is not None and replaced.resolve() == (path.parent / DEFAULT_CONFIG).resolve()
 
 
-def _manifest(loaded: LoadedConfig, root: Path, parsed: ParsedYaml) -> Manifest:
+def _manifest(loaded: LoadedConfig, root: Path, kind: Kind, parsed: ParsedYaml) -> Manifest:
     path = parsed.path
-    fields = _fields(parsed)
-    folder = path.parent.relative_to(root).as_posix()
     if path.parent == root:
         raise ConfigError(
-            f"a manifest belongs in a benchmark's folder below {BENCHMARKS_DIR}/, beside its "
-            f"config, not in {BENCHMARKS_DIR}/ itself.",
+            f"Manifest '{path}' must be inside a named catalog directory: a manifest belongs in "
+            f"a folder below {root.name}/, beside its config, not in {root.name}/ itself.",
             path=path,
+        )
+    fields = _fields(parsed)
+    folder = path.parent.relative_to(root).as_posix()
+    if fields.kind != kind:
+        raise ConfigError(
+            f"Manifest '{path}' declares kind '{fields.kind}', but its catalog path requires "
+            f"'{kind}'. Set `kind: {kind}`, or move the folder below the catalogue root of "
+            f"its kind ({', '.join(f'{k}/' for k in CATALOGUE_ROOTS)}).",
+            **_at(parsed, "kind"),
         )
     if fields.name != folder:
         raise ConfigError(
-            f"manifest name '{fields.name}' must equal its folder path '{folder}' (below "
-            f"{BENCHMARKS_DIR}/); rename the folder or set `name: {folder}`.",
+            f"Manifest '{path}' declares name '{fields.name}', but its catalog path requires "
+            f"'{folder}'. Rename the folder or set `name: {folder}`.",
             **_at(parsed, "name"),
-        )
-    if fields.kind != "benchmark":
-        raise ConfigError(
-            f"manifest kind '{fields.kind}' must be 'benchmark' for a manifest under "
-            f"{BENCHMARKS_DIR}/; set `kind: benchmark`.",
-            **_at(parsed, "kind"),
         )
     config_path = (path.parent / fields.config_path).resolve()
     configs = {file.resolve(): file for file in loaded.files}
     if config_path not in configs:
         raise ConfigError(
-            f"manifest '{fields.name}' describes {fields.config_path}, which is not a config "
-            f"of this configs tree; put the benchmark's {DEFAULT_CONFIG} beside the manifest "
-            "(or point `config_path` at its config).",
+            f"Manifest '{path}' requires a sibling {DEFAULT_CONFIG}: it describes "
+            f"{fields.config_path}, which is not a config of this configs tree. Put the "
+            f"config beside the manifest (or point `config_path` at it).",
             **_at(parsed, "config_path"),
         )
     described = _described(loaded, parsed, fields, configs[config_path])
-    if not any(decl.dataset.type == "benchmark" for decl in described):
-        raise ConfigError(
-            f"manifest '{fields.name}' has kind 'benchmark' but describes no dataset of type "
-            "benchmark; list the benchmark dataset its config declares.",
-            **_at(parsed, "datasets"),
-        )
     agent = _single_agent(loaded, parsed, fields, described)
     return Manifest(
         path=path,
@@ -190,7 +177,8 @@ def _fields(parsed: ParsedYaml) -> ManifestFile:
     if not is_mapping(parsed.data):
         found = "nothing" if parsed.data is None else type(parsed.data).__name__
         raise ConfigError(
-            f"a manifest is a mapping of fields (name, kind, datasets, ...); this file holds "
+            f"Invalid environment manifest '{parsed.path}': expected a YAML mapping. A "
+            f"manifest is a mapping of fields (name, kind, datasets, ...); this file holds "
             f"{found}.",
             path=parsed.path,
             line=1,
@@ -198,27 +186,28 @@ def _fields(parsed: ParsedYaml) -> ManifestFile:
     try:
         return ManifestFile.model_validate(parsed.data)
     except ValidationError as exc:
-        error = exc.errors()[0]
+        error = exc.errors(include_url=False)[0]
         where = tuple(error["loc"])
-        field = ".".join(str(part) for part in where) or "(manifest)"
-        message = error["msg"]
+        location = ".".join(str(part) for part in where) or "manifest"
+        message = error["msg"].removeprefix("Value error, ")
         if error["type"] == "extra_forbidden":
-            allowed = ManifestDataset if len(where) > 1 else ManifestFile
+            allowed = ManifestDataset if "datasets" in where else ManifestFile
             message += f" (known fields: {', '.join(allowed.model_fields)})"
-        raise ConfigError(f"manifest field '{field}': {message}.", **_at(parsed, *where)) from None
+        raise ConfigError(
+            f"Invalid environment manifest '{parsed.path}': {location}: {message}.",
+            **_at(parsed, *where),
+        ) from None
 
 
 def _described(
     loaded: LoadedConfig, parsed: ParsedYaml, fields: ManifestFile, config: Path
 ) -> list[DeclaredDataset]:
-    """The declarations the manifest describes: the ones it lists, else all its config's."""
+    """The config's declarations of the datasets the manifest lists, each checked against it."""
     declared = {
         decl.name: decl
         for decl in iter_declared_datasets(loaded.data)
         if loaded.file_of(decl.instance.name) == config
     }
-    if fields.datasets is None:
-        return list(declared.values())
     described: list[DeclaredDataset] = []
     for index, entry in enumerate(fields.datasets):
         decl = declared.get(entry.name)
@@ -229,15 +218,29 @@ def _described(
                 "the dataset there or drop it from the manifest.",
                 **_at(parsed, "datasets", index, "name"),
             )
+        written = entry.model_dump(mode="json")
         for key in MIRRORED_FIELDS:
-            mirrored = getattr(entry, key)
-            actual = getattr(decl.dataset, key)
-            if mirrored is not None and mirrored != actual:
+            if key not in entry.model_fields_set:
+                continue  # not repeated (a default such as num_repeats: 1 is not a claim)
+            mirrored, actual = written[key], getattr(decl.dataset, key)
+            if mirrored != actual:
                 raise ConfigError(
                     f"manifest dataset '{entry.name}' says {key}: {mirrored!r}, but its config "
                     f"says {actual!r}; make the manifest repeat the config (or leave {key} out).",
                     **_at(parsed, "datasets", index, key),
                 )
+        if (
+            entry.type == "benchmark"
+            and entry.prepare_script is None
+            and decl.dataset.prepare_script
+        ):
+            raise ConfigError(
+                f"Invalid environment manifest '{parsed.path}': datasets.{index}: a benchmark "
+                f"dataset requires: prepare_script. Its config names one "
+                f"({decl.dataset.prepare_script}); repeat it here (only a benchmark whose "
+                "config bundles its rows has none).",
+                **_at(parsed, "datasets", index),
+            )
         described.append(decl)
     return described
 
@@ -267,7 +270,7 @@ def _single_agent(
             **_at(parsed, "datasets"),
         )
     agent = next(iter(agents), None)
-    if fields.agent_server is not None and agent is not None:
+    if agent is not None:
         implementation = server_instances(loaded.data)[agent].implementation
         if fields.agent_server not in (agent, implementation):
             raise ConfigError(
@@ -300,7 +303,7 @@ def _refuse_multi_agent_taskset(
 
 def _dataset_path(fields: ManifestFile, name: str) -> tuple[Any, ...]:
     """The manifest key path of the entry naming ``name`` (the config lists it otherwise)."""
-    for index, entry in enumerate(fields.datasets or []):
+    for index, entry in enumerate(fields.datasets):
         if entry.name == name:
             return ("datasets", index, "name")
     return ("datasets",)
@@ -315,13 +318,14 @@ def _at(parsed: ParsedYaml, *path: Any) -> dict[str, Any]:
     return {"path": parsed.path}
 
 
-def manifest_fields(manifest: Manifest | None) -> Mapping[str, Any]:
-    """What a listing shows of a benchmark's manifest (nulls without one)."""
+def manifest_fields(manifest: Manifest | None, refused: bool = False) -> Mapping[str, Any]:
+    """What a listing shows of a benchmark's manifest (nulls without one, or a refused one)."""
     if manifest is None:
-        return {"status": NO_MANIFEST, "manifest": None, "version": None, "lifecycle": None}
+        status = INVALID_MANIFEST if refused else NO_MANIFEST
+        return {"status": status, "manifest": None, "version": None, "lifecycle": None}
     return {
         "status": manifest.status,
         "manifest": str(manifest.path),
         "version": manifest.fields.version,
-        "lifecycle": manifest.fields.lifecycle,
+        "lifecycle": str(manifest.fields.lifecycle),
     }

@@ -93,7 +93,7 @@ class PlanBuilder:
         self._tasks = SortedRuns(spill_dir)  # (task_id, digest) of every plannable row
         self._missing = 0
         self._missing_shown: list[tuple[int, int | None]] = []
-        self.ids = IdTypeTally()  # own IDs of a type no task ID has, and integer ones
+        self.ids = IdTypeTally()  # own IDs that are not strings, used as their str()
         self._refusal: UserError | None = None
 
     def add(self, row: Mapping[str, Any], line: int | None = None) -> None:
@@ -105,9 +105,8 @@ class PlanBuilder:
             if len(self._missing_shown) < MAX_MISSING_ROWS_SHOWN:
                 self._missing_shown.append((index, line))
             return
-        if not self.ids.accepts(own_id, index if line is None else line):
-            return
-        if self._missing or self.ids.refused or self._refusal is not None:
+        self.ids.note(own_id, index if line is None else line)
+        if self._missing or self._refusal is not None:
             return
         try:
             task_id = task_id_text(*own_id)  # a task_id object raises: already materialized
@@ -134,9 +133,6 @@ class PlanBuilder:
         """The sorted tasks (only the selected ones) and the normalised selection."""
         if self._missing:
             raise self._missing_ids_refusal()
-        problem = self.ids.problem("lines" if self.source is not None else "rows")
-        if problem is not None:
-            raise UserError(f"Benchmark {self.benchmark!r}: {problem}", path=self.source)
         if self._refusal is not None:
             raise self._refusal
         selected = None if selection is None else tuple(sorted(set(selection)))

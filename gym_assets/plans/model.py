@@ -55,8 +55,8 @@ class PlanTask(BaseModel):
     task_id: TaskId
     digest: str = Field(
         pattern=DIGEST_PATTERN,
-        description='"sha256:" followed by the SHA-256 (lowercase hex) of the task input '
-        "written as canonical JSON (sorted keys, no whitespace, non-ASCII kept literal).",
+        description='"sha256:" + SHA-256 of the task input as canonical JSON: 64 lowercase hex '
+        "characters of the input written with sorted keys, no whitespace, non-ASCII kept literal.",
     )
 
 
@@ -65,10 +65,11 @@ class PlanGym(BaseModel):
 
     model_config = _STRICT
 
-    version: str = Field(description="Version of the installed gym-assets package.")
+    version: str = Field(description="The package version string (of gym-assets).")
     commit: str | None = Field(
-        description="Git commit of the project checkout that wrote the plan, with `-dirty` "
-        "appended when tracked files had uncommitted changes; null outside a git checkout."
+        description="Git commit of the checkout that ran the command, with `-dirty` appended "
+        "when the working tree has uncommitted changes; null when unknown (outside a git "
+        "checkout)."
     )
 
 
@@ -77,9 +78,10 @@ class PlanBenchmark(BaseModel):
 
     model_config = _STRICT
 
-    name: str = Field(description="The benchmark's dataset name.")
+    name: str = Field(description="The benchmark dataset name (not the selector token).")
     config_paths: list[str] = Field(
-        description="Config files that declare the benchmark, relative to the project root "
+        description="Config files the benchmark was selected with: those declaring it (its "
+        "dataset's server, its environment server and agents), relative to the project root "
         "when inside it."
     )
 
@@ -102,8 +104,8 @@ class EvalPlan(BaseModel):
     benchmark: PlanBenchmark
     selected_task_ids: list[str] | None = Field(
         default=None,
-        description="The requested subset of task ids, sorted and de-duplicated; null means "
-        "the plan covers every task of the benchmark.",
+        description="The requested subset of task ids, sorted ascending and de-duplicated; "
+        "null when the plan covers every task.",
     )
     tasks: list[PlanTask]
 

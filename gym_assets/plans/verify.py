@@ -26,7 +26,7 @@ from gym_assets.plans.model import (
     TaskKey,
     describe_validation_error,
 )
-from gym_assets.tasks.materialize import TaskIdTypeError, source_task_id, task_input_of
+from gym_assets.tasks.materialize import source_task_id, task_input_of
 
 
 def _by_id(keys: Iterable[tuple[str, str]]) -> tuple[TaskKey, ...]:
@@ -112,11 +112,7 @@ def taskset_tasks(
     for line, row in iter_jsonl(path, max_depth=MAX_PRODUCT_NESTING):
         has_envelope = is_mapping(row.get("task_id")), "task_input" in row
         if not any(has_envelope):
-            try:
-                flat = _flat_task(row, flat_taskset)
-            except TaskIdTypeError as exc:
-                raise UserError(f"{exc}; a task ID is a string", path=path, line=line) from None
-            yield flat
+            yield _flat_task(row, flat_taskset)
             continue
         if not all(has_envelope):
             raise UserError(

@@ -8,7 +8,9 @@ the data root (``prepared/<benchmark>/``).
 
 A benchmark folder may also hold an environment manifest (``manifest.yaml`` beside its config,
 ``gym_assets.config.manifests``): the catalogue validates every manifest when it loads and
-attaches each to the benchmarks it describes; a benchmark without one is ``no-manifest``.
+attaches each to the benchmarks it describes; a benchmark without one is ``no-manifest``. A
+refused manifest blocks only the benchmarks of its folder: ``get`` raises its refusal, and
+``manifest_problems`` lists every refusal for a listing to warn about.
 
 A dataset's metrics sidecar goes beside it when the dataset lies in the configs tree (or below
 the directory of the file that declares it) or is prepared rows; a dataset anywhere else gets
@@ -20,10 +22,11 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from gym_assets.config.errors import AmbiguousEnvironmentServerError
 from gym_assets.config.loader import LoadedConfig, load_configs
 from gym_assets.config.manifests import Manifest, load_manifests
 from gym_assets.config.model import (
@@ -34,7 +37,7 @@ from gym_assets.config.model import (
     iter_declared_datasets,
     server_instances,
 )
-from gym_assets.config.routing import flat_route
+from gym_assets.config.routing import flat_dataset_agent, flat_route, servers_by_agent
 from gym_assets.errors import ConfigError, UserError
 from gym_assets.json_shapes import is_mapping
 from gym_assets.outputs.targets import is_within
@@ -51,11 +54,13 @@ class Benchmark:
     prompt_config_path: Path | None
     environment_server: str | None
     agents: tuple[str, ...]
+    fronting: Fronting  # how environment_server was found, or why it was not
     config_paths: tuple[Path, ...]
     sidecar_dir: Path
     workspace: Workspace  # the roots it was resolved in, and where its products live
     selector: str  # what `--benchmark` takes to select it: its name, or its flavor's token
     manifest: Manifest | None = None  # the environment manifest describing it, if any
+    manifest_refusal: ConfigError | None = None  # why its folder's manifest is refused
 
     @property
     def name(self) -> str:
@@ -105,18 +110,37 @@ class Benchmark:
         )
 
 
-def _fronting_server(config: Mapping[str, Any], decl: DeclaredDataset) -> str | None:
+@dataclass(frozen=True)
+class Fronting:
+    """Which environment server runs a dataset's rows: ``server``, or else why none can.
+
+    ``candidates`` are the servers that could (one when resolved, several when its agent is
+    fronted by more than one); ``error`` is the routing refusal, kept for whoever needs the
+    server (a run raises it) while the catalogue still lists the benchmark.
+    """
+
+    server: str | None
+    candidates: tuple[str, ...] = ()
+    error: ConfigError | None = None
+
+
+def _fronting(config: Mapping[str, Any], decl: DeclaredDataset) -> Fronting:
     """The environment server that runs this dataset's rows: its route for a taskset, else the
-    routing mode's server for the dataset's agent; None while the config cannot say (the
-    ``route_resolves`` check reports why)."""
+    routing mode's server for the dataset's agent (the ``route_resolves`` check reports a
+    taskset route that cannot say)."""
     taskset = decl.dataset.taskset
     if taskset is not None:
         routes = config.get("environment_server_routes")
-        return routes.get(taskset) if is_mapping(routes) else None
+        server = routes.get(taskset) if is_mapping(routes) else None
+        return Fronting(server, (server,) if server else ())
     try:
-        return flat_route(config, decl.instance.name, decl.dataset.agent)[0]
-    except ConfigError:
-        return None
+        server = flat_route(config, decl.instance.name, decl.dataset.agent)[0]
+    except AmbiguousEnvironmentServerError as exc:
+        agent = flat_dataset_agent(config, decl.instance.name, decl.dataset.agent)
+        return Fronting(None, tuple(servers_by_agent(config)[agent]), exc)
+    except ConfigError as exc:
+        return Fronting(None, error=exc)
+    return Fronting(server, (server,))
 
 
 class Catalog:
@@ -133,6 +157,7 @@ class Catalog:
         self.flavor = flavor  # (file, token) of the selected flavor, if one is
         self._benchmarks: dict[str, Benchmark] = {}
         manifests = load_manifests(loaded)
+        self.manifest_problems = tuple(manifests.problems)
         for decl in iter_declared_datasets(loaded.data):
             if decl.dataset.type != "benchmark":
                 continue
@@ -143,7 +168,9 @@ class Catalog:
                     f"'{decl.instance.name}'; dataset names must be unique",
                     path=loaded.file_of(decl.instance.name),
                 )
-            self._benchmarks[decl.name] = self._resolve(decl, manifests.get(decl.name))
+            benchmark = self._resolve(decl, manifests.by_dataset.get(decl.name))
+            refusal = manifests.refusals.get(decl.name)
+            self._benchmarks[decl.name] = replace(benchmark, manifest_refusal=refusal)
 
     def _resolve(self, decl: DeclaredDataset, manifest: Manifest | None) -> Benchmark:
         instance = decl.instance.name
@@ -156,7 +183,8 @@ class Catalog:
         else:
             rows = resolve(instance, dataset.jsonl_fpath)
         prompt = resolve(instance, dataset.prompt_config) if dataset.prompt_config else None
-        server = _fronting_server(self.loaded.data, decl)
+        fronting = _fronting(self.loaded.data, decl)
+        server = fronting.server
         servers = server_instances(self.loaded.data)
         agents: tuple[str, ...] = ()
         if server is not None and server in servers:
@@ -175,6 +203,7 @@ class Catalog:
             prompt_config_path=prompt,
             environment_server=server,
             agents=agents,
+            fronting=fronting,
             config_paths=tuple(files),
             sidecar_dir=rows.parent if beside else self.workspace.metrics_dir(dataset.name),
             workspace=self.workspace,
@@ -204,8 +233,10 @@ class Catalog:
         return list(self._benchmarks)
 
     def get(self, name: str) -> Benchmark:
+        """The benchmark ``name``; a refused manifest of its folder is raised here, so it
+        stops only the commands that touch this benchmark."""
         try:
-            return self._benchmarks[name]
+            benchmark = self._benchmarks[name]
         except KeyError:
             close = difflib.get_close_matches(name, self._benchmarks, n=3, cutoff=0.6)
             hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
@@ -214,6 +245,9 @@ class Catalog:
                 f"unknown benchmark '{name}'{hint} (configured benchmarks: {known}; "
                 "see `gym-assets list benchmarks`)"
             ) from None
+        if benchmark.manifest_refusal is not None:
+            raise benchmark.manifest_refusal
+        return benchmark
 
 
 def load_catalog(workspace: Workspace, flavor: tuple[Path, str] | None = None) -> Catalog:

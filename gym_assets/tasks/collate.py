@@ -340,9 +340,11 @@ def _plan(
     owner = owner_dir(config, declared.instance)
     environment: ServerDir | None = None
     if dataset.taskset is not None:
-        # Route validation runs first: collation drops the declaring instance and any pin.
-        pin = dataset.agent if dataset.type == "benchmark" else None
-        resolve_dataset_agent(config, declared.instance.name, pin, taskset=dataset.taskset)
+        # Route validation runs first: collation drops the declaring instance and any pin, so
+        # a pin on a taskset dataset of any type is refused here rather than silently lost.
+        resolve_dataset_agent(
+            config, declared.instance.name, dataset.agent, taskset=dataset.taskset
+        )
         server = taskset_environment_server(config, dataset.taskset)
         environment = ServerDir(ENVIRONMENTS, server.implementation)
         bound = resources_dir(config, bound_resources_server(server.config))
@@ -472,12 +474,8 @@ def _collate_dataset(
             summary.agent_ref_stripped += 1
         state.source_task_index += 1
         own_id = own_id_field(row)
-        if (
-            own_id is not None
-            and type(own_id[1]) is not str  # the common case costs no call
-            and not ids.accepts(own_id, line)
-        ):
-            continue
+        if own_id is not None and type(own_id[1]) is not str:  # the common case costs no call
+            ids.note(own_id, line)
         if taskset is None:
             row["task_source"] = instance
             if validate is not None:
@@ -505,10 +503,7 @@ def _collate_dataset(
             preview.extend([row] * min(repeats, PREVIEW_ROWS - len(preview)))
         if source_rows % PROGRESS_EVERY == 0:
             say(f"  {summary.label}: {source_rows} rows")
-    problem = ids.problem()
-    if problem is not None:
-        raise UserError(problem, path=source)
-    summary.integer_ids = ids.integers
+    summary.non_string_ids = ids.converted
     note = ids.warning(source)
     if note is not None:
         report.warn(note)

@@ -50,7 +50,7 @@ class DatasetSummary:
     source_rows: int = 0
     rows_written: int = 0
     positional_ids: int = 0
-    integer_ids: int = 0  # rows whose own ID is an integer, used as its digits
+    non_string_ids: int = 0  # rows whose own ID is not a string, used as its str()
     agent_ref_stripped: int = 0
     malformed_tasks: int = 0
     validation: dict[str, Any] | None = None

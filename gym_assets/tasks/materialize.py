@@ -7,7 +7,7 @@ row's own ID field when it has one, so editing a prompt never changes which task
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -16,15 +16,10 @@ from gym_assets.records import keys
 ID_FIELDS = ("task_id", "problem_id", "instance_id")
 ROUTING_KEYS = frozenset({"agent_ref", "task_source", "skills_ref"})
 ALREADY_MATERIALIZED = "Expected a flat dataset row, not an already materialized task"
-LISTED_ID_ROWS = 10
 
 
 class MaterializeError(ValueError):
     """A row cannot become a task (already a task, or no usable ID)."""
-
-
-class TaskIdTypeError(MaterializeError):
-    """A row's own ID is neither a string nor an integer."""
 
 
 def is_materialized(row: Mapping[str, Any]) -> bool:
@@ -45,28 +40,19 @@ def own_id_field(row: Mapping[str, Any]) -> tuple[str, Any] | None:
     return None
 
 
-_ID_KINDS: dict[type[object], str] = {
-    bool: "a boolean",
-    float: "a fractional number",
-    list: "a list",
-}
-
-
 def task_id_text(key: str, value: object) -> str:
-    """An ID field's value as the task ID: a string as is, an integer in decimal.
+    """An ID field's value as the task ID: Python's ``str()`` of it, as the reference does.
 
-    The decimal form is the reference's normalization (``7`` -> ``"7"``; collation and plans
-    report rows that rely on it). Anything else raises: ``str()`` of a boolean, a float or a
-    list (``"True"``, ``"1.0"``, ``"[1]"``) would be an ID nobody wrote. A ``task_id`` object is
-    an already materialized task.
+    A string stays as written; ``7`` -> ``"7"``, ``false`` -> ``"False"``, ``1.5`` -> ``"1.5"``,
+    ``2.0`` -> ``"2.0"``, ``[1]`` -> ``"[1]"``, so a NeMo-prepared benchmark keeps the ids it
+    was planned with (collation and plans report the rows that rely on this). A ``task_id``
+    object is an already materialized task.
     """
     if isinstance(value, str):
         return value
-    if isinstance(value, int) and not isinstance(value, bool):
-        return str(value)
     if key == "task_id" and isinstance(value, Mapping):
         raise MaterializeError(ALREADY_MATERIALIZED)
-    raise TaskIdTypeError(f"{key} is {_ID_KINDS.get(type(value), 'an object')}")
+    return str(value)
 
 
 def source_task_id(row: Mapping[str, Any]) -> str | None:
@@ -77,53 +63,31 @@ def source_task_id(row: Mapping[str, Any]) -> str | None:
 
 @dataclass
 class IdTypeTally:
-    """The rows of one file whose own ID is not a string: integers are counted (they are used
-    in decimal, which a report should say), other types are listed for one refusal naming every
-    bad line (the first ``LISTED_ID_ROWS``) rather than stopping at the first."""
+    """The rows of one file whose own ID is not a string. Each is used as its ``str()``, so
+    ``7`` and ``"7"`` (or ``true`` and ``"True"``) are one task: a report should say so."""
 
-    integers: int = 0
-    first_integer_line: int | None = None
-    refused: int = 0
-    listed: list[str] = field(default_factory=list[str])
+    converted: int = 0
+    first_line: int | None = None
 
-    def accepts(self, found: tuple[str, Any], line: int) -> bool:
-        """Whether the ID ``(field, value)`` on ``line`` has a usable type. A ``task_id``
-        object passes: it marks an already materialized task, which flat datasets carry as is
-        and materialization refuses with its own message."""
+    def note(self, found: tuple[str, Any], line: int) -> None:
+        """Count the ID ``(field, value)`` on ``line`` if it is not a string. A ``task_id``
+        object is not an ID: it marks an already materialized task."""
         key, value = found
         if isinstance(value, str) or (key == "task_id" and isinstance(value, Mapping)):
-            return True
-        try:
-            task_id_text(*found)
-        except TaskIdTypeError as exc:
-            self.refused += 1
-            if len(self.listed) < LISTED_ID_ROWS:
-                self.listed.append(f"{line} ({exc})")
-            return False
-        self.integers += 1
-        if self.first_integer_line is None:
-            self.first_integer_line = line
-        return True
-
-    def problem(self, where: str = "lines") -> str | None:
-        """The refusal listing the refused rows (by ``where``: lines or rows), or None."""
-        if not self.refused:
-            return None
-        more = self.refused - len(self.listed)
-        return (
-            f"a task ID must be a string (or an integer), but {_rows(self.refused)} another "
-            f"type: {where} {'; '.join(self.listed)}{f'; and {more} more' if more else ''}. "
-            "Write each ID as a string"
-        )
+            return
+        self.converted += 1
+        if self.first_line is None:
+            self.first_line = line
 
     def warning(self, source: str | Path) -> str | None:
-        """The note that integer IDs were used as text, or None when there were none."""
-        if not self.integers:
+        """The note that IDs were used as their text, or None when every ID was a string."""
+        if not self.converted:
             return None
         return (
-            f"{source}: {_rows(self.integers)} an integer task ID (first on line "
-            f'{self.first_integer_line}); each is used as its digits, so 7 and "7" are the '
-            "same task. Write the IDs as strings to say so"
+            f"{source}: {_rows(self.converted)} a task ID that is not a string (first on line "
+            f'{self.first_line}); each is used as Python\'s str() of it (7 -> "7", true -> '
+            '"True", 1.5 -> "1.5"), so 7 and "7" are the same task. Write the IDs as strings to '
+            "say so"
         )
 
 

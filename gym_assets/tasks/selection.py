@@ -24,8 +24,9 @@ from gym_assets.config.flavors import (
     resolve_token,
     token_of,
 )
+from gym_assets.config.model import server_instances
 from gym_assets.config.names import shown
-from gym_assets.errors import ConfigError, UserError
+from gym_assets.errors import ConfigError, UsageError, UserError
 from gym_assets.tasks.catalog import Benchmark, Catalog, load_catalog
 from gym_assets.workspace import Workspace
 
@@ -70,7 +71,20 @@ def select_benchmark(workspace: Workspace, value: str) -> Selection:
         )
     if flavors:
         return _select_file(workspace, value, flavors[0].path)
-    return Selection(value, catalog, (catalog.get(value),))  # refuses, with close names
+    raise _unknown_name(catalog, value)
+
+
+def _unknown_name(catalog: Catalog, value: str) -> UsageError:
+    """A name no benchmark has: the reference's refusal (the config the name implies, close
+    tokens, where it looked), then ours (close dataset names, every configured one)."""
+    try:
+        resolve_token(catalog.workspace.configs, value)
+    except UsageError as implied:
+        try:
+            catalog.get(value)
+        except UserError as unknown:
+            return UsageError(f"{implied.message}; {unknown.message}")
+    raise AssertionError(f"{value!r} was taken for a name no benchmark has")
 
 
 def _select_file(workspace: Workspace, value: str, path: Path) -> Selection:
@@ -91,12 +105,36 @@ def _select_file(workspace: Workspace, value: str, path: Path) -> Selection:
 def _in_file(catalog: Catalog, value: str, path: Path) -> Selection:
     """The benchmarks whose declaring instance is written in ``path``."""
     target = path.resolve()
-    found = tuple(b for b in catalog if catalog.loaded.file_of(b.instance).resolve() == target)
+    found = tuple(
+        catalog.get(b.name)  # raises a refused manifest of the benchmark's folder
+        for b in catalog
+        if catalog.loaded.file_of(b.instance).resolve() == target
+    )
     if not found:
         raise UserError(
-            f"--benchmark {value} selects {path}, but no benchmark dataset of the resolved "
-            "config is declared there (is its instance moved by `_inherit_from` into another "
-            "file?); select the benchmark by its name",
+            f"{_no_benchmark_found(catalog, target)} --benchmark {value} selects {path}, but no "
+            "benchmark dataset of the resolved config is declared there (is its instance moved "
+            "by `_inherit_from` into another file?); select the benchmark by its name",
             path=path,
         )
     return Selection(value, catalog, found)
+
+
+def _no_benchmark_found(catalog: Catalog, target: Path) -> str:
+    """The reference's refusal of a config with nothing to prepare: what it inspected, and
+    the flags that select a benchmark."""
+    loaded = catalog.loaded
+    agents = [
+        name
+        for name, server in server_instances(loaded.data).items()
+        if server.is_agent and loaded.file_of(name).resolve() == target
+    ]
+    inspected = (
+        f"Inspected server instances {agents}, but none declared a `benchmark` dataset."
+        if agents
+        else "No server instances with `responses_api_agents` were found in it."
+    )
+    return (
+        f"No benchmark config found. {inspected} Pass `--benchmark <name>` (or, for "
+        "`collate`, `--mode` with `--config <path>`) to select what to prepare."
+    )

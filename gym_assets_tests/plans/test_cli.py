@@ -157,9 +157,11 @@ def test_unprepared_benchmark_says_how_to_prepare(project, capsys) -> None:
 
 
 def test_unknown_benchmark(project, capsys) -> None:
-    assert "did you mean 'fake_bench'" in refused(
-        capsys, plan_args(project / "p.json", "fake_bnch")
-    )
+    """A usage error (exit 2) in the reference's words, then ours."""
+    assert main(plan_args(project / "p.json", "fake_bnch")) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "--benchmark fake_bnch implies config " in err and "which does not exist" in err
+    assert "did you mean 'fake_bench'" in err
 
 
 @pytest.mark.parametrize(
@@ -288,3 +290,58 @@ def test_plan_prepares_first_and_again_once_the_prepare_script_changed(project, 
 def test_prepare_and_no_prepare_together_are_a_usage_error(project, capsys) -> None:
     argv = plan_args(project / "plan.json", "fake_bench", "--prepare", "--no-prepare")
     assert "not allowed with argument" in refused(capsys, argv, code=2)
+
+
+# A NeMo-prepared benchmark whose ids are not strings, as its JSONL holds them.
+NON_STRING_ID_ROWS = b"""\
+{"task_id": true, "responses_create_params": {"input": [{"role": "user", "content": "yes?"}]}}
+{"task_id": false, "responses_create_params": {"input": [{"role": "user", "content": "no?"}]}}
+{"problem_id": 1.5, "responses_create_params": {"input": []}, "agent_ref": {"name": "a"}}
+{"task_id": null, "instance_id": 2.0, "responses_create_params": {"input": []}}
+{"task_id": 1e16, "responses_create_params": {"input": []}, "_ng_task_index": 4}
+{"task_id": 7, "responses_create_params": {"input": []}}
+"""
+
+
+def reference_plan_text(document: dict, rows: bytes, taskset: str) -> str:
+    """The plan the reference's rules give (plan.md 1.8, 2.2-2.4), written out here with the
+    standard library alone: id = str() of the first non-null id field, digest = sha256 of the
+    sorted, compact dump of the row minus routing and ``_ng_`` keys, file = sorted indent-2."""
+    tasks = []
+    for text in rows.decode().splitlines():
+        source = json.loads(text)
+        value = next(
+            source[k] for k in ("task_id", "problem_id", "instance_id") if source.get(k) is not None
+        )
+        task_input = {
+            k: v
+            for k, v in source.items()
+            if k not in ("agent_ref", "task_source", "skills_ref") and not k.startswith("_ng_")
+        }
+        canonical = json.dumps(
+            task_input, sort_keys=True, separators=(",", ":"), ensure_ascii=False
+        )
+        tasks.append(
+            {
+                "digest": "sha256:" + hashlib.sha256(canonical.encode()).hexdigest(),
+                "task_id": {"task_id": str(value), "taskset": taskset},
+            }
+        )
+    plan = {
+        "benchmark": document["benchmark"],
+        "gym": document["gym"],
+        "schema": SCHEMA_LABEL,
+        "selected_task_ids": None,
+        "tasks": sorted(tasks, key=lambda task: task["task_id"]["task_id"]),
+    }
+    return json.dumps(plan, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+
+
+def test_boolean_and_fractional_ids_plan_byte_identically_to_the_reference(project) -> None:
+    rows_file(project).write_bytes(NON_STRING_ID_ROWS)
+    out = project / "plan.json"
+    assert main(plan_args(out)) == 0
+    written = out.read_bytes().decode()
+    ids = [task["task_id"]["task_id"] for task in json.loads(written)["tasks"]]
+    assert ids == ["1.5", "1e+16", "2.0", "7", "False", "True"]
+    assert written == reference_plan_text(json.loads(written), NON_STRING_ID_ROWS, "fake_bench")

@@ -63,6 +63,34 @@ def test_case_14_schema() -> None:
     Draft202012Validator.check_schema(schema)
 
 
+def test_schema_descriptions_say_what_the_reference_says_first() -> None:
+    """Each field's description opens with the reference's meaning (docs/plans.md)."""
+    schema = plan_json_schema()
+    defs = schema["$defs"]
+    opening = {
+        "config_paths": "Config files the benchmark was selected with",
+        "name": "The benchmark dataset name",
+        "commit": "Git commit of the checkout that ran the command, with `-dirty` appended",
+        "version": "The package version string",
+        "digest": '"sha256:" + SHA-256 of the task input as canonical JSON',
+    }
+    found = {
+        **defs["PlanBenchmark"]["properties"],
+        **defs["PlanGym"]["properties"],
+        **defs["PlanTask"]["properties"],
+    }
+    for field, text in opening.items():
+        assert found[field]["description"].startswith(text), field
+    assert defs["TaskId"]["description"] == "Identifies one task within a run-qualified taskset."
+    assert (
+        "null when the plan covers every task"
+        in (schema["properties"]["selected_task_ids"]["description"])
+    )
+    assert schema["description"].startswith(
+        "The tasks of one benchmark, each listed once and sorted by task id"
+    )
+
+
 def test_file_layout_matches_json_dumps_exactly() -> None:
     plan = Plan(
         gym=GymStamp("0.5.1", None),

@@ -266,35 +266,23 @@ def test_own_ids_do_not_warn(tmp_path: Path, run_collate) -> None:
     assert ids == ["a", "a", "b", "b"]
 
 
-def test_integer_ids_become_their_digits_and_the_report_says_so(tmp_path, run_collate) -> None:
-    rows = [{"task_id": "a"}, {"task_id": 7}, {"problem_id": 10}]
-    config = taskset_config({"source.jsonl": rows}, tmp_path, repeats=1)
-    with pytest.warns(UserWarning, match=r"2 rows have an integer task ID \(first on line 2\)"):
-        report = run_collate(config, validation="error", servers_package="no_such_servers")
-    ids = [t["task_id"]["task_id"] for t in read_jsonl(tmp_path / "out" / "train.jsonl")]
-    assert ids == ["a", "7", "10"]
-    assert [d.integer_ids for d in report.datasets] == [2]
-    assert report.to_dict()["datasets"][0]["integer_ids"] == 2
-
-
 @pytest.mark.parametrize("taskset", ["t", None])
-def test_ids_of_other_types_are_refused_with_their_lines(tmp_path, run_collate, taskset) -> None:
-    rows = [{"task_id": "a"}, {"task_id": True}, {"instance_id": 2.0}] + [
-        {"task_id": [n]} for n in range(9)
-    ]
-    config = taskset_config({"source.jsonl": rows}, tmp_path)
+def test_ids_that_are_not_strings_become_their_str_and_the_report_says_so(
+    tmp_path, run_collate, taskset
+) -> None:
+    rows = [{"task_id": "a"}, {"task_id": 7}, {"task_id": False}, {"instance_id": 1.5}]
+    rows += [{"problem_id": 2.0}, {"problem_id": [1]}]
+    config = taskset_config({"source.jsonl": rows}, tmp_path, repeats=1)
     if taskset is None:  # a flat dataset: its rows keep their ids, which plans and runs read
         config["rs"]["resources_servers"]["test"]["datasets"][0].pop("taskset")
-    with pytest.raises(UserError) as caught:
-        run_collate(config, validation="off", servers_package="no_such_servers")
-    assert caught.value.path == str(tmp_path / "data" / "source.jsonl")
-    assert caught.value.message == (
-        "a task ID must be a string (or an integer), but 11 rows have another type: lines "
-        "2 (task_id is a boolean); 3 (instance_id is a fractional number); "
-        + "; ".join(f"{line} (task_id is a list)" for line in range(4, 12))
-        + "; and 1 more. Write each ID as a string"
-    )
-    assert not (tmp_path / "out").exists() or not list((tmp_path / "out").iterdir())
+    warning = r"5 rows have a task ID that is not a string \(first on line 2\)"
+    with pytest.warns(UserWarning, match=warning):
+        report = run_collate(config, validation="off", servers_package="no_such_servers")
+    assert [d.non_string_ids for d in report.datasets] == [5]
+    assert report.to_dict()["datasets"][0]["non_string_ids"] == 5
+    if taskset is not None:
+        ids = [t["task_id"]["task_id"] for t in read_jsonl(tmp_path / "out" / "train.jsonl")]
+        assert ids == ["a", "7", "False", "1.5", "2.0", "[1]"]
 
 
 @pytest.mark.parametrize(
@@ -517,6 +505,17 @@ def test_route_is_validated(tmp_path: Path, run_collate) -> None:
     config = resources_server("rs", [dataset(taskset="nowhere")])
     with pytest.raises(ConfigError, match="No Environment Server route for taskset 'nowhere'"):
         run_collate(config)
+
+
+@pytest.mark.parametrize("type_", ["train", "validation", "example", "benchmark"])
+def test_a_taskset_dataset_of_any_type_cannot_pin_an_agent(tmp_path, run_collate, type_) -> None:
+    write_jsonl(tmp_path / "data" / "source.jsonl", [{"q": "a"}])
+    config = swe_config(type_, agent="agent")
+    mode = "example_validation" if type_ == "example" else "train_preparation"
+    with pytest.raises(
+        ConfigError, match=r"Taskset 'swe:test' pins agent 'agent'.*Remove the `agent`"
+    ):
+        run_collate(config, mode=mode)
 
 
 def test_datasets_on_model_servers_are_refused(tmp_path: Path, run_collate) -> None:

@@ -257,12 +257,13 @@ def test_a_sidecar_of_a_dataset_outside_both_roots_goes_under_the_data_root(
     outside.mkdir()
     source = tree / "benchmarks" / "units" / "units.jsonl"
     shutil.copy(source, outside / "units.jsonl")
-    config = tree / "benchmarks" / "units" / "config.yaml"
-    text = config.read_text("utf-8")
-    assert "jsonl_fpath: units.jsonl" in text
-    config.write_text(
-        text.replace("jsonl_fpath: units.jsonl", f"jsonl_fpath: {outside}/units.jsonl")
-    )
+    for name in ("config.yaml", "manifest.yaml"):  # the manifest mirrors the config's path
+        config = tree / "benchmarks" / "units" / name
+        text = config.read_text("utf-8")
+        assert "jsonl_fpath: units.jsonl" in text
+        config.write_text(
+            text.replace("jsonl_fpath: units.jsonl", f"jsonl_fpath: {outside}/units.jsonl")
+        )
     data = tmp_path / "data"
     report = collate_benchmark(load_catalog(Workspace(tree, data)), "units", tmp_path / "out")
     sidecar = data / "metrics" / "units" / "units_metrics.json"

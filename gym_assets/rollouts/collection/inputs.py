@@ -93,6 +93,8 @@ def _stamped(
 ) -> dict[str, Any]:
     server = environment_server_for_row(config, row) or benchmark.environment_server
     if server is None:
+        if benchmark.fronting.error is not None:
+            raise benchmark.fronting.error
         raise UserError(
             f"no environment server runs the rows of benchmark '{benchmark.name}'; route its "
             "taskset or front its agent with an environment server",

@@ -10,7 +10,7 @@ from gym_assets.json_shapes import is_mapping
 from gym_assets.records import keys
 from gym_assets.records.episode import EpisodeFailure, EpisodeId, EpisodeRequest
 from gym_assets.records.ids import base_rollout_id
-from gym_assets.tasks.materialize import source_task_id, task_input_of
+from gym_assets.tasks.materialize import materialize_task
 
 LEGACY_RELAY = "legacy_agent"  # the implementation of the relay in front of such an agent
 
@@ -27,16 +27,14 @@ def episode_id_of(row: Mapping[str, Any]) -> EpisodeId:
 
 
 def episode_request_of(row: Mapping[str, Any], taskset: str) -> EpisodeRequest:
-    """The episode a flat row describes (its task input: every non-routing, non-``_ng_`` key)."""
-    task_id = source_task_id(row) or str(row.get(keys.TASK_INDEX, 0))
+    """The episode a flat row describes (its task input: every non-routing, non-``_ng_`` key).
+
+    Its task ID is the row's own ID, else its ``_ng_task_index``; a row with neither is
+    refused ("A flat row without a task ID requires a non-negative task_index"), as the
+    reference refuses it, rather than run as task ``"0"``."""
+    task = materialize_task(row, taskset)
     return EpisodeRequest.model_validate(
-        {
-            "episode_id": episode_id_of(row).model_dump(),
-            "task": {
-                "task_id": {"taskset": taskset, "task_id": task_id},
-                "task_input": task_input_of(row),
-            },
-        }
+        {"episode_id": episode_id_of(row).model_dump(), "task": task}
     )
 
 

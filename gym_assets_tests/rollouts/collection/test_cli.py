@@ -52,12 +52,13 @@ def test_a_run_makes_missing_products_and_prints_a_summary(data, tmp_path, capsy
     assert str(RunFiles(out).records) in captured.out
 
 
-def test_refusals_exit_1_with_one_error_line(data, tmp_path, capsys):
-    for argv in (
-        ["--benchmark", "nope", "--harness", "simple_agent"],
-        ["--benchmark", "units", "--harness", "nope"],
+def test_refusals_exit_with_one_error_line(data, tmp_path, capsys):
+    # An unknown --benchmark is a usage error (2), as the reference's selector is.
+    for argv, code in (
+        (["--benchmark", "nope", "--harness", "simple_agent"], 2),
+        (["--benchmark", "units", "--harness", "nope"], 1),
     ):
-        assert _cli(data, *argv, "--out", tmp_path / "x") == 1
+        assert _cli(data, *argv, "--out", tmp_path / "x") == code
         err = capsys.readouterr().err.splitlines()
         assert err[-1].startswith("error: ") and "Traceback" not in "\n".join(err)
 

@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from gym_assets.cli import main
+from gym_assets.config.errors import AmbiguousEnvironmentServerError
 from gym_assets.errors import ConfigError
 from gym_assets.rollouts.collection.inputs import materialize_inputs
 from gym_assets.tasks import checks
@@ -116,3 +118,39 @@ def test_legacy_routing_to_a_multi_agent_server_refuses_rows_of_an_agent_it_does
     assert not outcome.passed
     assert "is not an agent of environment server 'support_dialogue'" in outcome.description
     assert "config.yaml:" in outcome.description
+
+
+SECOND_SERVER = """
+arith_second:
+  environment_servers:
+    single_agent_turn_legacy:
+      entrypoint: app.py
+      agent_server: {type: responses_api_agents, name: arith_agent}
+      resources_server: {type: resources_servers, name: arith_resources}
+"""
+
+
+def test_rows_of_an_agent_fronted_by_two_servers_are_refused_as_ambiguous(tmp_path):
+    catalog = _catalog(tmp_path, SECOND_SERVER)
+    arith = catalog.get("arith")
+    assert arith.environment_server is None
+    assert arith.fronting.candidates == ("arith_environment", "arith_second")
+    with pytest.raises(AmbiguousEnvironmentServerError) as caught:
+        _inputs(catalog, "arith", _collated(catalog, "arith"))
+    assert caught.value.message.startswith(
+        "Agent 'arith_agent' is fronted by several environment servers: "
+        "[arith_environment, arith_second]. Rows that route by agent cannot choose"
+    )
+
+
+def test_list_benchmarks_names_the_servers_an_ambiguous_agent_could_run_on(tmp_path, capsys):
+    catalog = _catalog(tmp_path, SECOND_SERVER)
+    argv = ["list", "benchmarks", "--configs", str(catalog.loaded.root)]
+    argv += ["--data-root", str(tmp_path / "data")]
+    assert main([*argv, "--json"]) == 0
+    rows = {row["name"]: row for row in json.loads(capsys.readouterr().out)}
+    assert rows["arith"]["environment_server"] is None
+    assert rows["arith"]["environment_servers"] == ["arith_environment", "arith_second"]
+    assert main(argv) == 0
+    (line,) = [x for x in capsys.readouterr().out.splitlines() if x.startswith("arith ")]
+    assert "ambiguous: arith_environment,arith_second" in line

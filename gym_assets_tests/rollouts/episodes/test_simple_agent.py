@@ -22,6 +22,7 @@ from gym_assets.rollouts.gateway import (
 from gym_assets.servers.resources_servers.arith.app import CALCULATE_TOOL, ArithResources
 from gym_assets.servers.responses_api_agents.simple_agent.app import SimpleAgent, ToolAccessError
 from gym_assets.servers.responses_api_agents.simple_agent.app import create as create_agent
+from gym_assets.tasks.materialize import MaterializeError
 from gym_assets_tests.rollouts.episodes.conftest import first_row, run
 from gym_assets_tests.rollouts.episodes.upstreams import CannedUpstream
 
@@ -247,3 +248,13 @@ def test_legacy_environment_refuses_misrouted_rows_and_flattens_failures(
         )
     )
     assert episode.failure is not None and episode.failure.stage == "agent"
+
+
+def test_a_legacy_row_without_an_id_or_a_task_index_is_refused() -> None:
+    """The reference raises; a row without either is not run as task "0"."""
+    row = {"responses_create_params": {"input": []}}
+    with pytest.raises(MaterializeError, match="requires a non-negative task_index"):
+        episode_request_of(row, "legacy")
+    indexed = episode_request_of({**row, "_ng_task_index": 3}, "legacy")
+    assert indexed.task.task_id.task_id == "3"
+    assert episode_request_of({**row, "problem_id": 7}, "legacy").task.task_id.task_id == "7"
