@@ -378,7 +378,8 @@ def test_a_bad_manifest_blocks_only_its_own_folder(write_configs, tmp_path, caps
 
 
 NEMO = Path(__file__).parent / "nemo_manifests"
-# A config for NeMo Gym's shipped example manifest (nemo_manifests/environment_manifest.yaml).
+# A config for nemo_manifests/environment_manifest.yaml: a manifest in the environment form NeMo
+# Gym ships (its fields and layout, our own values).
 EXAMPLE_CONFIG = """\
 example_resources_server:
   resources_servers:
