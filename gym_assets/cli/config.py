@@ -42,12 +42,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "environment server that references an agent the named files rename (`_inherit_from`) "
         "at the new name, editing only that value in place, in the file that declares the "
         "server (server names and routes do not change). The whole configs tree (--configs) is "
-        "read; named files must lie inside it. Exit 0 when done, 1 with --check when changes "
+        "read; named files must lie inside it, and without PATH the whole tree is migrated. "
+        "Exit 0 when done, 1 with --check when changes "
         "would be made, 2 when a file cannot be read or parsed (nothing is written then) or a "
         "reference must be updated by hand (the file, field and value are printed).",
     )
     migrate.add_argument(
-        "paths", nargs="+", type=Path, metavar="PATH", help="config files or directories"
+        "paths",
+        nargs="*",
+        type=Path,
+        metavar="PATH",
+        help="config files or directories (default: the whole configs root)",
     )
     migrate.add_argument(
         "--check",
@@ -61,7 +66,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _migrate(args: argparse.Namespace) -> int:
     from gym_assets.config.migrate import add_environment_servers
 
-    return add_environment_servers(list(args.paths), args.check, workspace_of(args).configs)
+    configs = workspace_of(args).configs
+    return add_environment_servers(list(args.paths) or [configs], args.check, configs)
 
 
 def _show(args: argparse.Namespace) -> int:

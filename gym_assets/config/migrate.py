@@ -5,14 +5,18 @@ every agent has an environment server:
 
 * an agent of a given file that no environment server fronts gets a ``legacy_agent`` relay
   appended to that file (a retired agent gets none: the agents it moved into get their own);
+  an agent moved into exactly one agent gets its relay written next to the rename, and the new
+  agent a server that ``_inherit_from``s it with ``agent_server.name`` overridden (NeMo Gym's
+  #4053 migration writes the rename that way, so its outputs and ours read alike);
 * an environment server that references an agent which a given file renames (moves with
   ``_inherit_from`` into exactly one agent) is updated in place, in whichever file of the tree
   declares it: the characters of that reference's ``name`` are replaced by the new name, and
   nothing else in the file changes. Server names never change, so
   ``environment_server_routes`` stay valid;
-* where the tool cannot make that edit itself (the name is inherited or shared through a YAML
-  alias, the file links outside the configs root, or the agent moved into several agents) it
-  says which file, field and value to update by hand, and exits 2.
+* where the tool cannot make that edit itself (the server is declared in the file of the rename,
+  as NeMo Gym's script refuses too; the name is inherited or shared through a YAML alias; the
+  file links outside the configs root; or the agent moved into several agents) it says which
+  file, field and value to update by hand, and exits 2.
 
 Every config under the configs root is read, as the loader reads it, so an agent fronted (or
 a server declared) in a file that was not named still counts. Files are written atomically,
@@ -35,12 +39,13 @@ from gym_assets.config.inheritance import Inheritance, apply_inheritance
 from gym_assets.config.locate import Locate
 from gym_assets.config.model import ENVIRONMENTS, agent_references, server_instances
 from gym_assets.config.relays import (
+    block_yaml,
     fallback_name,
     fronted_agents,
+    inheriting_relay_block,
     needs_environment_server,
     relay_block,
     relay_name,
-    relay_yaml,
 )
 from gym_assets.config.yaml_edit import replace_scalar, scalar_span
 from gym_assets.config.yaml_source import (
@@ -54,8 +59,6 @@ from gym_assets.errors import ConfigError
 from gym_assets.fileio import atomic_write_bytes
 from gym_assets.json_shapes import is_mapping
 from gym_assets.outputs.targets import is_within
-
-HEADER = "# Environment servers added by `gym-assets config add-environment-servers`."
 
 
 @dataclass(frozen=True)
@@ -99,7 +102,7 @@ class _Change:
     edits: list[tuple[_Reference, tuple[int, int]]] = field(
         default_factory=list[tuple[_Reference, tuple[int, int]]]
     )
-    relays: dict[str, str] = field(default_factory=dict[str, str])  # relay -> the agent it fronts
+    blocks: dict[str, dict[str, Any]] = field(default_factory=dict[str, dict[str, Any]])
 
 
 def add_environment_servers(paths: list[Path], check: bool, configs_root: Path) -> int:
@@ -117,6 +120,8 @@ def add_environment_servers(paths: list[Path], check: bool, configs_root: Path) 
         _report(change, check)
         if not check:
             _write(change.document.path, text)
+    if not check:
+        print(f"files touched: {len(changes)}")
     for reference, file, why in by_hand:
         targets = ", ".join(f"`{agent}`" for agent in reference.agents)
         at = targets if len(reference.agents) == 1 else f"one of {targets}"
@@ -227,7 +232,7 @@ def _plan(
     for reference in _moved_references(apply_inheritance(everything, locate), ours):
         document = owner[reference.server]
         span = scalar_span(document.text, reference.key_path)
-        if len(reference.agents) == 1 and document.writable and span is not None:
+        if _editable(reference, owner) and span is not None:
             changes[document.path].edits.append((reference, span))
             _set(edited, reference.key_path, reference.agents[0])
     inheritance = apply_inheritance(edited, locate)
@@ -251,15 +256,48 @@ def _plan(
             and name not in fronted
             and needs_environment_server(agent)
         ]
-        preferred = Counter(relay_name(agent.name, agent.implementation) for agent in agents)
+        sources = {
+            agent.name: _sole_source(inheritance, everything, agent.name) for agent in agents
+        }
+        named = [(agent, name) for agent in agents for name in (sources[agent.name], agent.name)]
+        preferred = Counter(relay_name(name, agent.implementation) for agent, name in named if name)
+        relays: dict[str, str] = {}  # agent -> its relay's name
+        for agent, name in named:
+            if name is None:
+                continue
+            relay = relay_name(name, agent.implementation)
+            if preferred[relay] > 1 or relay in taken:
+                relay = fallback_name(name, taken)
+            taken.add(relay)
+            relays[name] = relay
         for agent in agents:
-            name = relay_name(agent.name, agent.implementation)
-            if preferred[name] > 1 or name in taken:
-                name = fallback_name(agent.name, taken)
-            taken.add(name)
-            change.relays[name] = agent.name
-    pending = [change for change in changes.values() if change.edits or change.relays]
+            source = sources[agent.name]
+            if source is None:
+                change.blocks[relays[agent.name]] = relay_block(agent.name)
+                continue
+            change.blocks[relays[source]] = relay_block(source)
+            change.blocks[relays[agent.name]] = inheriting_relay_block(relays[source], agent.name)
+    pending = [change for change in changes.values() if change.edits or change.blocks]
     return pending, by_hand
+
+
+def _sole_source(inheritance: Inheritance, raw: Mapping[str, Any], agent: str) -> str | None:
+    """The agent ``agent`` was moved from, when it was that agent's one destination and, as
+    written, an agent that needed a relay of its own (not a template)."""
+    for source, movers in inheritance.moves.items():
+        if movers != [agent] or inheritance.final_destinations(source) != [agent]:
+            continue
+        written = server_instances({source: raw.get(source)}).get(source)
+        if written is not None and written.is_agent and needs_environment_server(written):
+            return source
+    return None
+
+
+def _editable(reference: _Reference, owner: Mapping[str, _Document]) -> bool:
+    """Whether the tool may retarget ``reference`` in place (else it is left to the user)."""
+    document = owner[reference.server]
+    single = len(reference.agents) == 1
+    return single and document.writable and owner.get(reference.agents[0]) is not document
 
 
 def _moved_references(inheritance: Inheritance, ours: set[str]) -> list[_Reference]:
@@ -292,6 +330,8 @@ def _why_by_hand(reference: _Reference, owner: Mapping[str, _Document]) -> str:
             f"'{reference.old}' was moved into several agents; give each of the others its own "
             f"environment server (`_inherit_from: {reference.server}` with `_copy: true`)"
         )
+    if owner.get(reference.agents[0]) is owner[reference.server]:
+        return "the server is declared in the same file as the rename"
     if not owner[reference.server].writable:
         return "that file links outside the configs root, which the tool does not change"
     return (
@@ -333,14 +373,14 @@ def _report(change: _Change, check: bool) -> None:
             print(f"would update {path}: point `{field_}` at `{new}` (now `{old}`)")
         else:
             print(f"updated {path}: `{field_}` now names `{new}` (was `{old}`)")
-    if not change.relays:
+    if not change.blocks:
         return
     if not check:
-        print(f"added {len(change.relays)} to {path}")
+        print(f"added {len(change.blocks)} to {path}")
         return
-    print(f"would add {len(change.relays)} to {path}:")
-    for server, agent in change.relays.items():
-        print("".join(f"    {line}\n" for line in relay_yaml(server, agent).splitlines()), end="")
+    print(f"would add {len(change.blocks)} to {path}:")
+    for server, block in change.blocks.items():
+        print("".join(f"    {line}\n" for line in block_yaml(server, block).splitlines()), end="")
 
 
 def _new_text(change: _Change) -> str:
@@ -349,15 +389,15 @@ def _new_text(change: _Change) -> str:
     text = document.text
     for reference, span in sorted(change.edits, key=lambda edit: edit[1], reverse=True):
         text = replace_scalar(text, span, reference.agents[0])
-    if change.relays:
+    if change.blocks:
         newline = "\r\n" if "\r\n" in text else "\n"
         lead = "" if not text or text.endswith(("\n", "\r")) else "\n"
-        blocks = "\n".join(relay_yaml(server, agent) for server, agent in change.relays.items())
-        text += f"{lead}\n{HEADER}\n{blocks}".replace("\n", newline)
+        blocks = "\n".join(block_yaml(server, block) for server, block in change.blocks.items())
+        text += f"{lead}\n{blocks}".replace("\n", newline)
     expected = copy.deepcopy(dict(document.data))
     for reference, _ in change.edits:
         _set(expected, reference.key_path, reference.agents[0])
-    expected.update({server: relay_block(agent) for server, agent in change.relays.items()})
+    expected.update(change.blocks)
     if parse_yaml_text(text, document.path).data != expected:
         raise ConfigError(
             "editing this file would change more than the planned values, so nothing was "

@@ -72,9 +72,23 @@ def relay_block(agent: str) -> dict[str, Any]:
     }
 
 
+def inheriting_relay_block(relay: str, agent: str) -> dict[str, Any]:
+    """A relay derived from ``relay`` (which it retires) that fronts ``agent`` instead: how a
+    rename of an agent fronted only by its relay is declared."""
+    return {
+        "_inherit_from": relay,
+        ENVIRONMENTS: {RELAY_IMPLEMENTATION: {"agent_server": {"name": agent}}},
+    }
+
+
 def relay_yaml(server: str, agent: str) -> str:
     """The relay as YAML text, ready to paste into (or append to) a config file."""
-    return yaml.safe_dump({server: relay_block(agent)}, sort_keys=False, default_flow_style=False)
+    return block_yaml(server, relay_block(agent))
+
+
+def block_yaml(server: str, block: Mapping[str, Any]) -> str:
+    """One top-level server block as YAML text, keys in the order given."""
+    return yaml.safe_dump({server: dict(block)}, sort_keys=False, default_flow_style=False)
 
 
 def fronted_agents(config: Mapping[str, Any]) -> set[str]:

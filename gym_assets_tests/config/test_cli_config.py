@@ -94,6 +94,12 @@ def test_add_environment_servers_command_exit_codes(tmp_path, capsys):
     assert "could not update" in capsys.readouterr().err
 
 
+def test_add_environment_servers_without_paths_migrates_the_configs_root(tmp_path, capsys):
+    root = write_root(tmp_path)
+    assert main(["config", "add-environment-servers", "--configs", str(root)]) == 0
+    assert capsys.readouterr().out == f"added 1 to {root / 'a.yaml'}\nfiles touched: 1\n"
+
+
 def test_add_environment_servers_changes_only_files_in_the_configs_root(tmp_path, capsys):
     root = write_root(tmp_path)
     outside = tmp_path / "elsewhere" / "a.yaml"

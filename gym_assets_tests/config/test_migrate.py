@@ -13,6 +13,7 @@ import pytest
 from gym_assets.config.errors import AmbiguousAgentRenameError
 from gym_assets.config.loader import load_configs
 from gym_assets.config.migrate import add_environment_servers
+from gym_assets.config.relays import relay_yaml
 from gym_assets.config.routing import servers_by_agent
 
 USER = """\
@@ -79,8 +80,9 @@ def test_appends_a_relay_and_keeps_the_original_as_a_prefix(tmp_path, capsys):
     assert add_environment_servers([path], check=False, configs_root=tmp_path) == 0
     after = path.read_bytes()
     assert after.startswith(before)
-    assert b"\nmy_environment_server:\n" in after[len(before) :]
-    assert capsys.readouterr().out == f"added 1 to {path}\n"
+    # As NeMo Gym's script appends: a blank line, then the block, no comment of our own.
+    assert after[len(before) :] == b"\n" + relay_yaml("my_environment_server", "my_agent").encode()
+    assert capsys.readouterr().out == f"added 1 to {path}\nfiles touched: 1\n"
     loaded = load_quietly(tmp_path)
     assert servers_by_agent(loaded.data) == {"my_agent": ["my_environment_server"]}
     relay = loaded.data["my_environment_server"]["environment_servers"]["legacy_agent"]
@@ -149,6 +151,7 @@ def test_renames_of_both_participants_update_the_server_in_place(tmp_path, capsy
     assert capsys.readouterr().out == (
         f"updated {repo}: `{dotted}.user_agent.name` now names `new_a` (was `participant_a`)\n"
         f"updated {repo}: `{dotted}.assistant_agent.name` now names `new_b` (was `participant_b`)\n"
+        "files touched: 1\n"
     )
     assert servers_by_agent(load_quietly(tmp_path).data) == {
         "new_a": ["multi_agent_environment"],
@@ -157,13 +160,22 @@ def test_renames_of_both_participants_update_the_server_in_place(tmp_path, capsy
     assert add_environment_servers([tmp_path], check=True, configs_root=tmp_path) == 0
 
 
-def test_rename_of_an_unfronted_agent_gets_its_own_relay(tmp_path):
+def test_rename_of_an_unfronted_agent_gets_a_relay_inheriting_the_sources(tmp_path):
+    """NeMo Gym's #4053 migration: the source's relay, and one `_inherit_from`ing it."""
     repo = write(tmp_path, "repo.yaml", USER)
     user = write(tmp_path, "user.yaml", RENAME)
     before = repo.read_bytes()
     assert add_environment_servers([tmp_path], check=False, configs_root=tmp_path) == 0
     assert repo.read_bytes() == before
-    assert b"\nrenamed_environment_server:\n" in user.read_bytes()
+    source_relay = relay_yaml("my_environment_server", "my_agent")
+    assert user.read_text() == f"{RENAME}\n{source_relay}\n" + (
+        "renamed_environment_server:\n"
+        "  _inherit_from: my_environment_server\n"
+        "  environment_servers:\n"
+        "    legacy_agent:\n"
+        "      agent_server:\n"
+        "        name: renamed\n"
+    )
     loaded = load_quietly(tmp_path)
     assert servers_by_agent(loaded.data) == {"renamed": ["renamed_environment_server"]}
     assert add_environment_servers([tmp_path], check=True, configs_root=tmp_path) == 0
@@ -386,6 +398,20 @@ def test_the_edit_keeps_the_quoting(tmp_path, written, edited):
     assert servers_by_agent(load_quietly(tmp_path).data) == {"renamed": ["my_server"]}
 
 
+def test_a_rename_in_the_file_of_its_server_is_left_to_the_user(tmp_path, capsys):
+    """NeMo Gym's script cannot retarget a server of the renaming file: by hand, exit 2."""
+    write(tmp_path, "repo.yaml", USER)
+    served = write(tmp_path, "served.yaml", SERVED + RENAME)
+    before = served.read_bytes()
+    assert add_environment_servers([served], check=False, configs_root=tmp_path) == 2
+    assert served.read_bytes() == before
+    dotted = "my_server.environment_servers.single_agent_turn.agent_server.name"
+    assert capsys.readouterr().err == (
+        f"update by hand: point `{dotted}` at `renamed` in {served} "
+        "(the server is declared in the same file as the rename)\n"
+    )
+
+
 def test_a_server_in_a_file_not_named_is_updated_too(tmp_path, capsys):
     write(tmp_path, "repo.yaml", USER)
     served = write(tmp_path, "served.yaml", SERVED)
@@ -397,6 +423,7 @@ def test_a_server_in_a_file_not_named_is_updated_too(tmp_path, capsys):
     dotted = "my_server.environment_servers.single_agent_turn.agent_server.name"
     assert capsys.readouterr().out == (
         f"added 1 to {user}\nupdated {served}: `{dotted}` now names `renamed` (was `my_agent`)\n"
+        "files touched: 2\n"
     )
     assert b"\nother_environment_server:\n" in user.read_bytes()
     assert servers_by_agent(load_quietly(tmp_path).data) == {
