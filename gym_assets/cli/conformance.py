@@ -54,7 +54,7 @@ def _add_profile_flags(parser: argparse.ArgumentParser) -> None:
         default=PROFILE_ID,
         help=f"check catalogue id (default {PROFILE_ID}); "
         + ", ".join(other for other in PROFILES if other != PROFILE_ID)
-        + f" name the same checks, and reports record {PROFILE_ID}",
+        + " name the same checks; reports record the id given",
     )
     tools = parser.add_mutually_exclusive_group()
     tools.add_argument(

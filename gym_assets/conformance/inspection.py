@@ -83,8 +83,8 @@ class InspectionOptions:
     ``tools_from_benchmark`` the tool scope is each record's task's (``declares_tools``)
     instead of ``scope.tools``: a tool-less benchmark gets no tool checks.
 
-    ``profile`` may be any id of ``PROFILES``; it holds the id it denotes once constructed, so
-    reports record one id per catalogue. An unknown id is an ``InspectionInputError``.
+    ``profile`` may be any id of ``PROFILES``; reports record the id that was asked for, as the
+    reference's do. An unknown id is an ``InspectionInputError``.
     """
 
     profile: str = PROFILE_ID
@@ -98,7 +98,6 @@ class InspectionOptions:
             raise InspectionInputError(
                 f"unknown profile {self.profile!r}; known profiles: {', '.join(PROFILES)}"
             )
-        object.__setattr__(self, "profile", PROFILES[self.profile])  # frozen: set once, here
 
     def output(self, path: Path, kind: Kind) -> Target:
         return Target(path, kind, self.configs_root, flag="--output")
@@ -371,6 +370,7 @@ def inspect_bundle(
                 scope = options.scope_for(record)
                 tally.with_tools += scope.tools
                 result = check_record(record, scope, source=f"{provenance.bundle.name}:{line}")
+                result = replace(result, profile=options.profile)
                 results.write(canonical_json(result.to_dict()) + "\n")
                 tally.add(result)
             results.flush()
