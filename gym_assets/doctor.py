@@ -141,6 +141,10 @@ def configs(workspace: Workspace) -> tuple[Finding, Mapping[str, Any] | None]:
         detail += f"; {len(problems)} manifest(s) refused, the first: {problems[0].render()}"
         fix = "fix the manifest it names (only the benchmarks of its folder are blocked)"
         return Finding("warn", "configs", detail, fix), catalog.loaded
+    if catalog.loaded.warnings:  # a generated relay: loads now, refused by a future release
+        first = catalog.loaded.warnings[0].splitlines()[0]
+        fix = "run `gym-assets config add-environment-servers`"
+        return Finding("warn", "configs", f"{detail}; {first}", fix), catalog.loaded
     return Finding("ok", "configs", detail), catalog.loaded
 
 

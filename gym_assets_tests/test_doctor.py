@@ -133,6 +133,20 @@ def test_a_refused_manifest_warns_and_the_configs_still_load(tmp_path: Path) -> 
     assert warned.fix and "only the benchmarks of its folder" in warned.fix
 
 
+def test_configs_with_a_generated_relay_warn(tmp_path: Path) -> None:
+    root = tmp_path / "configs"
+    root.mkdir()
+    (root / "agent.yaml").write_text(
+        "lonely_simple_agent:\n  responses_api_agents:\n    simple_agent: {entrypoint: app.py}\n"
+    )
+    warned, loaded = doctor.configs(Workspace(root, tmp_path / "data"))
+    assert warned.status == "warn" and loaded is not None
+    assert "DEPRECATED: agents without an environment server: `lonely_simple_agent`" in (
+        warned.detail
+    )
+    assert warned.fix and "gym-assets config add-environment-servers" in warned.fix
+
+
 def test_cli_harnesses_against_their_pins(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("GYM_ASSETS_HARNESSES_DIR", str(tmp_path))
     loaded = load_configs(REPO / "configs")

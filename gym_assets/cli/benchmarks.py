@@ -29,9 +29,12 @@ if TYPE_CHECKING:
 
 
 def _catalog(args: argparse.Namespace) -> Catalog:
+    from gym_assets.cli.config_warnings import say_config_warnings
     from gym_assets.tasks.catalog import load_catalog
 
-    return load_catalog(workspace_of(args))
+    catalog = load_catalog(workspace_of(args))
+    say_config_warnings(catalog.loaded)
+    return catalog
 
 
 def _listing(benchmark: Benchmark, token: str) -> dict[str, Any]:
@@ -83,6 +86,7 @@ def _listings(args: argparse.Namespace) -> list[dict[str, Any]]:
     warning, so one broken flavor does not hide the others.
     """
     from gym_assets.config.flavors import benchmark_configs, token_of
+    from gym_assets.tasks.selection import select_benchmark
 
     catalog = _catalog(args)
     for problem in catalog.manifest_problems:  # each blocks only its own folder's commands
@@ -97,7 +101,8 @@ def _listings(args: argparse.Namespace) -> list[dict[str, Any]]:
         if not config.flavor:
             continue
         try:
-            selection = select(args, config.token)
+            # the flavor shares the tree's warnings, said once by _catalog above
+            selection = select_benchmark(workspace_of(args), config.token)
         except UserError as exc:
             print(
                 f"warning: skipping benchmark config '{config.path}': could not resolve it "
@@ -189,6 +194,7 @@ def _reported(report: CollationReport, what: str, out: str) -> int:
 
 def _collate_datasets(args: argparse.Namespace) -> int:
     """``collate --mode``: every dataset of the config that the mode takes, one file per type."""
+    from gym_assets.cli.config_warnings import say_config_warnings
     from gym_assets.config.loader import load_configs
     from gym_assets.tasks.catalog import Catalog
     from gym_assets.tasks.pipeline import collate_datasets
@@ -196,7 +202,8 @@ def _collate_datasets(args: argparse.Namespace) -> int:
     workspace = workspace_of(args)
     paths = [Path(p) for p in args.config] or [workspace.configs]
     # the first config given is the root ``load_configs`` keeps products out of
-    catalog = Catalog(load_configs(*paths), replace(workspace, configs=paths[0]))
+    loaded = say_config_warnings(load_configs(*paths))
+    catalog = Catalog(loaded, replace(workspace, configs=paths[0]))
     report = collate_datasets(catalog, args.mode, Path(args.out), **_options(args))
     types = ", ".join(sorted(report.metrics)) or "no type"
     return _reported(report, f"{len(report.datasets)} datasets ({types}, {args.mode})", args.out)

@@ -170,12 +170,13 @@ def run_suite(args: argparse.Namespace) -> int:
     parser: argparse.ArgumentParser = args.run_parser
     if args.output is None:
         parser.error("--output DIR is required (or --list-scenarios)")
+    from gym_assets.cli.config_warnings import say_config_warnings
     from gym_assets.config.loader import load_configs
     from gym_assets.suite.run import run_suite as run
 
     try:
         summary = run(
-            load_configs(workspace_of(args).configs),
+            say_config_warnings(load_configs(workspace_of(args).configs)),
             harnesses=args.harness,
             scenarios=args.scenario,
             output=args.output,

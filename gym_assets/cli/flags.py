@@ -63,6 +63,9 @@ def workspace_of(args: argparse.Namespace) -> Workspace:
 
 def select(args: argparse.Namespace, value: str) -> Selection:
     """The benchmark(s) ``--benchmark value`` selects, loaded with the command's roots."""
+    from gym_assets.cli.config_warnings import say_config_warnings
     from gym_assets.tasks.selection import select_benchmark
 
-    return select_benchmark(workspace_of(args), value)
+    selection = select_benchmark(workspace_of(args), value)
+    say_config_warnings(selection.catalog.loaded)
+    return selection

@@ -17,10 +17,11 @@ NOT_INSTALLED = "not installed"
 
 
 def _registry(args: argparse.Namespace) -> dict[str, Harness]:
+    from gym_assets.cli.config_warnings import say_config_warnings
     from gym_assets.config.loader import load_configs
     from gym_assets.rollouts.harnesses.registry import load_harnesses
 
-    return load_harnesses(load_configs(workspace_of(args).configs))
+    return load_harnesses(say_config_warnings(load_configs(workspace_of(args).configs)))
 
 
 def _listing(harness: Harness) -> dict[str, Any]:

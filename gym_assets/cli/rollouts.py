@@ -242,10 +242,12 @@ def _hints(kinds: Mapping[str, int], args: argparse.Namespace) -> list[str]:
 
 
 def _reverify(args: argparse.Namespace) -> int:
+    from gym_assets.cli.config_warnings import say_config_warnings
     from gym_assets.rollouts.reverify import reverify_run
     from gym_assets.tasks.catalog import load_catalog
 
     catalog = load_catalog(workspace_of(args))
+    say_config_warnings(catalog.loaded)
     result = reverify_run(
         catalog,
         args.run,

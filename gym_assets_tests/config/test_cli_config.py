@@ -150,3 +150,19 @@ def test_add_environment_servers_updates_a_renamed_reference_or_says_what_to_edi
     assert (
         f"update by hand: point `{dotted}` at one of `one_agent`, `two_agent` in {shared} ("
     ) in err
+
+
+def test_every_command_that_loads_a_config_with_a_generated_relay_says_so_once(tmp_path, capsys):
+    """The loader's DeprecationWarning is hidden by default; commands print one line."""
+    root = write_root(tmp_path)
+    for command in (["list", "benchmarks"], ["list", "harnesses"]):
+        main([*command, "--configs", str(root)])
+        err = capsys.readouterr().err.splitlines()
+        deprecated = [line for line in err if "DEPRECATED" in line]
+        assert deprecated == [
+            "warning: DEPRECATED: agents without an environment server: `lonely_simple_agent`. "
+            "Each was given a generated `legacy_agent` relay for this run; a future release "
+            "will refuse such configs with AgentWithoutEnvironmentServerError. Run "
+            "`gym-assets config add-environment-servers path/to/config.yaml [more paths] "
+            "[--check]`; `gym-assets config show` prints the blocks to paste."
+        ], command
