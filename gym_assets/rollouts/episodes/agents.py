@@ -46,15 +46,21 @@ class Agent(Protocol):
         *,
         grant: ToolGrant | None = None,
         task_data: Mapping[str, Any] | None = None,
+        cookie: str | None = None,
     ) -> dict[str, Any]:
-        """Bind a session to one episode; returns ``{agent_session_id}``."""
+        """Bind a session to one episode; returns ``{agent_session_id}``, the id the caller's
+        session cookie then names (``cookie``: the one it already holds, if any)."""
         ...
 
-    async def activate(self, session_id: str, params: Mapping[str, Any]) -> dict[str, Any]:
+    async def activate(
+        self, session_id: str, params: Mapping[str, Any], *, cookie: str | None = None
+    ) -> dict[str, Any]:
         """Run one activation on Responses create params; returns a Responses object."""
         ...
 
-    async def close_session(self, session_id: str, episode_id: EpisodeId) -> dict[str, Any]:
+    async def close_session(
+        self, session_id: str, episode_id: EpisodeId, *, cookie: str | None = None
+    ) -> dict[str, Any]:
         """The close receipt: ``{agent_session_id, agent_observations, partial_response}``."""
         ...
 
@@ -122,6 +128,7 @@ class SessionAgent:
         *,
         grant: ToolGrant | None = None,
         task_data: Mapping[str, Any] | None = None,
+        cookie: str | None = None,
     ) -> dict[str, Any]:
         key = episode_id.capture_key
         binding = {
@@ -132,11 +139,13 @@ class SessionAgent:
         }
         log = ObservationLog(self.source, self.gateway.model_server_name)
         data = None if task_data is None else dict(task_data)
-        self.sessions.seed(session_id, binding, lambda: AgentSession(key, grant, data, log))
+        self.sessions.seed(session_id, binding, lambda: AgentSession(key, grant, data, log), cookie)
         return {"agent_session_id": session_id}
 
-    async def activate(self, session_id: str, params: Mapping[str, Any]) -> dict[str, Any]:
-        session = self.sessions.state(session_id)
+    async def activate(
+        self, session_id: str, params: Mapping[str, Any], *, cookie: str | None = None
+    ) -> dict[str, Any]:
+        session = self.sessions.state(session_id, cookie)
         body = copy.deepcopy(dict(params))
         current = session.activation
         if current is None or current.body != body:
@@ -203,8 +212,10 @@ class SessionAgent:
         invocation.conversation.extend(turn.get("output") or [])
         return turn
 
-    async def close_session(self, session_id: str, episode_id: EpisodeId) -> dict[str, Any]:
-        session = self.sessions.owned_state(session_id, episode_id.capture_key)
+    async def close_session(
+        self, session_id: str, episode_id: EpisodeId, *, cookie: str | None = None
+    ) -> dict[str, Any]:
+        session = self.sessions.owned_state(session_id, episode_id.capture_key, cookie)
         if session is not None and session.activation is not None:
             task = session.activation.task
             if not task.done():
@@ -218,7 +229,7 @@ class SessionAgent:
                 "partial_response": session.partial_response,
             }
 
-        return self.sessions.close(session_id, episode_id.capture_key, receipt)
+        return self.sessions.close(session_id, episode_id.capture_key, receipt, cookie)
 
     def _observations(self, session: AgentSession) -> dict[str, Any]:
         return session.log.bundle()

@@ -7,6 +7,11 @@ late or retried seed cannot resurrect a closed session. A close whose release ra
 session (and stores no receipt), so the caller can retry. Receipts and the closed marker live
 for ``retry_window_seconds`` after the close and are then pruned (session ids are fresh UUIDs;
 the window only has to outlast retries).
+
+A request may also carry the caller's session cookie: the session id its cookie jar names (NeMo
+Gym's agents bind later calls by that cookie as well as by id). A cookie naming another session,
+or an empty or non-string one, is refused on every call; a cookie for a session the book no
+longer knows (its receipt expired) is refused too, so a stale caller never starts afresh.
 """
 
 from __future__ import annotations
@@ -58,14 +63,23 @@ class SessionBook(Generic[S]):
         self._window = retry_window_seconds
         self._clock = clock
 
-    def seed(self, session_id: str, binding: Mapping[str, Any], setup: Callable[[], S]) -> S:
+    def seed(
+        self,
+        session_id: str,
+        binding: Mapping[str, Any],
+        setup: Callable[[], S],
+        cookie: object = None,
+    ) -> S:
         """Bind ``session_id`` to ``binding`` (must carry ``episode_id``) and return its state."""
         if not session_id:
             raise SessionConflict("session id must be a non-empty string")
+        has_cookie = check_cookie(session_id, cookie)
         self._prune()
         if session_id in self._closed:
             raise SessionConflict(f"session {session_id!r} is already closed")
         current = self._open.get(session_id)
+        if current is None and has_cookie:
+            raise SessionConflict(f"session {session_id!r}: cookie expired")
         if current is not None:
             if current.binding != binding:
                 raise SessionConflict(f"session {session_id!r} is already bound to another seed")
@@ -75,8 +89,9 @@ class SessionBook(Generic[S]):
         self._open[session_id] = _Open(frozen, state)
         return state
 
-    def state(self, session_id: str) -> S:
+    def state(self, session_id: str, cookie: object = None) -> S:
         """The open session's state; an unknown or closed session is a conflict."""
+        check_cookie(session_id, cookie)
         current = self._open.get(session_id)
         if current is None:
             closed = session_id in self._closed
@@ -90,11 +105,14 @@ class SessionBook(Generic[S]):
         session_id: str,
         episode_id: str,
         release: Callable[[S], Mapping[str, Any]],
+        cookie: object = None,
     ) -> dict[str, Any]:
         """Close once and return the receipt ``release(state)`` built; repeats get a copy of it.
 
-        Closing a never-seeded id succeeds with an empty receipt and still blocks a later seed.
+        Closing a never-seeded id succeeds with an empty receipt and still blocks a later seed;
+        with a cookie for it, the session was seeded once and its receipt expired: a conflict.
         """
+        has_cookie = check_cookie(session_id, cookie)
         self._prune()
         closed = self._closed.get(session_id)
         if closed is not None:
@@ -102,6 +120,8 @@ class SessionBook(Generic[S]):
                 raise SessionConflict(f"session {session_id!r} belongs to another episode")
             return copy.deepcopy(closed.receipt)
         current = self._open.get(session_id)
+        if current is None and has_cookie:
+            raise SessionConflict(f"session {session_id!r}: receipt expired")
         if current is None:
             receipt: dict[str, Any] = {}
             owner = None
@@ -115,9 +135,11 @@ class SessionBook(Generic[S]):
         self._closed[session_id] = _Closed(owner, copy.deepcopy(receipt), expires)
         return receipt
 
-    def owned_state(self, session_id: str, episode_id: str) -> S | None:
+    def owned_state(self, session_id: str, episode_id: str, cookie: object = None) -> S | None:
         """The open session's state if ``episode_id`` owns it, None when it is not open; a
-        session of another episode is a conflict (checked before a close stops anything)."""
+        session of another episode, or a cookie of another session, is a conflict (checked
+        before a close stops anything)."""
+        check_cookie(session_id, cookie)
         current = self._open.get(session_id)
         if current is None:
             return None
@@ -136,3 +158,15 @@ class SessionBook(Generic[S]):
             if self._closed[oldest].expires_at > now:
                 break
             del self._closed[oldest]
+
+
+def check_cookie(session_id: str, cookie: object) -> bool:
+    """Whether the request carries a session cookie (``cookie``: the session id it names, None
+    for none); a malformed one, or one naming another session, is a conflict."""
+    if cookie is None:
+        return False
+    if not isinstance(cookie, str) or not cookie:
+        raise SessionConflict("malformed session cookie: it must name a non-empty session id")
+    if cookie != session_id:
+        raise SessionConflict(f"the session cookie names session {cookie!r}, not {session_id!r}")
+    return True

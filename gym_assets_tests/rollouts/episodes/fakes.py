@@ -85,15 +85,23 @@ class FakeAgent(Participant):
         *,
         grant: ToolGrant | None = None,
         task_data: Mapping[str, Any] | None = None,
+        cookie: str | None = None,
     ) -> dict:
+        assert cookie is None  # a fresh session: the caller holds no cookie for it yet
         await self._step("/v1/agent_sessions", session_id, episode_id, grant)
         return {"agent_session_id": session_id}
 
-    async def activate(self, session_id: str, params: Mapping[str, Any]) -> dict:
+    async def activate(
+        self, session_id: str, params: Mapping[str, Any], *, cookie: str | None = None
+    ) -> dict:
+        assert cookie == session_id  # the caller echoes the cookie its seed set
         await self._step("/v1/responses", session_id, dict(params))
         return dict(self.response)
 
-    async def close_session(self, session_id: str, episode_id: EpisodeId) -> dict:
+    async def close_session(
+        self, session_id: str, episode_id: EpisodeId, *, cookie: str | None = None
+    ) -> dict:
+        assert cookie == session_id
         await self._step("/v1/agent_sessions/close", session_id, episode_id)
         partial = {**RESPONSE, "id": "partial", "status": "incomplete"}
         return {

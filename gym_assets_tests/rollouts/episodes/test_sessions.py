@@ -108,3 +108,36 @@ def test_receipts_expire_after_the_retry_window() -> None:
 def test_retry_window_must_be_finite_and_positive(window: float) -> None:
     with pytest.raises(ValueError):
         SessionBook(retry_window_seconds=window)
+
+
+# -- the session cookie (NeMo Gym PR #3554): bound by cookie as well as by id ---------------
+
+
+@pytest.mark.parametrize("cookie", ["other", "", 7])
+def test_a_cookie_of_another_session_or_a_malformed_one_is_refused_everywhere(cookie) -> None:
+    book: SessionBook[None] = SessionBook()
+    book.seed("s", BINDING, lambda: None)
+    book.seed("s", BINDING, lambda: None, "s")  # an identical seed with its cookie: reused
+    match = "names session 'other'" if cookie == "other" else "malformed session cookie"
+    with pytest.raises(SessionConflict, match=match):
+        book.seed("s", BINDING, lambda: None, cookie)
+    with pytest.raises(SessionConflict, match=match):
+        book.state("s", cookie)
+    with pytest.raises(SessionConflict, match=match):
+        book.owned_state("s", "e1", cookie)
+    with pytest.raises(SessionConflict, match=match):
+        book.close("s", "e1", lambda st: {}, cookie)
+    assert book.state("s", "s") is None and book.is_open("s")
+
+
+def test_a_cookie_for_a_session_the_book_forgot_is_refused() -> None:
+    clock = Clock()
+    book: SessionBook[None] = SessionBook(retry_window_seconds=10, clock=clock)
+    with pytest.raises(SessionConflict, match="cookie expired"):
+        book.seed("s", BINDING, lambda: None, "s")
+    book.seed("s", BINDING, lambda: None)
+    assert book.close("s", "e1", lambda st: {"receipt": 1}, "s") == {"receipt": 1}
+    clock.now += 10
+    with pytest.raises(SessionConflict, match="receipt expired"):
+        book.close("s", "e1", lambda st: {}, "s")
+    assert book.close("s", "e1", lambda st: {}) == {}  # without a cookie: an unknown id

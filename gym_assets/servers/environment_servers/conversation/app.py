@@ -82,7 +82,9 @@ class Conversation(RunnerServer):
             transcript.append({"role": "user", "content": customer})
             bot_view.append({"role": "user", "content": customer})
             with stage("agent"):
-                response = await self.assistant.activate(bot_session, {"input": list(bot_view)})
+                response = await self.assistant.activate(
+                    bot_session, {"input": list(bot_view)}, cookie=bot_session
+                )
             episode.partial_response = response
             bot_view.extend(response.get("output") or [])
             reply = final_text(response)
@@ -94,7 +96,9 @@ class Conversation(RunnerServer):
                 {"role": "user", "content": reply},
             ]
             with stage("agent"):
-                said = await self.user.activate(user_session, {"input": list(user_view)})
+                said = await self.user.activate(
+                    user_session, {"input": list(user_view)}, cookie=user_session
+                )
             customer = final_text(said).strip()
             if not customer or STOP_MARKER in customer:
                 break
@@ -119,7 +123,7 @@ class Conversation(RunnerServer):
         session = f"agent-session-{uuid.uuid4().hex}"
 
         async def close() -> None:
-            receipt = await agent.close_session(session, request.episode_id)
+            receipt = await agent.close_session(session, request.episode_id, cookie=session)
             episode.take_receipt(agent.name, receipt)
 
         entry = episode.cleanup.register(f"{agent.name} close", close)

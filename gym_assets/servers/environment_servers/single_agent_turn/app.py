@@ -56,7 +56,9 @@ class SingleAgentTurn(RunnerServer):
         agent_session = f"agent-session-{uuid.uuid4().hex}"
 
         async def close_agent() -> None:
-            receipt = await self.agent.close_session(agent_session, request.episode_id)
+            receipt = await self.agent.close_session(
+                agent_session, request.episode_id, cookie=agent_session
+            )
             episode.take_receipt(self.agent.name, receipt)
 
         agent_close = episode.cleanup.register("agent close", close_agent)
@@ -66,7 +68,8 @@ class SingleAgentTurn(RunnerServer):
                 agent_session, request.episode_id, request.task.task_id, grant=grant
             )
             _require_echo(seeded, "agent_session_id", agent_session)
-            response = await self.agent.activate(agent_session, params)
+            # the seed set our session cookie; later calls carry it
+            response = await self.agent.activate(agent_session, params, cookie=agent_session)
         episode.partial_response = response
 
         with stage("cleanup"):

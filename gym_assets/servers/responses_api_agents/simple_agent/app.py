@@ -163,9 +163,9 @@ class SimpleAgent(SessionAgent):
             grant = ToolGrant(resources, resources_session)
             await self.seed_session(agent_session, episode, request.task.task_id, grant=grant)
             try:
-                response = await self.activate(agent_session, params)
+                response = await self.activate(agent_session, params, cookie=agent_session)
             finally:
-                receipt = await self.close_session(agent_session, episode)
+                receipt = await self.close_session(agent_session, episode, cookie=agent_session)
             body = {k: v for k, v in row.items() if k != TASK_DATA} | task_data
             verified = await resources.verify(resources_session, {**body, "response": response})
         finally:
