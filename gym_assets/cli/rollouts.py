@@ -7,7 +7,7 @@ re-score a finished run with the current verifiers, or compare two runs.
         [--script FILE] [--repeats N] [--concurrency C] [--limit N] [--timeout S]
         [--resume [--quarantine-corrupt]] [--allow-plan-drift] [--corrupt-fraction F --seed S]
         [--max-unmeasured-share F] [--no-rebuild]
-        [--override +responses_create_params.FIELD=V | num_repeats_add_seed=true | skills=V]
+        [--override +responses_create_params.FIELD=V | num_repeats_add_seed=true | skills=DIR]
     gym-assets rollouts reverify --run DIR [--out DIR] [--concurrency C]
     gym-assets rollouts compare RUN_A RUN_B [--json]
 
@@ -398,9 +398,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="append",
         metavar="KEY=VALUE",
         help="run-level override, repeatable: +responses_create_params.<field>=VALUE, "
-        "num_repeats_add_seed=true or skills=VALUE. Flat rows only: refused for a benchmark "
-        "of converted (materialized) rows, whose task input is the task as planned; the first "
-        "two change a flat row's input, so they need --allow-plan-drift",
+        "num_repeats_add_seed=true or skills=DIR (a directory of Agent Skills). Flat rows only: "
+        "refused for a benchmark of converted (materialized) rows, whose task input is the task "
+        "as planned; the first two change a flat row's input, so they need --allow-plan-drift",
     )
     _add_option(parser, "resume", action="store_true")
     _add_option(parser, "quarantine_corrupt", action="store_true")

@@ -3,10 +3,11 @@
 
 They apply to flat rows only: the ``responses_create_params`` overrides are merged into the
 row's own (one level deep), ``num_repeats_add_seed`` writes ``seed = <rollout index>`` into
-``responses_create_params.metadata.extra_body`` (a JSON string), and ``skills`` is stamped as
-``skills_ref``. A converted (materialized) row keeps its ``responses_create_params`` inside
-``task_input``, which is the task as collated, planned and digested; nothing at run level edits
-it, so each of these overrides is refused for such rows with the reference's message.
+``responses_create_params.metadata.extra_body`` (a JSON string), and ``skills`` (a directory,
+loaded by ``collection.skills``) is stamped as ``skills_ref``. A converted (materialized) row
+keeps its ``responses_create_params`` inside ``task_input``, which is the task as collated,
+planned and digested; nothing at run level edits it, so each of these overrides is refused for
+such rows with the reference's message.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ class RunOverrides:
 
     responses_create_params: Mapping[str, Any] = field(default_factory=dict[str, Any])
     num_repeats_add_seed: bool = False
-    skills: Any = None
+    skills: dict[str, Any] | None = None  # the skills reference (collection.skills)
 
     @property
     def changes_input(self) -> bool:
@@ -121,7 +122,7 @@ def parse_overrides(items: Sequence[str]) -> RunOverrides:
 
     params: dict[str, Any] = {}
     seed = False
-    skills: Any = None
+    skills: dict[str, Any] | None = None
     for item in items:
         key, sep, text = item.partition("=")
         key = key.removeprefix("+")
@@ -134,8 +135,10 @@ def parse_overrides(items: Sequence[str]) -> RunOverrides:
             if not isinstance(value, bool):
                 raise UsageError(f"--override {item!r}: {SEED_FLAG} is true or false")
             seed = value
-        elif key == SKILLS:
-            skills = value
+        elif key in (SKILLS, f"{SKILLS}.path"):
+            from gym_assets.rollouts.collection.skills import load_skills
+
+            skills = load_skills(text)
         else:
             raise UsageError(
                 f"--override {item!r}: unsupported key {key!r}; run-level overrides are "
