@@ -33,6 +33,8 @@ class GymWorkspace(dg.ConfigurableResource):
         if self._catalog is not None:
             return self._catalog
         catalog = load_catalog(self.paths)
+        for message in catalog.loaded.warnings:  # a generated relay; said once per read
+            dg.get_dagster_logger().warning(message.splitlines()[0])
         if self._per_run:
             self._catalog = catalog
         return catalog
