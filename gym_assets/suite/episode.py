@@ -210,9 +210,15 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def read_harness(text: str) -> Harness:
+    """The registry entry ``episode_command`` wrote, read in JSON mode: the registry is strict,
+    and only JSON mode takes an install folder's path as text."""
+    return Harness.model_validate_json(text)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    harness = Harness.model_validate(json.loads(args.harness_json))
+    harness = read_harness(args.harness_json)
     try:
         run_episode(
             harness,

@@ -12,10 +12,10 @@ import pytest
 
 from gym_assets.cli import main
 from gym_assets.config.loader import load_configs
-from gym_assets.rollouts.harnesses.registry import Harness
-from gym_assets.suite.episode import run_episode
+from gym_assets.rollouts.harnesses.registry import Harness, load_harnesses
+from gym_assets.suite.episode import read_harness, run_episode
 from gym_assets.suite.judging import inspect_episode
-from gym_assets.suite.run import SuiteSummary, TeCount, run_suite
+from gym_assets.suite.run import SuiteSummary, TeCount, episode_command, run_suite
 from gym_assets.suite.scenarios import SCENARIO_NAMES, get_scenario
 from gym_assets.suite.supervise import Execution
 
@@ -39,6 +39,9 @@ def suite(tmp_path_factory: pytest.TempPathFactory) -> SuiteSummary:
         jobs=2,
         configs=str(CONFIGS),
     )
+
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_simple_agent_passes_all_seven_scenarios_at_p0(suite: SuiteSummary) -> None:
@@ -221,3 +224,13 @@ def test_a_harness_that_cannot_start_is_an_execution_error(tmp_path: Path) -> No
         in (tmp_path / "run/broken/tool_success/episode.log").read_text()
     )
     assert "tool_success exit 1" in summary.report_md.read_text()
+
+
+def test_every_bundled_harness_reaches_its_episode_process_unchanged(tmp_path: Path) -> None:
+    """The episode process reads back the registry entry its command line carries: the strict
+    registry takes a cli harness's install folder only as JSON text, so a cli harness whose
+    entry did not survive the trip would run no scenario at all."""
+    harnesses = load_harnesses(load_configs(REPO / "configs"))
+    for name, harness in harnesses.items():
+        argv = episode_command(harness, get_scenario("tool_success"), tmp_path, 30.0, False)
+        assert read_harness(argv[argv.index("--harness-json") + 1]) == harness, name
