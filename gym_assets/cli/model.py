@@ -29,7 +29,7 @@ def _serve(args: argparse.Namespace) -> int:
     import threading
 
     from gym_assets.local_services.model_install import ModelInstall
-    from gym_assets.local_services.model_server import API_KEY, API_KEY_ENV, rollouts_hint, serving
+    from gym_assets.local_services.model_server import rollouts_hint, serving
 
     install = ModelInstall.default(workspace_of(args).configs)
     install.install(_say)
@@ -38,8 +38,7 @@ def _serve(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, _interrupt)
     with serving(install, log, args.port) as base_url:
         print(f"--base-url {base_url}", flush=True)
-        _say(f"serving; for example:\n  {rollouts_hint(base_url)}")
-        _say(f"(any value of {API_KEY_ENV} will do, e.g. {API_KEY}); Ctrl-C stops the server")
+        _say(f"serving (Ctrl-C stops it); a run against it:\n  {rollouts_hint(base_url)}")
         try:
             threading.Event().wait()
         except KeyboardInterrupt:

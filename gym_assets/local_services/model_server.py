@@ -8,7 +8,6 @@ translation (``upstream: chat|auto``). Its streams carry no usage chunk.
 from __future__ import annotations
 
 import json
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -85,7 +84,7 @@ def _wait_ready(base_url: str, exited: Callable[[], int | None], log: Path) -> N
 def rollouts_hint(base_url: str) -> str:
     """The command line that runs a benchmark against the server (printed by ``model serve``)."""
     return (
-        f"{API_KEY_ENV}={API_KEY} {Path(sys.argv[0]).name} rollouts --benchmark arith "
+        f"{API_KEY_ENV}={API_KEY} gym-assets rollouts --benchmark arith "
         f"--harness simple_agent --out runs/arith-local --upstream openai --base-url {base_url} "
         f"--api-key-env {API_KEY_ENV} --model {MODEL_ALIAS}"
     )
