@@ -27,3 +27,7 @@ ROUTING_MODES: tuple[RoutingMode, ...] = get_args(RoutingMode)
 UpstreamMode = Literal["reference", "scripted", "openai"]
 """Where the model gateway gets its answers."""
 UPSTREAM_MODES: tuple[UpstreamMode, ...] = get_args(UpstreamMode)
+
+UpstreamApi = Literal["auto", "responses", "chat"]
+"""Which API an openai upstream speaks; ``auto`` asks the server once when the gateway starts."""
+UPSTREAM_APIS: tuple[UpstreamApi, ...] = get_args(UpstreamApi)

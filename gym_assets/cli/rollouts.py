@@ -3,6 +3,7 @@ re-score a finished run with the current verifiers, or compare two runs.
 
     gym-assets rollouts --benchmark B --harness H --out DIR
         [--upstream reference|scripted|openai] [--base-url URL --api-key-env VAR] [--model NAME]
+        [--upstream-api auto|responses|chat]
         [--script FILE] [--repeats N] [--concurrency C] [--limit N] [--timeout S]
         [--resume [--quarantine-corrupt]] [--allow-plan-drift] [--corrupt-fraction F --seed S]
         [--max-unmeasured-share F] [--no-rebuild]
@@ -43,7 +44,7 @@ from gym_assets.limits import (
     MAX_CONCURRENCY,
     MAX_REPEATS,
 )
-from gym_assets.modes import UPSTREAM_MODES
+from gym_assets.modes import UPSTREAM_APIS, UPSTREAM_MODES
 from gym_assets.rollouts.options import OPTIONS
 
 if TYPE_CHECKING:
@@ -176,6 +177,7 @@ def _rollouts(args: argparse.Namespace) -> int:
             base_url=args.base_url,
             api_key_env=args.api_key_env,
             model=args.model,
+            api=args.upstream_api,
             corrupt_fraction=args.corrupt_fraction,
             seed=args.seed,
             latency_s=args.upstream_latency,
@@ -372,6 +374,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--api-key-env", metavar="VAR", help="openai upstream: the variable holding the API key"
     )
     parser.add_argument("--model", metavar="NAME", help="model id to request (default: config)")
+    parser.add_argument(
+        "--upstream-api",
+        choices=UPSTREAM_APIS,
+        default="auto",
+        help="openai upstream: the API the server speaks; calls in the other are translated "
+        "(auto: ask the server once at start)",
+    )
     parser.add_argument("--script", type=Path, metavar="FILE", help="scripted upstream: steps")
     _add_option(parser, "repeats", type=_count(MAX_REPEATS), metavar="N")
     _add_option(parser, "concurrency", type=_count(MAX_CONCURRENCY), metavar="C")

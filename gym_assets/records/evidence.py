@@ -359,8 +359,23 @@ def _require_unique(values: list[Any], what: str) -> None:
 # --------------------------------------------------------------------------- capture
 
 
+class UpstreamCall(_Strict):
+    """The model server's side of a call the gateway translated between dialects: what went
+    to the server in its dialect and what it answered (``response_raw``: a stream's events)."""
+
+    dialect: Dialect
+    request: JsonObject | None = None
+    status_code: int | None = None
+    error_category: NonBlank | None = None
+    response: JsonObject | None = None
+    response_raw: str | None = None
+
+
 class CaptureExchange(_Strict):
-    """One line of ``<capture_dir>/<rollout_id>.capture.jsonl`` written by the gateway."""
+    """One line of ``<capture_dir>/<rollout_id>.capture.jsonl`` written by the gateway.
+
+    ``request``/``response`` are the agent's side; ``upstream`` is set when the call was
+    translated for a model server speaking the other dialect."""
 
     model_call_id: NonBlank
     dialect: Dialect
@@ -376,6 +391,7 @@ class CaptureExchange(_Strict):
     request_raw: str | None = None
     response_raw: str | None = None
     client_session_id: str | None = None
+    upstream: UpstreamCall | None = None
 
 
 class ModelCallRecord(_Strict):
@@ -409,6 +425,7 @@ class ModelCallRecord(_Strict):
     latency_total_ms: Millis | None = None
     latency_ttft_ms: Millis | None = None
     client_session_id: str | None = None
+    upstream: UpstreamCall | None = None  # payloads stripped with the call's
 
 
 class ModelCallCapture(_Strict):

@@ -6,7 +6,7 @@ from typing import Any
 
 import dagster as dg
 
-from gym_assets.modes import UpstreamMode
+from gym_assets.modes import UpstreamApi, UpstreamMode
 from gym_assets.records.contracts import Step
 from gym_assets.rollouts.collection.model_gateway import load_script
 from gym_assets.rollouts.gateway.upstream_config import UpstreamConfig, upstream_config
@@ -22,12 +22,14 @@ class ModelEndpoint(dg.ConfigurableResource):
     reference answers, offline), `scripted` (`script_path`, a JSON step list) or `openai` (a
     real model at `base_url`). `api_key_env` is the NAME of the variable holding the key; the
     key itself is read from the environment when the run starts and never enters config, logs
-    or metadata."""
+    or metadata. `api` is the API the real model's server speaks (`responses`, `chat`, or
+    `auto`: asked once at start); calls made in the other are translated."""
 
     upstream: UpstreamMode = "reference"
     base_url: str | None = None
     api_key_env: str | None = None
     model: str | None = None
+    api: UpstreamApi = "auto"
     corrupt_fraction: float = 0.0
     seed: int = 0
     script_path: str | None = None
@@ -38,6 +40,7 @@ class ModelEndpoint(dg.ConfigurableResource):
             base_url=self.base_url,
             api_key_env=self.api_key_env,
             model=self.model,
+            api=self.api,
             corrupt_fraction=self.corrupt_fraction,
             seed=self.seed,
         )

@@ -21,6 +21,7 @@ from gym_assets.rollouts.gateway import (
 )
 from gym_assets.rollouts.gateway.bodies import DEFAULT_LIMITS, BodyLimits
 from gym_assets.rollouts.gateway.script import compile_script
+from gym_assets.rollouts.gateway.translation import TranslatingUpstream
 from gym_assets.rollouts.gateway.upstream_config import UpstreamConfig
 
 
@@ -51,12 +52,13 @@ def _upstream(
 ) -> Upstream:
     if config.mode == "openai":
         assert config.base_url is not None and config.api_key_env is not None
-        return OpenAIUpstream(
+        server = OpenAIUpstream(
             config.base_url,
             config.api_key_env,
             model=config.model,
             max_answer_bytes=limits.answer_bytes,
         )
+        return TranslatingUpstream(server, config.api)
     if config.mode == "scripted":
         upstream: _Latency = _Scripted(script or (), model=model)
     else:

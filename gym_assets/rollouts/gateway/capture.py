@@ -52,6 +52,7 @@ WRITER_THREADS = 8  # files written and fsync'd at once (the disk's journal comm
 _STATUS_CATEGORIES = {408: "timeout", 504: "timeout", 429: "rate_limit", 401: "auth", 403: "auth"}
 _STREAM_CATEGORIES = {"error": "upstream_error", "incomplete": "incomplete"}
 _PAYLOADS = ("request", "response", "request_raw", "response_raw")
+_UPSTREAM_PAYLOADS = ("request", "response", "response_raw")
 
 
 def capture_path(capture_dir: Path, rollout_id: str) -> Path:
@@ -111,6 +112,14 @@ def _encode(fields: Mapping[str, Any]) -> bytes:
         return json.dumps(fields, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
 
 
+def _without_payloads(fields: Mapping[str, Any]) -> dict[str, Any]:
+    """A line's fields with every body left out, the model server's side's too."""
+    upstream = fields.get("upstream")
+    if isinstance(upstream, Mapping):
+        upstream = {**upstream, **dict.fromkeys(_UPSTREAM_PAYLOADS)}
+    return {**fields, **dict.fromkeys(_PAYLOADS), "upstream": upstream}
+
+
 class CaptureWriter:
     """Writes capture lines in background threads, in batches, each file in arrival order.
 
@@ -156,7 +165,7 @@ class CaptureWriter:
                     "capture line for rollout %s is over the cap: payloads left out", rollout_id
                 )
                 self._mark_incomplete(rollout_id)
-                data = _encode({**fields, **dict.fromkeys(_PAYLOADS)})
+                data = _encode(_without_payloads(fields))
             data = self._redactor.data(data)
         except ValueError as exc:  # a ValidationError, or an unencodable payload
             log.error("capture line for rollout %s is invalid: %s", rollout_id, type(exc).__name__)
@@ -354,6 +363,9 @@ def to_record(exchange: CaptureExchange, index: int, *, include_payloads: bool) 
         latency_total_ms=exchange.latency_ms,
         latency_ttft_ms=exchange.latency_ttft_ms,
         client_session_id=exchange.client_session_id,
+        upstream=exchange.upstream
+        if payloads or exchange.upstream is None
+        else exchange.upstream.model_copy(update=dict.fromkeys(_UPSTREAM_PAYLOADS)),
     )
 
 

@@ -34,10 +34,12 @@ class FunctionCall:
 
 @dataclass(frozen=True)
 class Usage:
+    """Token counts; a detail that is ``None`` was not reported and is left out, never 0."""
+
     input_tokens: int
     output_tokens: int
-    cached_tokens: int = 0
-    reasoning_tokens: int = 0
+    cached_tokens: int | None = 0
+    reasoning_tokens: int | None = 0
 
     @property
     def total_tokens(self) -> int:
@@ -55,9 +57,16 @@ class AssistantTurn:
     calls: tuple[FunctionCall, ...] = ()
     reasoning: str | None = None  # Chat ``reasoning_content``
     created: int = field(default_factory=lambda: int(time.time()))
+    # Why the answer was cut short, in Responses' words: "max_output_tokens" or "content_filter".
+    incomplete: str | None = None
+    # Also say ``reasoning`` as a Responses reasoning item (a translated answer carries what the
+    # model said; scripted answers keep their reasoning to Chat, as harnesses were tested).
+    reasoning_item: bool = False
 
     @property
     def finish_reason(self) -> str:
+        if self.incomplete is not None:
+            return "length" if self.incomplete == "max_output_tokens" else "content_filter"
         return "tool_calls" if self.calls else "stop"
 
 
@@ -68,13 +77,21 @@ def _fragments(text: str) -> list[str]:
 # --------------------------------------------------------------------------- Chat Completions
 
 
+def _details(usage: Usage, input_key: str, output_key: str) -> dict[str, Any]:
+    details: dict[str, Any] = {}
+    if usage.cached_tokens is not None:
+        details[input_key] = {"cached_tokens": usage.cached_tokens}
+    if usage.reasoning_tokens is not None:
+        details[output_key] = {"reasoning_tokens": usage.reasoning_tokens}
+    return details
+
+
 def _chat_usage(usage: Usage) -> dict[str, Any]:
     return {
         "prompt_tokens": usage.input_tokens,
         "completion_tokens": usage.output_tokens,
         "total_tokens": usage.total_tokens,
-        "prompt_tokens_details": {"cached_tokens": usage.cached_tokens},
-        "completion_tokens_details": {"reasoning_tokens": usage.reasoning_tokens},
+        **_details(usage, "prompt_tokens_details", "completion_tokens_details"),
     }
 
 
@@ -164,10 +181,9 @@ def chat_sse(turn: AssistantTurn, *, include_usage: bool) -> Iterator[bytes]:
 def _responses_usage(usage: Usage) -> dict[str, Any]:
     return {
         "input_tokens": usage.input_tokens,
-        "input_tokens_details": {"cached_tokens": usage.cached_tokens},
         "output_tokens": usage.output_tokens,
-        "output_tokens_details": {"reasoning_tokens": usage.reasoning_tokens},
         "total_tokens": usage.total_tokens,
+        **_details(usage, "input_tokens_details", "output_tokens_details"),
     }
 
 
@@ -177,6 +193,10 @@ def _message_id(turn: AssistantTurn) -> str:
 
 def _output_items(turn: AssistantTurn) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
+    if turn.reasoning_item and turn.reasoning is not None:
+        summary = [{"type": "summary_text", "text": turn.reasoning}]
+        rs_id = "rs_" + turn.response_id.removeprefix("resp_")
+        items.append({"type": "reasoning", "id": rs_id, "summary": summary})
     if turn.text is not None:
         items.append(
             {
@@ -203,13 +223,14 @@ def _output_items(turn: AssistantTurn) -> list[dict[str, Any]]:
 
 
 def _response(turn: AssistantTurn, *, status: str, output: list, usage: dict | None) -> dict:
+    incomplete = None if status != "incomplete" else {"reason": turn.incomplete}
     return {
         "id": turn.response_id,
         "object": "response",
         "created_at": turn.created,
         "status": status,
         "error": None,
-        "incomplete_details": None,
+        "incomplete_details": incomplete,
         "instructions": None,
         "metadata": {},
         "model": turn.model,
@@ -225,13 +246,20 @@ def _response(turn: AssistantTurn, *, status: str, output: list, usage: dict | N
 
 def response_object(turn: AssistantTurn) -> dict[str, Any]:
     usage = None if turn.usage is None else _responses_usage(turn.usage)
-    return _response(turn, status="completed", output=_output_items(turn), usage=usage)
+    status = "completed" if turn.incomplete is None else "incomplete"
+    return _response(turn, status=status, output=_output_items(turn), usage=usage)
 
 
 def _item_events(index: int, item: dict[str, Any]) -> Iterator[dict[str, Any]]:
     """added → deltas/done → output_item.done for one output item."""
     base = {"output_index": index, "item_id": item["id"]}
-    if item["type"] == "message":
+    if item["type"] == "reasoning":
+        yield {
+            "type": "response.output_item.added",
+            "output_index": index,
+            "item": {**item, "summary": []},
+        }
+    elif item["type"] == "message":
         text = item["content"][0]["text"]
         empty_part = {"type": "output_text", "text": "", "annotations": []}
         yield {
@@ -263,7 +291,8 @@ def _item_events(index: int, item: dict[str, Any]) -> Iterator[dict[str, Any]]:
 
 
 def response_events(turn: AssistantTurn) -> Iterator[dict[str, Any]]:
-    """created → in_progress → per-item events → response.completed, numbered in order."""
+    """created → in_progress → per-item events → response.completed (or .incomplete),
+    numbered in order."""
     pending = _response(turn, status="in_progress", output=[], usage=None)
     events: list[dict[str, Any]] = [
         {"type": "response.created", "response": pending},
@@ -271,7 +300,8 @@ def response_events(turn: AssistantTurn) -> Iterator[dict[str, Any]]:
     ]
     for index, item in enumerate(_output_items(turn)):
         events.extend(_item_events(index, item))
-    events.append({"type": "response.completed", "response": response_object(turn)})
+    final = response_object(turn)
+    events.append({"type": f"response.{final['status']}", "response": final})
     for number, event in enumerate(events):
         yield {**event, "sequence_number": number}
 

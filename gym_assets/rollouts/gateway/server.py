@@ -73,8 +73,10 @@ from gym_assets.rollouts.gateway.sse import StreamAssembler
 from gym_assets.rollouts.gateway.upstreams import (
     ModelRequest,
     ReferenceUpstream,
+    StreamBroken,
     Upstream,
     UpstreamFailure,
+    UpstreamLeg,
     UpstreamReply,
     error_reply,
 )
@@ -102,7 +104,16 @@ def _error(status: int, message: str, kind: str, headers: dict[str, str] | None 
 class _Exchange:
     """What the capture needs to know about one exchange while it is under way."""
 
-    __slots__ = ("dialect", "request", "request_raw", "session", "started", "t0", "ttft")
+    __slots__ = (
+        "dialect",
+        "request",
+        "request_raw",
+        "session",
+        "started",
+        "t0",
+        "ttft",
+        "upstream",
+    )
 
     def __init__(
         self, dialect: Dialect, raw: bytes | None, request: dict | None, session: str | None
@@ -116,6 +127,12 @@ class _Exchange:
         self.started = time.time()
         self.t0 = time.perf_counter()
         self.ttft: float | None = None
+        self.upstream: UpstreamLeg | None = None  # the model server's side, when translated
+
+    def category(self, own: str | None) -> str | None:
+        """The call's error_category: how the model server's answer ended, when a translation
+        stands between it and the agent, else how the agent's answer ended."""
+        return (self.upstream.category if self.upstream else None) or own
 
 
 class ModelGateway:
@@ -348,9 +365,11 @@ class ModelGateway:
         else:
             try:
                 reply = await self.upstream.answer(ModelRequest(dialect, body, rollout_id))
+                exchange.upstream = reply.upstream
             except UpstreamFailure as exc:
                 log.warning("model upstream failed (%s): %s", exc.category, exc)
                 failure = exc
+                exchange.upstream = exc.upstream
             except Exception as exc:
                 log.exception("model upstream raised %s", type(exc).__name__)
                 failure = UpstreamFailure(
@@ -372,8 +391,9 @@ class ModelGateway:
                 await self._capture(rollout_id, exchange, None, failure.category, None, None)
             else:
                 response, response_raw = _parsed(reply)
-                category = status_category(reply.status) or (
-                    "capture_parse_error" if response is None else None
+                category = exchange.category(
+                    status_category(reply.status)
+                    or ("capture_parse_error" if response is None else None)
                 )
                 await self._capture(
                     rollout_id, exchange, reply.status, category, response, response_raw
@@ -384,9 +404,11 @@ class ModelGateway:
     async def _relay(
         self, rollout_id: str | None, exchange: _Exchange, reply: UpstreamReply
     ) -> AsyncIterator[bytes]:
-        """Pass the stream through, redacted (a key split across chunks too); the capture line
-        is made durable just before the terminal event goes out, or before the end of a stream
-        that stopped without one, so it is on disk when the client sees the end. A stream the
+        """Pass the stream through, redacted (a key split across chunks too), up to its terminal
+        event: the answer is whole there, and how the server then closes the connection (real
+        servers often drop it) is none of the agent's business. The capture line is made
+        durable just before the terminal event goes out, or before the end of a stream that
+        stopped without one, so it is on disk when the client sees the end. A stream the
         upstream fails (one past the answer cap) ends with an error event naming the failure,
         and is captured without payload."""
         assert reply.stream is not None
@@ -398,21 +420,29 @@ class ModelGateway:
         def fields() -> tuple:
             if failure is not None:  # like a whole answer that failed: no payload
                 return (reply.status, failure.category, None, None)
-            return (reply.status, stream_category(stream), stream.result(), stream.raw)
+            category = exchange.category(stream_category(stream))
+            return (reply.status, category, stream.result(), stream.raw)
 
         try:
             try:
                 async for chunk in reply.stream:
                     if exchange.ttft is None:
                         exchange.ttft = time.perf_counter()
-                    if not written and stream.feed(chunk):
+                    ended = stream.feed(chunk)
+                    if ended and not written:
                         written = True
                         await self._capture(rollout_id, exchange, *fields())
                     if relayed := redacting.feed(chunk):
                         yield relayed
+                    if ended:
+                        break
             except UpstreamFailure as exc:
                 log.warning("model upstream failed mid-stream (%s): %s", exc.category, exc)
                 failure = exc
+            except StreamBroken as exc:
+                if not stream.close():
+                    log.warning("model server stream broke before its end: %s", exc)
+            stream.close()
             if held := redacting.end():
                 yield held
             if not written:  # no terminal event: durable before the client sees the end
@@ -423,6 +453,7 @@ class ModelGateway:
         finally:
             if not written:  # client gone or cancelled: hand the line off without awaiting
                 self._append(rollout_id, exchange, *fields())
+            await _close(reply.stream)
 
     # ------------------------------------------------------------------ capture
 
@@ -454,11 +485,19 @@ class ModelGateway:
             "request_raw": exchange.request_raw,
             "response_raw": response_raw,
             "client_session_id": exchange.session,
+            "upstream": None if exchange.upstream is None else exchange.upstream.fields(),
         }
         return self._writer.append(rollout_id, line)
 
     async def _capture(self, rollout_id: str, exchange: _Exchange, *fields: Any) -> None:
         await asyncio.wrap_future(self._append(rollout_id, exchange, *fields))
+
+
+async def _close(stream: AsyncIterator[bytes]) -> None:
+    """Let go of an upstream stream left before its end (its connection with it)."""
+    aclose = getattr(stream, "aclose", None)
+    if aclose is not None:
+        await aclose()
 
 
 def _parsed(reply: UpstreamReply) -> tuple[dict | None, str | None]:

@@ -45,10 +45,21 @@ class StreamAssembler:
         self._buffer = (self._buffer + chunk).replace(b"\r\n", b"\n")
         while b"\n\n" in self._buffer:
             block, self._buffer = self._buffer.split(b"\n\n", 1)
-            data = [line[5:].lstrip() for line in block.split(b"\n") if line.startswith(b"data:")]
-            if data:
-                self._on_data(b"\n".join(data))
+            self._on_block(block)
         return self.ended is not None
+
+    def close(self) -> bool:
+        """The bytes ended: a last event whose blank line never came still counts (a server
+        that closes right after ``data: [DONE]``); True when the stream had its terminal."""
+        block, self._buffer = self._buffer, b""
+        if self.ended is None and block.strip():
+            self._on_block(block)
+        return self.ended is not None
+
+    def _on_block(self, block: bytes) -> None:
+        data = [line[5:].lstrip() for line in block.split(b"\n") if line.startswith(b"data:")]
+        if data:
+            self._on_data(b"\n".join(data))
 
     def _on_data(self, data: bytes) -> None:
         if data == b"[DONE]":

@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from gym_assets.errors import UserError
-from gym_assets.modes import UpstreamMode
+from gym_assets.modes import UpstreamApi, UpstreamMode
 from gym_assets.redaction import Redactor
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -26,7 +26,8 @@ class UpstreamConfig(BaseModel):
 
     ``corrupt_fraction``/``seed``: replace the final answer of that share of reference
     rollouts with a wrong one. ``latency_s``: delay every offline answer (a stand-in for a
-    model's think time in tests and benches).
+    model's think time in tests and benches). ``api``: which API the openai upstream speaks;
+    calls in the other one are translated (``auto``: ask the server when the gateway starts).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -35,6 +36,7 @@ class UpstreamConfig(BaseModel):
     base_url: str | None = None
     api_key_env: str | None = None
     model: str | None = None
+    api: UpstreamApi = "auto"
     corrupt_fraction: float = Field(default=0.0, ge=0.0, le=1.0, strict=True)
     seed: int = Field(default=0, strict=True)
     latency_s: float = Field(default=0.0, ge=0.0, allow_inf_nan=False, strict=True)
@@ -53,6 +55,8 @@ class UpstreamConfig(BaseModel):
                 "api_key_env is the NAME of an environment variable (e.g. OPENAI_API_KEY), "
                 "not the key itself"
             )
+        if self.api != "auto" and self.mode != "openai":
+            raise ValueError("the upstream API (--upstream-api) only applies to --upstream openai")
         if self.corrupt_fraction and self.mode != "reference":
             raise ValueError("corrupting answers only applies to the reference upstream")
         if self.latency_s and self.mode == "openai":

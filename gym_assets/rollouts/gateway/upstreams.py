@@ -3,7 +3,9 @@ OpenAI-compatible server.
 
 Every upstream answers a :class:`ModelRequest` with an :class:`UpstreamReply` holding either a
 whole body or a stream of SSE bytes; the gateway passes the bytes through unchanged and the
-capture reads them, so offline and real upstreams are recorded by the same code.
+capture reads them, so offline and real upstreams are recorded by the same code. (A real server
+that speaks the other dialect is wrapped by ``translation``, whose replies carry the server's
+side as an :class:`UpstreamLeg`.)
 """
 
 from __future__ import annotations
@@ -55,6 +57,30 @@ class ModelRequest:
 
 
 @dataclass
+class UpstreamLeg:
+    """The model server's side of a translated call: the request in its dialect and what it
+    answered, kept for the capture beside what the agent sent and got."""
+
+    dialect: Dialect
+    request: dict[str, Any]
+    status: int | None = None
+    response: dict[str, Any] | None = None
+    response_raw: str | None = None  # a stream's events, or a body that is no JSON object
+    category: str | None = None  # how the server's answer ended, when not well
+
+    def fields(self) -> dict[str, Any]:
+        """The capture line's ``upstream`` object."""
+        return {
+            "dialect": self.dialect,
+            "request": self.request,
+            "status_code": self.status,
+            "error_category": self.category,
+            "response": self.response,
+            "response_raw": self.response_raw,
+        }
+
+
+@dataclass
 class UpstreamReply:
     """An answer: ``content`` (whole body) or ``stream`` (SSE bytes), never both."""
 
@@ -64,6 +90,7 @@ class UpstreamReply:
     stream: AsyncIterator[bytes] | None = None
     headers: dict[str, str] = field(default_factory=dict)
     media_type: str = "application/json"
+    upstream: UpstreamLeg | None = None  # a translated call's other side
 
 
 class UpstreamFailure(Exception):
@@ -72,6 +99,12 @@ class UpstreamFailure(Exception):
     def __init__(self, category: str, message: str) -> None:
         super().__init__(message)
         self.category = category
+        self.upstream: UpstreamLeg | None = None  # set on a translated call
+
+
+class StreamBroken(Exception):
+    """The connection under a stream failed; whether the answer was whole is for the reader of
+    its events to say (a server may close abruptly right after its terminal event)."""
 
 
 class Upstream(Protocol):
@@ -221,6 +254,16 @@ class OpenAIUpstream:
             await self._client.aclose()
             self._client = None
 
+    async def status_of(self, route: str) -> int:
+        """The HTTP status a POST of an empty object to ``route`` gets: a cheap question a
+        server answers from its routing (404 for a route it lacks) without running a model."""
+        if self._client is None:
+            raise RuntimeError("OpenAIUpstream.status_of before open()")
+        response = await self._client.post(
+            route, content=b"{}", headers={"content-type": "application/json"}
+        )
+        return response.status_code
+
     async def answer(self, request: ModelRequest) -> UpstreamReply:
         if self._client is None:
             raise RuntimeError("OpenAIUpstream.answer before open()")
@@ -282,14 +325,14 @@ def _upstream_error(status: int, content: bytes) -> UpstreamReply:
 
 
 async def _relay(response: httpx2.Response, limit: int) -> AsyncIterator[bytes]:
-    """The upstream's stream as it arrives; a broken stream just ends (the capture sees no
-    terminal event and records ``stream_truncated``), one past ``limit`` fails."""
+    """The upstream's stream as it arrives; a broken connection raises ``StreamBroken``, one
+    past ``limit`` fails."""
     try:
         async for chunk in capped(response.aiter_raw(), limit, "model server's answer"):
             yield chunk
     except BodyTooLarge as exc:
         raise UpstreamFailure(ANSWER_TOO_LARGE, str(exc)) from None
     except httpx2.HTTPError as exc:
-        log.warning("model server stream broke: %s", type(exc).__name__)
+        raise StreamBroken(type(exc).__name__) from exc
     finally:
         await response.aclose()
