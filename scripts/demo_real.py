@@ -18,7 +18,13 @@ from pathlib import Path
 
 from gym_assets.cli import main as gym_assets
 from gym_assets.local_services.model_install import ModelInstall
-from gym_assets.local_services.model_server import API_KEY, API_KEY_ENV, MODEL_ALIAS, serving
+from gym_assets.local_services.model_server import (
+    API_KEY,
+    API_KEY_ENV,
+    MODEL_ALIAS,
+    UPSTREAM_API,
+    serving,
+)
 from gym_assets.workspace import Workspace
 
 BENCHMARKS = ("humaneval", "arith")
@@ -35,7 +41,8 @@ def run(limit: int, out: Path) -> int:
             argv = ["rollouts", "--benchmark", benchmark, "--harness", "simple_agent"]
             argv += ["--out", str(out / benchmark), "--limit", str(limit), "--timeout", "300"]
             argv += ["--upstream", "openai", "--base-url", base_url, "--model", MODEL_ALIAS]
-            argv += ["--api-key-env", API_KEY_ENV, "--concurrency", "2"]
+            argv += ["--api-key-env", API_KEY_ENV, "--upstream-api", UPSTREAM_API]
+            argv += ["--concurrency", "2"]
             codes.append(gym_assets(argv))
     return next((code for code in codes if code), 0)
 

@@ -2,7 +2,14 @@
 
 llama.cpp's server speaks Chat Completions (plain and streamed) and legacy completions, and
 answers ``/v1/responses`` with 404: a Responses agent reaches it through the gateway's dialect
-translation (``upstream: chat|auto``). Its streams carry no usage chunk.
+translation (``--upstream-api chat``, or ``auto``, which finds that out). Its streams carry no
+usage chunk.
+
+The model's own chat template (in the GGUF file) concatenates each message's ``content`` as a
+string, so the server fails with a 500 (or a stream with no data) on content given as a list of
+parts, which Chat Completions allows and pi sends. ``chat_template.json`` is the same ChatML
+layout reading text parts too; it is handed to the server in a tokenizer config, whose handler
+closes the prompt with an empty assistant message (the template opens that turn instead).
 """
 
 from __future__ import annotations
@@ -21,12 +28,15 @@ from gym_assets.local_services.model_install import ModelInstall
 
 MODEL_ALIAS = "smollm2"
 CONTEXT_TOKENS = 4096
+CHAT_TEMPLATE = Path(__file__).with_name("chat_template.json")
 READY_TIMEOUT_S = 120.0  # about 5 s on a quiet machine; loaded cores stretch the model's load
+UPSTREAM_API = "chat"  # what it speaks (docs/rollouts.md: which API the server speaks)
 API_KEY_ENV = "GYM_LOCAL_MODEL_KEY"
 API_KEY = "local-model"  # the server checks none; an openai upstream still names a variable
 
 
 def server_argv(install: ModelInstall, port: int) -> list[str]:
+    """``llama_cpp.server`` on loopback, the model under its alias (what ``--model`` asks for)."""
     return [
         str(install.python),
         "-m",
@@ -41,6 +51,13 @@ def server_argv(install: ModelInstall, port: int) -> list[str]:
         str(port),
         "--n_ctx",
         str(CONTEXT_TOKENS),
+        # by default a new request ends the stream in progress: runs have rollouts in parallel
+        "--interrupt_requests",
+        "false",
+        "--chat_format",
+        "hf-tokenizer-config",
+        "--hf_tokenizer_config_path",
+        str(CHAT_TEMPLATE),
     ]
 
 
@@ -86,5 +103,5 @@ def rollouts_hint(base_url: str) -> str:
     return (
         f"{API_KEY_ENV}={API_KEY} gym-assets rollouts --benchmark arith "
         f"--harness simple_agent --out runs/arith-local --upstream openai --base-url {base_url} "
-        f"--api-key-env {API_KEY_ENV} --model {MODEL_ALIAS}"
+        f"--api-key-env {API_KEY_ENV} --model {MODEL_ALIAS} --upstream-api {UPSTREAM_API}"
     )
