@@ -6,8 +6,8 @@ translation (``--upstream-api chat``, or ``auto``, which finds that out). Its st
 usage chunk.
 
 The model's own chat template (in the GGUF file) concatenates each message's ``content`` as a
-string, so the server fails with a 500 (or a stream with no data) on content given as a list of
-parts, which Chat Completions allows and pi sends. ``chat_template.json`` is the same ChatML
+string, so the server fails (a streamed call gets a 200 with no data) on content given as a list
+of parts, which Chat Completions allows and pi sends. ``chat_template.json`` is the same ChatML
 layout reading text parts too; it is handed to the server in a tokenizer config, whose handler
 closes the prompt with an empty assistant message (the template opens that turn instead).
 """
@@ -27,7 +27,7 @@ from gym_assets.local_dagster import free_port, start_program, stop_program
 from gym_assets.local_services.model_install import ModelInstall
 
 MODEL_ALIAS = "smollm2"
-CONTEXT_TOKENS = 4096
+CONTEXT_TOKENS = 8192  # the model's own; Codex's first request alone is 4,600 tokens
 CHAT_TEMPLATE = Path(__file__).with_name("chat_template.json")
 READY_TIMEOUT_S = 120.0  # about 5 s on a quiet machine; loaded cores stretch the model's load
 UPSTREAM_API = "chat"  # what it speaks (docs/rollouts.md: which API the server speaks)
