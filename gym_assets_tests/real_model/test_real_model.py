@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from gym_assets.config.loader import load_configs
 from gym_assets.cli import main
+from gym_assets.config.loader import load_configs
 from gym_assets.local_services.model_server import API_KEY, API_KEY_ENV, MODEL_ALIAS
 from gym_assets.rollouts.collection.files import read_jsonl
 from gym_assets.rollouts.gateway.capture import CAPTURE_SUFFIX, INCOMPLETE_SUFFIX
