@@ -127,52 +127,71 @@ def chat_completion(turn: AssistantTurn) -> dict[str, Any]:
     return body
 
 
-def chat_chunks(turn: AssistantTurn, *, include_usage: bool) -> Iterator[dict[str, Any]]:
-    """Role chunk, content deltas, tool-call deltas (id+name, then argument fragments),
-    finish chunk, and the usage chunk when the client asked for it."""
+def chat_chunk(
+    turn: AssistantTurn, delta: dict[str, Any], finish: str | None = None, *, include_usage: bool
+) -> dict[str, Any]:
+    """One chunk of ``turn``'s stream (``usage: null`` on each when the client asked for it)."""
     head = {
         "id": turn.response_id,
         "object": "chat.completion.chunk",
         "created": turn.created,
         "model": turn.model,
     }
+    out = {**head, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+    if include_usage:
+        out["usage"] = None
+    return out
 
-    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-        out = {**head, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
-        if include_usage:
-            out["usage"] = None
-        return out
 
-    yield chunk({"role": "assistant", "content": ""})
-    if turn.reasoning:
-        yield chunk({"reasoning_content": turn.reasoning})
-    if turn.text:
-        for piece in _fragments(turn.text):
-            yield chunk({"content": piece})
-    for index, call in enumerate(turn.calls):
-        yield chunk(
-            {
-                "tool_calls": [
-                    {
-                        "index": index,
-                        "id": call.call_id,
-                        "type": "function",
-                        "function": {"name": call.name, "arguments": ""},
-                    }
-                ]
-            }
-        )
-        for piece in _fragments(call.arguments):
-            yield chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
-    yield chunk({}, turn.finish_reason)
+def chat_call_opened(index: int, call_id: str, name: str) -> dict[str, Any]:
+    """The delta that starts tool call ``index``: its id and name, no arguments yet."""
+    function = {"name": name, "arguments": ""}
+    return {
+        "tool_calls": [{"index": index, "id": call_id, "type": "function", "function": function}]
+    }
+
+
+def chat_call_delta(index: int, piece: str) -> dict[str, Any]:
+    return {"tool_calls": [{"index": index, "function": {"arguments": piece}}]}
+
+
+def chat_closed(turn: AssistantTurn, *, include_usage: bool) -> list[dict[str, Any]]:
+    """The finish chunk, and the usage chunk when the client asked for it."""
+    chunks = [chat_chunk(turn, {}, turn.finish_reason, include_usage=include_usage)]
     if include_usage and turn.usage is not None:
-        yield {**head, "choices": [], "usage": _chat_usage(turn.usage)}
+        usage_chunk = chat_chunk(turn, {}, include_usage=include_usage)
+        chunks.append({**usage_chunk, "choices": [], "usage": _chat_usage(turn.usage)})
+    return chunks
+
+
+def chat_chunks(turn: AssistantTurn, *, include_usage: bool) -> Iterator[dict[str, Any]]:
+    """Role chunk, content deltas, tool-call deltas (id+name, then argument fragments),
+    finish chunk, and the usage chunk when the client asked for it."""
+    deltas: list[dict[str, Any]] = [{"role": "assistant", "content": ""}]
+    if turn.reasoning:
+        deltas.append({"reasoning_content": turn.reasoning})
+    if turn.text:
+        deltas += [{"content": piece} for piece in _fragments(turn.text)]
+    for index, call in enumerate(turn.calls):
+        deltas.append(chat_call_opened(index, call.call_id, call.name))
+        deltas += [chat_call_delta(index, piece) for piece in _fragments(call.arguments)]
+    for delta in deltas:
+        yield chat_chunk(turn, delta, include_usage=include_usage)
+    yield from chat_closed(turn, include_usage=include_usage)
+
+
+def chat_data(chunk: dict[str, Any]) -> bytes:
+    """One Chat chunk on the wire."""
+    return b"data: " + orjson.dumps(chunk) + b"\n\n"
+
+
+CHAT_DONE = b"data: [DONE]\n\n"
 
 
 def chat_sse(turn: AssistantTurn, *, include_usage: bool) -> Iterator[bytes]:
     for item in chat_chunks(turn, include_usage=include_usage):
-        yield b"data: " + orjson.dumps(item) + b"\n\n"
-    yield b"data: [DONE]\n\n"
+        yield chat_data(item)
+    yield CHAT_DONE
 
 
 # --------------------------------------------------------------------------- Responses
@@ -191,35 +210,42 @@ def _message_id(turn: AssistantTurn) -> str:
     return "msg_" + turn.response_id.removeprefix("resp_")
 
 
+def reasoning_item(turn: AssistantTurn, text: str) -> dict[str, Any]:
+    rs_id = "rs_" + turn.response_id.removeprefix("resp_")
+    return {"type": "reasoning", "id": rs_id, "summary": [{"type": "summary_text", "text": text}]}
+
+
+def message_item(turn: AssistantTurn, text: str) -> dict[str, Any]:
+    return {
+        "type": "message",
+        "id": _message_id(turn),
+        "status": "completed",
+        "role": "assistant",
+        "content": [{"type": "output_text", "text": text, "annotations": []}],
+    }
+
+
+def call_item(call: FunctionCall) -> dict[str, Any]:
+    item = {
+        "type": "function_call",
+        "id": call.call_id,
+        "call_id": call.call_id,
+        "name": call.name,
+        "arguments": call.arguments,
+        "status": "completed",
+    }
+    if call.namespace is not None:
+        item["namespace"] = call.namespace
+    return item
+
+
 def _output_items(turn: AssistantTurn) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
     if turn.reasoning_item and turn.reasoning is not None:
-        summary = [{"type": "summary_text", "text": turn.reasoning}]
-        rs_id = "rs_" + turn.response_id.removeprefix("resp_")
-        items.append({"type": "reasoning", "id": rs_id, "summary": summary})
+        items.append(reasoning_item(turn, turn.reasoning))
     if turn.text is not None:
-        items.append(
-            {
-                "type": "message",
-                "id": _message_id(turn),
-                "status": "completed",
-                "role": "assistant",
-                "content": [{"type": "output_text", "text": turn.text, "annotations": []}],
-            }
-        )
-    for c in turn.calls:
-        item = {
-            "type": "function_call",
-            "id": c.call_id,
-            "call_id": c.call_id,
-            "name": c.name,
-            "arguments": c.arguments,
-            "status": "completed",
-        }
-        if c.namespace is not None:
-            item["namespace"] = c.namespace
-        items.append(item)
-    return items
+        items.append(message_item(turn, turn.text))
+    return items + [call_item(c) for c in turn.calls]
 
 
 def _response(turn: AssistantTurn, *, status: str, output: list, usage: dict | None) -> dict:
@@ -250,65 +276,93 @@ def response_object(turn: AssistantTurn) -> dict[str, Any]:
     return _response(turn, status=status, output=_output_items(turn), usage=usage)
 
 
+def item_opened(index: int, item: dict[str, Any]) -> list[dict[str, Any]]:
+    """The events that open output item ``index`` (``item`` needs only its type and ids)."""
+    added = {"type": "response.output_item.added", "output_index": index}
+    if item["type"] == "reasoning":
+        return [{**added, "item": {**item, "summary": []}}]
+    if item["type"] == "function_call":
+        return [{**added, "item": {**item, "status": "in_progress", "arguments": ""}}]
+    empty_part = {"type": "output_text", "text": "", "annotations": []}
+    part = {"output_index": index, "item_id": item["id"], "content_index": 0}
+    return [
+        {**added, "item": {**item, "status": "in_progress", "content": []}},
+        {"type": "response.content_part.added", **part, "part": empty_part},
+    ]
+
+
+def item_delta(index: int, item: dict[str, Any], piece: str) -> list[dict[str, Any]]:
+    """A piece of an open item's text or arguments (a reasoning item is said whole at its end)."""
+    base = {"output_index": index, "item_id": item["id"]}
+    if item["type"] == "message":
+        part = {**base, "content_index": 0}
+        return [{"type": "response.output_text.delta", **part, "delta": piece, "logprobs": []}]
+    if item["type"] == "function_call":
+        return [{"type": "response.function_call_arguments.delta", **base, "delta": piece}]
+    return []
+
+
+def item_closed(index: int, item: dict[str, Any]) -> list[dict[str, Any]]:
+    """The events that close output item ``index``, whole as ``item``."""
+    base = {"output_index": index, "item_id": item["id"]}
+    events: list[dict[str, Any]] = []
+    if item["type"] == "message":
+        part = {**base, "content_index": 0}
+        text = item["content"][0]["text"]
+        events += [
+            {"type": "response.output_text.done", **part, "text": text, "logprobs": []},
+            {"type": "response.content_part.done", **part, "part": item["content"][0]},
+        ]
+    elif item["type"] == "function_call":
+        done = {"type": "response.function_call_arguments.done", **base, "name": item["name"]}
+        events.append({**done, "arguments": item["arguments"]})
+    events.append({"type": "response.output_item.done", "output_index": index, "item": item})
+    return events
+
+
 def _item_events(index: int, item: dict[str, Any]) -> Iterator[dict[str, Any]]:
     """added → deltas/done → output_item.done for one output item."""
-    base = {"output_index": index, "item_id": item["id"]}
-    if item["type"] == "reasoning":
-        yield {
-            "type": "response.output_item.added",
-            "output_index": index,
-            "item": {**item, "summary": []},
-        }
-    elif item["type"] == "message":
-        text = item["content"][0]["text"]
-        empty_part = {"type": "output_text", "text": "", "annotations": []}
-        yield {
-            "type": "response.output_item.added",
-            "output_index": index,
-            "item": {**item, "status": "in_progress", "content": []},
-        }
-        part = {**base, "content_index": 0}
-        yield {"type": "response.content_part.added", **part, "part": empty_part}
-        for piece in _fragments(text):
-            yield {"type": "response.output_text.delta", **part, "delta": piece, "logprobs": []}
-        yield {"type": "response.output_text.done", **part, "text": text, "logprobs": []}
-        yield {"type": "response.content_part.done", **part, "part": item["content"][0]}
-    else:
-        yield {
-            "type": "response.output_item.added",
-            "output_index": index,
-            "item": {**item, "status": "in_progress", "arguments": ""},
-        }
-        for piece in _fragments(item["arguments"]):
-            yield {"type": "response.function_call_arguments.delta", **base, "delta": piece}
-        yield {
-            "type": "response.function_call_arguments.done",
-            **base,
-            "name": item["name"],
-            "arguments": item["arguments"],
-        }
-    yield {"type": "response.output_item.done", "output_index": index, "item": item}
+    yield from item_opened(index, item)
+    whole = item["content"][0]["text"] if item["type"] == "message" else item.get("arguments")
+    for piece in _fragments(whole) if whole is not None else ():
+        yield from item_delta(index, item, piece)
+    yield from item_closed(index, item)
+
+
+def response_opened(turn: AssistantTurn) -> list[dict[str, Any]]:
+    """response.created and response.in_progress, of a response with no output yet."""
+    pending = _response(turn, status="in_progress", output=[], usage=None)
+    return [
+        {"type": "response.created", "response": pending},
+        {"type": "response.in_progress", "response": pending},
+    ]
+
+
+def response_closed(turn: AssistantTurn) -> dict[str, Any]:
+    """response.completed (or .incomplete), carrying the whole response."""
+    final = response_object(turn)
+    return {"type": f"response.{final['status']}", "response": final}
 
 
 def response_events(turn: AssistantTurn) -> Iterator[dict[str, Any]]:
     """created → in_progress → per-item events → response.completed (or .incomplete),
     numbered in order."""
-    pending = _response(turn, status="in_progress", output=[], usage=None)
-    events: list[dict[str, Any]] = [
-        {"type": "response.created", "response": pending},
-        {"type": "response.in_progress", "response": pending},
-    ]
+    events = response_opened(turn)
     for index, item in enumerate(_output_items(turn)):
         events.extend(_item_events(index, item))
-    final = response_object(turn)
-    events.append({"type": f"response.{final['status']}", "response": final})
+    events.append(response_closed(turn))
     for number, event in enumerate(events):
         yield {**event, "sequence_number": number}
 
 
+def sse_event(event: dict[str, Any]) -> bytes:
+    """One Responses event on the wire."""
+    return b"event: " + event["type"].encode() + b"\ndata: " + orjson.dumps(event) + b"\n\n"
+
+
 def responses_sse(turn: AssistantTurn) -> Iterator[bytes]:
     for event in response_events(turn):
-        yield b"event: " + event["type"].encode() + b"\ndata: " + orjson.dumps(event) + b"\n\n"
+        yield sse_event(event)
 
 
 def error_event(dialect: Dialect, message: str, code: str) -> bytes:

@@ -78,6 +78,7 @@ from gym_assets.rollouts.gateway.upstreams import (
     UpstreamFailure,
     UpstreamLeg,
     UpstreamReply,
+    close_stream,
     error_reply,
 )
 
@@ -453,7 +454,7 @@ class ModelGateway:
         finally:
             if not written:  # client gone or cancelled: hand the line off without awaiting
                 self._append(rollout_id, exchange, *fields())
-            await _close(reply.stream)
+            await close_stream(reply.stream)
 
     # ------------------------------------------------------------------ capture
 
@@ -491,13 +492,6 @@ class ModelGateway:
 
     async def _capture(self, rollout_id: str, exchange: _Exchange, *fields: Any) -> None:
         await asyncio.wrap_future(self._append(rollout_id, exchange, *fields))
-
-
-async def _close(stream: AsyncIterator[bytes]) -> None:
-    """Let go of an upstream stream left before its end (its connection with it)."""
-    aclose = getattr(stream, "aclose", None)
-    if aclose is not None:
-        await aclose()
 
 
 def _parsed(reply: UpstreamReply) -> tuple[dict | None, str | None]:

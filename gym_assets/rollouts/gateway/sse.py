@@ -8,6 +8,7 @@ gateway, so reassembly never holds the client up.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -18,8 +19,12 @@ from gym_assets.rollouts.gateway.script import Dialect
 class StreamAssembler:
     """Incremental SSE parser plus per-dialect reassembly."""
 
-    def __init__(self, dialect: Dialect) -> None:
+    def __init__(
+        self, dialect: Dialect, on_event: Callable[[dict[str, Any]], None] | None = None
+    ) -> None:
+        """``on_event`` is told each event as it is parsed (a translation follows the stream)."""
         self.dialect = dialect
+        self._on_event = on_event
         self.ended: str | None = None  # "completed" | "error" | "incomplete" once terminal
         self.unparseable = 0
         self._buffer = b""
@@ -72,10 +77,13 @@ class StreamAssembler:
             return
         if not isinstance(event, dict):
             self.unparseable += 1
-        elif self.dialect == "chat":
+            return
+        if self.dialect == "chat":
             self._on_chat(event)
         else:
             self._on_responses(event)
+        if self._on_event is not None:
+            self._on_event(event)
 
     def _on_chat(self, chunk: dict[str, Any]) -> None:
         if isinstance(chunk.get("error"), dict):

@@ -49,8 +49,18 @@ def _usage(body: Mapping[str, Any]) -> Usage | None:
     )
 
 
+def _said_why(choices: Any) -> Any:
+    """Choices whose first one says why it stopped: a stream that ended with ``[DONE]`` but no
+    finish reason (some servers leave it out) stopped of its own accord."""
+    first = choices[0] if isinstance(choices, list) and choices else None
+    if isinstance(first, Mapping) and first.get("finish_reason") is None:
+        return [{**first, "finish_reason": "stop"}, *choices[1:]]
+    return choices
+
+
 def chat_turn(body: Mapping[str, Any]) -> AssistantTurn:
-    completion = ChatCompletion.model_validate({**body, "usage": None})
+    said = {**body, "choices": _said_why(body.get("choices")), "usage": None}
+    completion = ChatCompletion.model_validate(said)
     if not completion.choices:
         raise NotAnAnswer("not a chat answer: it has no choices")
     choice = completion.choices[0]

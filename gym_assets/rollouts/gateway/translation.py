@@ -6,8 +6,8 @@ Responses; a few speak only Responses. A call in the server's own dialect is for
 any other is restated (``translate_request``), and the server's answer, whole or streamed, is
 read into a neutral turn (``translate_answer``) and said in the agent's dialect and transport by
 ``render`` — the code that says the offline upstreams' answers, so a translated answer looks
-exactly like a scripted one. A streamed answer is read to its end before the agent's stream is
-rendered: the agent gets every event, but all at once.
+exactly like a scripted one; a stream is said piece by piece as it arrives
+(``translate_stream``).
 
 Every translated reply carries its :class:`UpstreamLeg` (what went to the server, what came
 back) for the capture. Errors keep their HTTP status; both dialects shape an error body alike.
@@ -17,16 +17,23 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator
+from contextlib import aclosing
 from typing import Any
 
 import orjson
 
 from gym_assets.modes import UpstreamApi
 from gym_assets.rollouts.gateway.capture import stream_category
+from gym_assets.rollouts.gateway.render import AssistantTurn
 from gym_assets.rollouts.gateway.script import Dialect
 from gym_assets.rollouts.gateway.sse import StreamAssembler
 from gym_assets.rollouts.gateway.translate_answer import NotAnAnswer, turn_of
 from gym_assets.rollouts.gateway.translate_request import Untranslatable, translate_request
+from gym_assets.rollouts.gateway.translate_stream import (
+    ChatFromResponses,
+    ResponsesFromChat,
+    StreamTranslator,
+)
 from gym_assets.rollouts.gateway.upstreams import (
     ROUTES,
     ModelRequest,
@@ -35,6 +42,7 @@ from gym_assets.rollouts.gateway.upstreams import (
     UpstreamFailure,
     UpstreamLeg,
     UpstreamReply,
+    close_stream,
     error_reply,
     render_reply,
 )
@@ -99,56 +107,84 @@ class TranslatingUpstream:
             reply = await self.server.answer(ModelRequest(speaks, body, request.rollout_id))
             leg.status = reply.status
             if reply.stream is not None:
-                stream = await _read(reply.stream, speaks)
-                leg.response, leg.response_raw = stream.result(), stream.raw
-                leg.category = stream_category(stream)
-            else:
-                leg.response = reply.parsed if reply.parsed is not None else _object(reply.content)
-                if leg.response is None:
-                    leg.response_raw = reply.content.decode("utf-8", "replace")
+                said = _said_as_it_comes(reply.stream, leg, _translator(request))
+                return UpstreamReply(
+                    reply.status, stream=said, media_type="text/event-stream", upstream=leg
+                )
+            leg.response = reply.parsed if reply.parsed is not None else _object(reply.content)
+            if leg.response is None:
+                leg.response_raw = reply.content.decode("utf-8", "replace")
         except UpstreamFailure as exc:
             exc.upstream = leg
             raise
-        translated = reply if reply.status >= 400 else _translated(leg, request)
+        if reply.status >= 400:
+            translated = reply
+        else:
+            answer = _answer(leg)
+            translated = (
+                _failed(answer) if isinstance(answer, str) else render_reply(answer, request)
+            )
         translated.upstream = leg
         return translated
 
 
-async def _read(stream: AsyncIterator[bytes], dialect: Dialect) -> StreamAssembler:
-    """The server's stream read to its terminal event (or its end)."""
-    assembler = StreamAssembler(dialect)
+async def _follow(
+    stream: AsyncIterator[bytes], assembler: StreamAssembler, leg: UpstreamLeg
+) -> AsyncIterator[bytes]:
+    """The server's stream fed to ``assembler`` up to its terminal event (or its end), each
+    chunk passed on as it comes; at the end, what it amounted to goes on ``leg``."""
     try:
         async for chunk in stream:
-            if assembler.feed(chunk):
+            ended = assembler.feed(chunk)
+            yield chunk
+            if ended:
                 break
     except StreamBroken as exc:
         if not assembler.close():
             log.warning("model server stream broke before its end: %s", exc)
     finally:
-        aclose = getattr(stream, "aclose", None)
-        if aclose is not None:
-            await aclose()
+        await close_stream(stream)
     assembler.close()
-    return assembler
+    leg.response, leg.response_raw = assembler.result(), assembler.raw
+    leg.category = stream_category(assembler)
 
 
-def _translated(leg: UpstreamLeg, request: ModelRequest) -> UpstreamReply:
-    """The server's 2xx answer in the agent's dialect and transport, or a 502 saying why it
-    cannot be (an HTTP error keeps its status and body: both dialects shape errors alike)."""
+def _translator(request: ModelRequest) -> StreamTranslator:
+    if request.dialect == "responses":
+        return ResponsesFromChat()
+    options = request.body.get("stream_options")
+    asked = isinstance(options, dict) and options.get("include_usage") is True
+    return ChatFromResponses(include_usage=asked)
+
+
+async def _said_as_it_comes(
+    stream: AsyncIterator[bytes],
+    leg: UpstreamLeg,
+    translator: ResponsesFromChat | ChatFromResponses,
+) -> AsyncIterator[bytes]:
+    """The server's stream in the agent's dialect, each piece as soon as it arrives."""
+    async with aclosing(_follow(stream, translator.assembler, leg)) as chunks:  # agent gone
+        async for chunk in chunks:
+            if said := translator.say(chunk):
+                yield said
+    yield translator.end(_answer(leg))
+
+
+def _answer(leg: UpstreamLeg) -> AssistantTurn | str:
+    """The turn the server's 2xx answer on ``leg`` says, or why it says none."""
     body = leg.response
     error = body.get("error") if body is not None else None
     if isinstance(error, dict) and (leg.category is not None or body.get("status") == "failed"):
-        return _failed(f"the model server failed: {error.get('message')}")
+        return f"the model server failed: {error.get('message')}"
     if leg.category not in (None, "incomplete"):
-        return _failed(f"the model server's stream ended badly ({leg.category})")
+        return f"the model server's stream ended badly ({leg.category})"
     try:
         if body is None:
             raise NotAnAnswer("not a JSON object")
-        turn = turn_of(leg.dialect, body)
+        return turn_of(leg.dialect, body)
     except NotAnAnswer as exc:
         leg.category = "capture_parse_error"
-        return _failed(f"the model server's answer is {exc}")
-    return render_reply(turn, request)
+        return f"the model server's answer is {exc}"
 
 
 def _failed(message: str) -> UpstreamReply:

@@ -10,7 +10,6 @@ side as an :class:`UpstreamLeg`.)
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -41,8 +40,6 @@ from gym_assets.rollouts.gateway.script import (
     ScriptRunner,
     compile_script,
 )
-
-log = logging.getLogger(__name__)
 
 ROUTES: dict[Dialect, str] = {"chat": "/chat/completions", "responses": "/responses"}
 # Scripted errors ask clients to retry at once; the openai SDKs honour retry-after-ms.
@@ -310,6 +307,13 @@ class OpenAIUpstream:
         if response.status_code >= 400:
             return _upstream_error(response.status_code, content)
         return UpstreamReply(response.status_code, content, media_type=media_type)
+
+
+async def close_stream(stream: AsyncIterator[bytes]) -> None:
+    """Let go of a stream left before its end (an upstream's: its connection with it)."""
+    aclose = getattr(stream, "aclose", None)
+    if aclose is not None:
+        await aclose()
 
 
 def _upstream_error(status: int, content: bytes) -> UpstreamReply:

@@ -138,6 +138,17 @@ def test_a_request_over_the_cap_scores_0_with_a_hint_on_its_flag(data, tmp_path,
         ["--upstream", "openai", "--base-url", "http://127.0.0.1:1/v1"],  # and --api-key-env
         ["--corrupt-fraction", "1.5"],
         ["--upstream", "openai", "--base-url", "http://x/v1", "--api-key-env", "sk-123"],
+        ["--upstream-api", "chat"],  # only with --upstream openai
+        [
+            "--upstream",
+            "openai",
+            "--base-url",
+            "http://x/v1",
+            "--api-key-env",
+            "K",
+            "--upstream-api",
+            "xml",
+        ],
     ],
 )
 def test_usage_errors_exit_2(data, tmp_path, extra):

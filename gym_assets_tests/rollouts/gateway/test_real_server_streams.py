@@ -10,6 +10,7 @@ import pytest
 from openai import OpenAI
 
 from gym_assets.rollouts.gateway import OpenAIUpstream, read_capture
+from gym_assets.rollouts.gateway.translation import TranslatingUpstream
 from gym_assets_tests.loopback_http import serving
 from gym_assets_tests.rollouts.gateway.conftest import capture_lines
 
@@ -66,3 +67,35 @@ def test_a_stream_dropped_after_done_is_a_complete_answer_without_usage(
     [call] = read_capture(tmp_path / "capture", "real-1")["calls"]
     assert (call["tokens_in"], call["tokens_out"], call["tokens_total"]) == (None, None, None)
     assert "stream broke" not in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("done", "category"),
+    [(b"data: [DONE]\n", None), (b"", "stream_truncated")],
+    ids=["done", "cut"],
+)
+def test_a_responses_agent_reads_such_a_stream_through_translation(
+    done: bytes,
+    category: str | None,
+    start_gateway,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(KEY_ENV, "sk-test")
+    with serving(_abrupt(done)) as port:
+        server = OpenAIUpstream(f"http://127.0.0.1:{port}/v1", KEY_ENV, timeout=5)
+        front = start_gateway(TranslatingUpstream(server, "chat"))
+        client = OpenAI(base_url=front.url_for("real-2"), api_key="dummy", max_retries=0)
+        if category is None:
+            with client.responses.stream(model="m", input="2+2?") as events:
+                answer = events.get_final_response()
+            assert (answer.output_text, answer.usage, answer.status) == ("4", None, "completed")
+        else:  # the text came as it was sent; the stream then ends in an error event
+            events = list(client.responses.create(model="m", input="2+2?", stream=True))
+            assert [e.delta for e in events if e.type == "response.output_text.delta"] == ["4"]
+            assert events[-1].type == "error" and "stream_truncated" in events[-1].message
+    [line] = capture_lines(tmp_path / "capture", "real-2")
+    assert (line["status_code"], line["error_category"]) == (200, category)
+    assert line["upstream"]["error_category"] == category
+    assert line["upstream"]["request"]["stream_options"] == {"include_usage": True}
+    assert line["upstream"]["response"]["choices"][0]["message"]["content"] == "4"

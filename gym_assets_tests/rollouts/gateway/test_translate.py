@@ -207,3 +207,9 @@ def test_translated_usage_leaves_unreported_counts_out() -> None:
 def test_a_body_that_is_no_answer_is_named(dialect: str) -> None:
     with pytest.raises(NotAnAnswer, match=f"not a {dialect} answer"):
         turn_of(dialect, {"id": "x", "object": "list"})  # type: ignore[arg-type]
+
+
+def test_a_chat_answer_that_never_said_why_it_stopped_stopped() -> None:
+    body = chat_completion(TURNS[0])
+    body["choices"][0]["finish_reason"] = None  # a stream without a finish reason, reassembled
+    assert turn_of("chat", body).finish_reason == "stop"

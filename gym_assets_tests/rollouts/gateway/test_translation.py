@@ -3,6 +3,7 @@ whole and streamed answers, tool calls with their ids, errors, usage, and both s
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import openai
@@ -198,3 +199,33 @@ def test_an_untranslatable_request_is_refused_with_a_400(through, tmp_path: Path
     [line] = capture_lines(tmp_path / "front", "r-4")
     assert (line["status_code"], line["upstream"]) == (400, None)
     assert _upstream_calls(tmp_path) == []
+
+
+class _Answers:
+    """A model server that answers every POST with one status."""
+
+    base_url = "http://server/v1"
+
+    def __init__(self, status: int | None) -> None:
+        self.status = status
+
+    async def open(self) -> None:
+        return None
+
+    async def status_of(self, route: str) -> int:
+        if self.status is None:
+            raise ConnectionRefusedError("nobody listens")
+        return self.status
+
+
+@pytest.mark.parametrize(
+    ("status", "found"),
+    [(404, "chat"), (405, "chat"), (400, "responses"), (401, "responses"), (None, "responses")],
+)
+def test_auto_asks_once_and_says_what_it_found(
+    status: int | None, found: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    upstream = TranslatingUpstream(_Answers(status))  # type: ignore[arg-type]
+    asyncio.run(upstream.open())
+    assert upstream.api == found
+    assert "upstream API auto: POST http://server/v1/responses" in caplog.text
