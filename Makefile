@@ -11,7 +11,7 @@ DATA_ROOT ?= $(or $(GYM_ASSETS_DATA_ROOT),.gym_assets)
 HARNESSES ?=
 
 .PHONY: setup sandbox-tool scale-tools browser demo ui-postgres test test-fast ui ui-check lint format bench clean \
-	harnesses conformance conformance-all
+	harnesses conformance conformance-all model model-server demo-real
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -82,6 +82,17 @@ conformance: harnesses  ## the conformance suite for $(HARNESSES) (default all),
 
 conformance-all:  ## install every harness of the registry and run the conformance suite for each
 	$(MAKE) conformance HARNESSES=
+
+# A real model here (llama.cpp's server, SmolLM2-135M; gym_assets/local_services/model_install.py):
+# the first install on a machine compiles llama.cpp (8-30 minutes), later ones reuse the wheel.
+model: setup  ## build (once) and install the local model server into .model/venv
+	$(BIN)/gym-assets model install
+
+model-server: model  ## start the local model server on 127.0.0.1 and print its --base-url (Ctrl-C stops it)
+	$(BIN)/gym-assets model serve
+
+demo-real: model  ## HumanEval and arith (first 10 tasks each) through simple_agent against the local model
+	$(BIN)/python scripts/demo_real.py
 
 lint: setup
 	$(BIN)/ruff check .

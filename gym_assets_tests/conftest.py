@@ -34,6 +34,8 @@ SLOW_MODULES = frozenset(
         "suite/test_supervise.py",
         # command harnesses: a harness program (and its descendants) per test
         "rollouts/episodes/test_command_agent.py",
+        # a real model server (llama.cpp, SmolLM2-135M) answering whole runs of each harness
+        "real_model/test_real_model.py",
         # the sandbox: a bubblewrap guest per test, hostile code and whole hostile runs
         "sandbox/test_hostile_completions.py",
         "sandbox/test_hostile_runs.py",

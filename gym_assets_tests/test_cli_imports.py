@@ -22,6 +22,7 @@ PARSER_MODULES = {
     "gym_assets.cli.flags",
     "gym_assets.cli.harnesses",
     "gym_assets.cli.listing",
+    "gym_assets.cli.model",
     "gym_assets.cli.plans",
     "gym_assets.cli.rollouts",
     "gym_assets.conformance",  # its __init__ is a docstring
@@ -63,6 +64,9 @@ HELPS = [
     ["rollouts"],
     ["rollouts", "reverify"],
     ["rollouts", "compare"],
+    ["model"],
+    ["model", "install"],
+    ["model", "serve"],
     ["doctor"],
 ]
 PROBE = """

@@ -19,7 +19,16 @@ import os
 import sys
 from collections.abc import Sequence
 
-from gym_assets.cli import benchmarks, config, conformance, doctor, harnesses, plans, rollouts
+from gym_assets.cli import (
+    benchmarks,
+    config,
+    conformance,
+    doctor,
+    harnesses,
+    model,
+    plans,
+    rollouts,
+)
 from gym_assets.display import shown
 from gym_assets.errors import UsageError, UserError, os_error_line
 
@@ -34,7 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     what = listing.add_subparsers(dest="what", metavar="WHAT", required=True)
     for lister in (benchmarks, harnesses):
         lister.register_listing(what)
-    for area in (config, benchmarks, plans, conformance, rollouts, harnesses, doctor):
+    for area in (config, benchmarks, plans, conformance, rollouts, harnesses, model, doctor):
         area.register(subparsers)
     return parser
 
