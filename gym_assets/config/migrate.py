@@ -330,7 +330,7 @@ def _why_by_hand(reference: _Reference, owner: Mapping[str, _Document]) -> str:
             f"'{reference.old}' was moved into several agents; give each of the others its own "
             f"environment server (`_inherit_from: {reference.server}` with `_copy: true`)"
         )
-    if owner.get(reference.agents[0]) is owner[reference.server]:
+    if owner.get(next(iter(reference.agents))) is owner[reference.server]:
         return "the server is declared in the same file as the rename"
     if not owner[reference.server].writable:
         return "that file links outside the configs root, which the tool does not change"

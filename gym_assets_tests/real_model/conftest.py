@@ -21,9 +21,10 @@ from gym_assets_tests.rollouts.collection.conftest import REPO
 REQUIRE_ENV = "GYM_REQUIRE_REAL_MODEL"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def real_model(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The base URL of the real model server, for the whole session."""
+    """The base URL of the real model server, for this package's tests: stopped after them, so
+    the suite's later checks that a run leaves no child process behind see none of it."""
     install = ModelInstall.default(REPO / "configs")
     try:
         install.install(print, build=False)  # from the built wheel: never a compile in a test

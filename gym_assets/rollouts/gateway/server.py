@@ -416,7 +416,7 @@ class ModelGateway:
         stream = StreamAssembler(exchange.dialect)
         redacting = self._redactor.stream()
         failure: UpstreamFailure | None = None
-        written = rollout_id is None  # nothing to capture
+        written = False  # the capture line (only a prefixed call has one)
 
         def fields() -> tuple:
             if failure is not None:  # like a whole answer that failed: no payload
@@ -430,7 +430,7 @@ class ModelGateway:
                     if exchange.ttft is None:
                         exchange.ttft = time.perf_counter()
                     ended = stream.feed(chunk)
-                    if ended and not written:
+                    if ended and not written and rollout_id is not None:
                         written = True
                         await self._capture(rollout_id, exchange, *fields())
                     if relayed := redacting.feed(chunk):
@@ -446,13 +446,13 @@ class ModelGateway:
             stream.close()
             if held := redacting.end():
                 yield held
-            if not written:  # no terminal event: durable before the client sees the end
+            if not written and rollout_id is not None:  # no terminal event: durable first
                 written = True
                 await self._capture(rollout_id, exchange, *fields())
             if failure is not None:
                 yield error_event(exchange.dialect, str(failure), failure.category)
         finally:
-            if not written:  # client gone or cancelled: hand the line off without awaiting
+            if not written and rollout_id is not None:  # client gone: hand the line off
                 self._append(rollout_id, exchange, *fields())
             await close_stream(reply.stream)
 

@@ -100,7 +100,8 @@ class ResponsesFromChat:
                 self._on_call(part)
 
     def _on_call(self, part: dict[str, Any]) -> None:
-        function = part.get("function") if isinstance(part.get("function"), dict) else {}
+        given = part.get("function")
+        function: dict[str, Any] = given if isinstance(given, dict) else {}
         index = part.get("index")
         if self._call is None or self._call[0] != index:
             self._close_item()

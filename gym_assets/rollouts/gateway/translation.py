@@ -16,7 +16,7 @@ back) for the capture. Errors keep their HTTP status; both dialects shape an err
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 from typing import Any
 
@@ -130,7 +130,7 @@ class TranslatingUpstream:
 
 async def _follow(
     stream: AsyncIterator[bytes], assembler: StreamAssembler, leg: UpstreamLeg
-) -> AsyncIterator[bytes]:
+) -> AsyncGenerator[bytes, None]:
     """The server's stream fed to ``assembler`` up to its terminal event (or its end), each
     chunk passed on as it comes; at the end, what it amounted to goes on ``leg``."""
     try:
@@ -174,7 +174,8 @@ def _answer(leg: UpstreamLeg) -> AssistantTurn | str:
     """The turn the server's 2xx answer on ``leg`` says, or why it says none."""
     body = leg.response
     error = body.get("error") if body is not None else None
-    if isinstance(error, dict) and (leg.category is not None or body.get("status") == "failed"):
+    failed = body is not None and body.get("status") == "failed"
+    if isinstance(error, dict) and (leg.category is not None or failed):
         return f"the model server failed: {error.get('message')}"
     if leg.category not in (None, "incomplete"):
         return f"the model server's stream ended badly ({leg.category})"
