@@ -2,12 +2,30 @@
 
 import inspect
 from collections.abc import Iterable, Sequence
-from typing import Any
+from pathlib import Path
+from typing import Any, Literal, TypedDict
 
 import dagster as dg
 
 from gym_assets.check_outcome import CheckOutcome
 from gym_assets.errors import UserError
+
+OWNER = "team:gym-assets"
+"""Who answers for every asset here; Dagster takes an email or a ``team:`` name."""
+
+Domain = Literal["datasets", "evaluation", "conformance"]
+
+
+class AssetLabels(TypedDict):
+    owners: list[str]
+    tags: dict[str, str]
+
+
+def labels(domain: Domain) -> AssetLabels:
+    """The owners and tags of an asset in ``domain``, spread into its decorator
+    (``@dg.asset(..., **labels("datasets"))``): the UI's catalog filters on both, and every
+    asset states them the same way. ``kinds`` stays per asset (what it writes)."""
+    return {"owners": [OWNER], "tags": {"domain": domain}}
 
 
 def markdown_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
@@ -17,6 +35,14 @@ def markdown_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str
     lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
     return "\n".join(lines)
+
+
+def page_link(page: Path) -> dg.UrlMetadataValue:
+    """A page we wrote (an HTML report) as a ``file://`` link. Dagster 1.13's UI renders a URL
+    entry as a link that opens a new tab, while a path entry only offers to copy the text. A
+    browser may refuse to follow a file link from a web page (Chrome and Firefox do): then
+    copy the link into the address bar. Product files read by programs stay path entries."""
+    return dg.MetadataValue.url(page.resolve().as_uri())
 
 
 def markdown(docstring: str) -> str:
