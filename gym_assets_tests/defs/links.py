@@ -10,6 +10,6 @@ import dagster as dg
 def linked_file(value: dg.MetadataValue) -> Path:
     """The file a URL metadata entry links to; fails on any other kind of entry."""
     assert isinstance(value, dg.UrlMetadataValue), value
-    url = urlparse(value.url)
+    url = urlparse(str(value.url))
     assert url.scheme == "file", value.url
     return Path(url2pathname(url.path))
