@@ -36,3 +36,11 @@ def test_relative_links_of_the_docs_resolve():
         and not (doc.parent / target).exists()
     ]
     assert broken == []
+
+
+def test_the_readme_names_every_asset_check():
+    from gym_assets.definitions import defs  # Dagster loads only for this test
+
+    readme = (ROOT / "README.md").read_text("utf-8")
+    checks = {key.name for key in defs.get_repository_def().asset_graph.asset_check_keys}
+    assert checks and sorted(c for c in checks if not re.search(rf"\b{c}\b", readme)) == []

@@ -125,31 +125,32 @@ def route_resolves(catalog: Catalog, benchmark: Benchmark) -> CheckOutcome:
 
 
 def stable_task_ids(collated: Path) -> CheckOutcome:
-    """Tasks whose IDs are positions in the collation (they shift when datasets change)."""
+    """Rows whose task IDs are positions in the collation (they shift when datasets change).
+
+    Task rows and flat rows alike: a flat row's ID is its own ``task_id`` (or ``problem_id``,
+    ``instance_id``), as in its plan, so every benchmark gets a verdict here.
+    """
     positional = total = 0
     examples: list[str] = []
-    for _, row in iter_jsonl(collated, max_depth=MAX_PRODUCT_NESTING):
-        if not is_materialized(row):
-            continue
+    for line, row in iter_jsonl(collated, max_depth=MAX_PRODUCT_NESTING):
         total += 1
-        task_input = row.get("task_input")
+        task_input = row.get("task_input") if is_materialized(row) else row
         has_own = is_mapping(task_input) and source_task_id(task_input) is not None
         if not has_own and keys.TASK_INDEX not in row:
             positional += 1
             if len(examples) < MAX_LISTED:
-                examples.append(str(row["task_id"].get("task_id")))
+                task_id = row["task_id"] if is_materialized(row) else None
+                examples.append(str(task_id["task_id"]) if task_id else f"line {line}")
     if not total:
-        return CheckOutcome.not_applicable(
-            "no task rows (flat rows carry no task IDs of their own to keep stable)"
-        )
-    metadata: dict[str, Any] = {"tasks_rows": total, "positional_rows": positional}
+        return CheckOutcome.not_applicable("the collation has no rows")
+    metadata: dict[str, Any] = {"rows": total, "positional_rows": positional}
     if positional:
         metadata["examples"] = examples
         return CheckOutcome(
             False,
-            f"{positional} of {total} task rows have positional IDs; give each row a "
+            f"{positional} of {total} rows have positional IDs; give each row a "
             f"{', '.join(ID_FIELDS)} in its data or prepare script",
             metadata,
             warn_only=True,
         )
-    return CheckOutcome(True, f"all {total} task rows carry their own IDs", metadata)
+    return CheckOutcome(True, f"all {total} rows carry their own IDs", metadata)

@@ -24,6 +24,7 @@ from gym_assets.rollouts.harnesses.install import unavailable_reason
 from gym_assets.rollouts.harnesses.registry import load_harnesses
 from gym_assets.suite.harness_runs import LATEST, MATRIX_HTML, MATRIX_JSON, MATRIX_MD
 from gym_assets_tests.alerts.webhook_server import webhook_server
+from gym_assets_tests.defs.links import linked_file
 from gym_assets_tests.rollouts.harnesses.adapters.fake_adapter import add_uninstalled
 
 SCENARIOS = ["tool_success", "verifier_failure"]
@@ -87,7 +88,7 @@ def test_a_conforming_harness_passes_the_gate(workspace, instance):
     assert "| TE-1 | 2 | 2 | 2 |" in meta["evidence"].value
     assert meta["report"].value.startswith("# Harness checks by scenario")
     run_dir = Path(workspace.data_root) / "conformance/harnesses/simple_agent" / result.run_id
-    assert Path(meta["report_html"].value) == run_dir / "conformance_report.html"
+    assert linked_file(meta["report_html"]) == run_dir / "conformance_report.html"
     assert (run_dir / "simple_agent/tool_success/scenario_result.json").is_file()
     assert json.loads((run_dir.parent / LATEST).read_text()) == {"run": result.run_id}
 
@@ -156,7 +157,7 @@ def test_the_matrix_puts_every_harness_side_by_side(workspace, instance):
     assert "| simple_agent | fulfilled | 2/2 |" in table
     assert "| user_simulator | not_fulfilled | 0/1 |" in table
     assert "## simple_agent" in meta["matrix"].value and "## user_simulator" in meta["matrix"].value
-    page = Path(meta["matrix_html"].value)
+    page = linked_file(meta["matrix_html"])
     assert page.name == MATRIX_HTML
     html = page.read_text()
     assert "<script" not in html and "http://" not in html and "https://" not in html
@@ -241,8 +242,8 @@ def test_an_uninstalled_cli_harness_is_unavailable_never_a_pass(fakecli, workspa
     ).asset_materialization.metadata
     assert "| fakecli | unavailable | 0/0 |" in meta["harnesses"].value
     assert "| fakecli | ✗ unavailable | 0 / 0 |" in meta["matrix"].value
-    assert "gym-assets harness install fakecli" in Path(meta["matrix_html"].value).read_text()
-    document = json.loads((Path(meta["matrix_html"].value).parent / MATRIX_JSON).read_text())
+    assert "gym-assets harness install fakecli" in linked_file(meta["matrix_html"]).read_text()
+    document = json.loads((linked_file(meta["matrix_html"]).parent / MATRIX_JSON).read_text())
     assert document["harnesses"]["fakecli"]["verdict"] == "unavailable"
 
 

@@ -1,8 +1,11 @@
 """The Definitions object loads and exposes what the UI and the daemon need."""
 
+from typing import get_args
+
 import dagster as dg
 
 from gym_assets.definitions import defs
+from gym_assets.defs.metadata import OWNER, Domain
 
 
 def test_definitions_load():
@@ -41,3 +44,13 @@ def test_conformance_job_and_sweep_resolve():
     sweep = defs.resolve_schedule_def("conformance_sweep")
     assert sweep.default_status == dg.DefaultScheduleStatus.RUNNING
     assert sweep.job_name == "conformance_job"
+
+
+def test_every_asset_has_an_owner_and_a_domain():
+    specs = {spec.key.to_user_string(): spec for spec in defs.resolve_all_asset_specs()}
+    unlabelled = {
+        name: (spec.owners, dict(spec.tags))
+        for name, spec in specs.items()
+        if list(spec.owners) != [OWNER] or spec.tags.get("domain") not in get_args(Domain)
+    }
+    assert specs and unlabelled == {}

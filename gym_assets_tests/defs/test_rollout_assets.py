@@ -14,6 +14,7 @@ from gym_assets.defs.rollouts import checks as rollout_checks
 from gym_assets.defs.rollouts.resources import HarnessRunner, ModelEndpoint
 from gym_assets.defs.tasksets import assets as taskset_assets
 from gym_assets.defs.tasksets.sensors import config_change_sensor
+from gym_assets_tests.defs.links import linked_file
 
 BENCHMARK_ASSETS = [
     taskset_assets.prepared_benchmark,
@@ -133,7 +134,7 @@ def test_statistics_task_table_report_and_compare_view(workspace, instance):
     assert first["pass@1_ci_low"].value == 1.0
     assert first["compare"].value == "no previous run to compare"
     assert "compare_reward_delta" not in first
-    report = Path(first["report"].value)
+    report = linked_file(first["report"])
     assert report == Path(workspace.data_root) / "rollouts/units/simple_agent/report.html"
     assert "<svg" in report.read_text(encoding="utf-8")
     table = first["worst_tasks"]

@@ -95,7 +95,7 @@ def test_every_check_passes_on_the_bundled_units_taskset(catalog: Catalog, units
         "environment_server": "units_environment",
         "attributed_agent": "units_simple_agent",
     }
-    assert outcomes["stable_task_ids"].metadata == {"tasks_rows": 30, "positional_rows": 0}
+    assert outcomes["stable_task_ids"].metadata == {"rows": 30, "positional_rows": 0}
 
 
 def test_checks_pass_on_the_flat_arith_rows(catalog: Catalog, arith) -> None:
@@ -242,21 +242,31 @@ def test_positional_ids_are_a_warn_only_failure(tmp_path: Path) -> None:
     outcome = checks.stable_task_ids(write_jsonl(tmp_path / "b.jsonl", rows))
     assert not outcome.passed
     assert outcome.warn_only
-    assert outcome.metadata == {"tasks_rows": 3, "positional_rows": 2, "examples": ["1", "2"]}
+    assert outcome.metadata == {"rows": 3, "positional_rows": 2, "examples": ["1", "2"]}
 
 
-def test_stable_task_ids_does_not_apply_to_flat_rows(tmp_path: Path) -> None:
-    rows = [{"task_id": "arith-001", "responses_create_params": {"input": "1 + 1"}}]
+def test_flat_rows_are_judged_by_their_own_ids(tmp_path: Path) -> None:
+    rows = [
+        {"task_id": "arith-001", "responses_create_params": {"input": "1 + 1"}},
+        {"problem_id": 7, "responses_create_params": {"input": "2 + 2"}},
+        {"responses_create_params": {"input": "3 + 3"}},
+    ]
     outcome = checks.stable_task_ids(write_jsonl(tmp_path / "b.jsonl", rows))
+    assert outcome.applicable and not outcome.passed and outcome.warn_only
+    assert outcome.metadata == {"rows": 3, "positional_rows": 1, "examples": ["line 3"]}
+
+
+def test_an_empty_collation_has_nothing_to_judge(tmp_path: Path) -> None:
+    outcome = checks.stable_task_ids(write_jsonl(tmp_path / "b.jsonl", []))
     assert not outcome.applicable
-    assert outcome.description.startswith("not applicable: no task rows")
+    assert outcome.description == "not applicable: the collation has no rows"
 
 
 def test_an_own_task_index_is_not_positional(tmp_path: Path) -> None:
     rows = [positional_task("7", "a", _ng_task_index=7), task("u1", "b")]
     outcome = checks.stable_task_ids(write_jsonl(tmp_path / "b.jsonl", rows))
     assert outcome.passed
-    assert outcome.metadata == {"tasks_rows": 2, "positional_rows": 0}
+    assert outcome.metadata == {"rows": 2, "positional_rows": 0}
 
 
 def test_stable_task_ids_flags_a_collated_row_without_an_id(tmp_path: Path) -> None:

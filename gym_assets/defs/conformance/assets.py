@@ -3,7 +3,7 @@ every harness's latest run side by side."""
 
 import dagster as dg
 
-from gym_assets.defs.metadata import as_failure, markdown_table
+from gym_assets.defs.metadata import as_failure, labels, markdown_table, page_link
 from gym_assets.defs.partitions import harness_partitions
 from gym_assets.defs.resources import GymWorkspace
 from gym_assets.defs.rollouts.resources import HarnessRunner
@@ -43,7 +43,7 @@ def _metadata(summary: SuiteSummary, harness: str) -> dict[str, dg.MetadataValue
             markdown_table(["evidence", "required", "observed", "passed"], evidence)
         ),
         "report": dg.MetadataValue.md(summary.report_md.read_text("utf-8")),
-        "report_html": dg.MetadataValue.path(str(summary.report_html)),
+        "report_html": page_link(summary.report_html),
         "summary": dg.MetadataValue.path(str(summary.summary_path)),
     }
     if result.unavailable is not None:  # a cli harness not installed: it ran no scenario
@@ -56,6 +56,7 @@ def _metadata(summary: SuiteSummary, harness: str) -> dict[str, dg.MetadataValue
 @dg.asset(
     partitions_def=harness_partitions,
     group_name=GROUP,
+    **labels("conformance"),
     kinds={"python", "json"},
     code_version="1",
     description="The scripted conformance suite (harness-p0-probes/v1) for one harness: episode "
@@ -91,6 +92,7 @@ def harness_conformance(
 
 @dg.asset(
     group_name=GROUP,
+    **labels("conformance"),
     deps=[harness_conformance],
     kinds={"python", "html"},
     code_version="1",
@@ -125,6 +127,6 @@ def conformance_matrix(workspace: GymWorkspace) -> dg.MaterializeResult:
                 markdown_table(["harness", "P0", "scenarios fulfilled"], rows)
             ),
             "matrix": dg.MetadataValue.md(matrix.markdown),
-            "matrix_html": dg.MetadataValue.path(str(matrix.directory / MATRIX_HTML)),
+            "matrix_html": page_link(matrix.directory / MATRIX_HTML),
         }
     )

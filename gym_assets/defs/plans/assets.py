@@ -2,7 +2,7 @@
 
 import dagster as dg
 
-from gym_assets.defs.metadata import as_failure, markdown_table
+from gym_assets.defs.metadata import as_failure, labels, markdown_table
 from gym_assets.defs.partitions import benchmark_partitions
 from gym_assets.defs.resources import GymWorkspace
 from gym_assets.defs.tasksets.assets import collated_taskset
@@ -19,6 +19,7 @@ PREVIEW_TASKS = 10
 @dg.asset(
     partitions_def=benchmark_partitions,
     group_name="plans",
+    **labels("evaluation"),
     deps=[collated_taskset],
     kinds={"python", "json"},
     code_version=CODE_VERSIONS["plan"],

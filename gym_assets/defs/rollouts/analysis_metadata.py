@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import dagster as dg
 
-from gym_assets.defs.metadata import markdown_table
+from gym_assets.defs.metadata import markdown_table, page_link
 
 if TYPE_CHECKING:  # the analysis modules import pandas: loading the definitions must not
     from gym_assets.rollouts.analysis.bootstrap import Interval
@@ -94,6 +94,6 @@ def analysis_metadata(analysis: Analysis) -> dict[str, dg.MetadataValue]:
             f"{statistics.reward.n} measured task(s): no standard error or interval"
         )
     metadata["worst_tasks"] = _task_table(analysis)
-    metadata["report"] = dg.MetadataValue.path(str(analysis.report))
+    metadata["report"] = page_link(analysis.report)
     metadata.update(_compare(analysis))
     return metadata

@@ -6,7 +6,7 @@ from dataclasses import asdict, replace
 import dagster as dg
 
 from gym_assets.defs.executors import ROLLOUTS_POD
-from gym_assets.defs.metadata import as_failure, markdown_table
+from gym_assets.defs.metadata import as_failure, labels, markdown_table
 from gym_assets.defs.partitions import rollout_partitions
 from gym_assets.defs.plans.assets import eval_plan
 from gym_assets.defs.resources import GymWorkspace
@@ -81,6 +81,7 @@ def failed_parent(context: dg.AssetExecutionContext) -> str | None:
 @dg.asset(
     partitions_def=rollout_partitions,
     group_name="rollouts",
+    **labels("evaluation"),
     # Each benchmark × harness partition reads its benchmark's plan: Dagster infers that mapping
     # (the benchmark dimension shares the plan's partitions), so none is spelled out here.
     deps=[eval_plan],

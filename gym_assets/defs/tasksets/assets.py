@@ -7,7 +7,7 @@ from typing import Any, cast
 
 import dagster as dg
 
-from gym_assets.defs.metadata import as_failure, markdown_table
+from gym_assets.defs.metadata import as_failure, labels, markdown_table
 from gym_assets.defs.partitions import benchmark_partitions, collation_mode_partitions
 from gym_assets.defs.resources import GymWorkspace
 from gym_assets.errors import UserError
@@ -27,6 +27,7 @@ FINGERPRINT = "config_fingerprint"
 @dg.asset(
     partitions_def=benchmark_partitions,
     group_name=GROUP,
+    **labels("datasets"),
     kinds={"python", "jsonl"},
     code_version=CODE_VERSIONS["prepared"],
     description="The benchmark's flat rows: produced by its prepare script (under "
@@ -85,6 +86,7 @@ def _preview(rows: list[dict]) -> str:
 @dg.asset(
     partitions_def=benchmark_partitions,
     group_name=GROUP,
+    **labels("datasets"),
     deps=[prepared_benchmark],
     kinds={"python", "jsonl"},
     code_version=CODE_VERSIONS["taskset"],
@@ -168,6 +170,7 @@ class DatasetsCollationConfig(CollationConfig):
 @dg.asset(
     partitions_def=collation_mode_partitions,
     group_name=GROUP,
+    **labels("datasets"),
     deps=[dg.AssetDep(prepared_benchmark, partition_mapping=dg.AllPartitionMapping())],
     kinds={"python", "jsonl"},
     code_version="1",
