@@ -556,3 +556,22 @@ def test_flavors_are_migrated_only_when_named_in_place_of_their_default(tmp_path
     assert "a flavor stands in for this file; migrate them in separate runs" in (
         capsys.readouterr().err
     )
+
+
+def test_a_server_inheriting_its_reference_is_retargeted_by_its_own_block(tmp_path):
+    """The block lands on the server that inherits the field; inheritance lays it over the base."""
+    base = SERVED.replace("my_server:   # keep this comment", "base_env:").replace(
+        "  mine: my_server", "  mine: my_server\nmy_server:\n  _inherit_from: base_env"
+    )
+    write(tmp_path, "repo.yaml", USER)
+    served = write(tmp_path, "served.yaml", base)
+    user = write(tmp_path, "user.yaml", RENAME)
+    before = served.read_bytes()
+    assert add_environment_servers([user], check=False, configs_root=tmp_path) == 0
+    assert served.read_bytes() == before
+    assert user.read_text() == f"{RENAME}\n{SERVER_OVERRIDE}"
+    loaded = load_quietly(tmp_path)
+    assert servers_by_agent(loaded.data) == {"renamed": ["my_server"]}
+    assert loaded.data["my_server"]["environment_servers"]["single_agent_turn"]["entrypoint"] == (
+        "app.py"
+    )
