@@ -38,12 +38,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "add-environment-servers",
         help="give every agent an environment server; point servers at renamed agents",
         description="Append one legacy_agent environment server per agent of the named files "
-        "that no environment server fronts, to the file that defines the agent, and point an "
-        "environment server that references an agent the named files rename (`_inherit_from`) "
-        "at the new name, editing only that value in place, in the file that declares the "
-        "server (server names and routes do not change). The whole configs tree (--configs) is "
-        "read; named files must lie inside it, and without PATH the whole tree is migrated. "
-        "Exit 0 when done, 1 with --check when changes "
+        "that no environment server fronts, to the file that defines the agent, and for an "
+        "environment server that references agents the named files rename (`_inherit_from`) "
+        "append to the file of the renames one override block pointing those fields at the new "
+        "names (server names and routes do not change; no other file is written). The whole "
+        "configs tree (--configs) is read; named files must lie inside it, and without PATH the "
+        "whole tree is migrated. Ends with 'files touched: F, blocks added: B, unreadable "
+        "files: U, updates by hand: H'. Exit 0 when done, 1 with --check when changes "
         "would be made, 2 when a file cannot be read or parsed (nothing is written then) or a "
         "reference must be updated by hand (the file, field and value are printed).",
     )

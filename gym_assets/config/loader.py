@@ -1,8 +1,10 @@
 """Load the configs tree: every YAML file merged into one mapping, then resolved.
 
 Files are read in sorted relative-path order so the merged key order (and everything derived
-from it) is the same on every machine. A top-level key belongs to exactly one file: that file
-"owns" the instance, and relative paths in the instance resolve against its directory.
+from it) is the same on every machine. A top-level key is defined by exactly one file: that file
+"owns" the instance, and relative paths in the instance resolve against its directory. Another
+file may only lay an override block over an environment server's agent references
+(``gym_assets.config.overrides``).
 Every node's file and line are kept so any later error can point at the line to edit.
 """
 
@@ -17,6 +19,7 @@ from typing import Any
 from gym_assets.config.flavors import default_config_for, is_flavor
 from gym_assets.config.inheritance import INHERIT_KEY
 from gym_assets.config.locate import locator_of
+from gym_assets.config.overrides import Document, merge_documents
 from gym_assets.config.resolve import resolve_config
 from gym_assets.config.yaml_source import KeyPath, parse_yaml_file, yaml_files_under
 from gym_assets.errors import ConfigError
@@ -140,8 +143,7 @@ def load_configs(root: Path, *more: Path, flavor: Path | None = None) -> LoadedC
     replaced = None if default is None else default.resolve()
     candidates = dict.fromkeys(f for r in (root, *map(Path, more)) for f in _config_files(r))
     files: list[Path] = []
-    raw: dict[str, Any] = {}
-    nodes: dict[KeyPath, tuple[Path, int]] = {}
+    documents: list[Document] = []
     for file in candidates:
         parsed = parse_yaml_file(file)
         real = file.resolve()
@@ -158,19 +160,9 @@ def load_configs(root: Path, *more: Path, flavor: Path | None = None) -> LoadedC
                 path=file,
                 line=1,
             )
-        for key, value in parsed.data.items():
-            line = parsed.lines.get((key,), 0)
-            if key in raw:
-                first_file, first_line = nodes[(key,)]
-                raise ConfigError(
-                    f"top-level key '{key}' is already defined in {first_file}:{first_line}; "
-                    "each key may be defined in one file only. Rename one of them, or derive "
-                    "one from the other with `_inherit_from`.",
-                    path=file,
-                    line=line,
-                )
-            raw[key] = value
-        nodes.update({path: (file, line) for path, line in parsed.lines.items()})
+        documents.append(Document(file, parsed.data, parsed.lines))
+    merged = merge_documents(documents)
+    raw, nodes = merged.raw, merged.nodes
     sources = SourceMap(root=root, raw=raw, nodes=nodes)
     resolution = resolve_config(raw, locator_of(sources))
     sources = SourceMap(root=root, raw=raw, nodes=nodes, relays=resolution.relays)

@@ -10,8 +10,10 @@ them (``resolve_dataset_agent``). A manifest describes one agent's datasets, so 
 resolve to different agents are refused, and so is a taskset whose route fronts several agents:
 no single ``agent_server`` describes it.
 
-A bad manifest blocks only its own folder: its refusal is kept against the datasets of the
-config beside it, raised by whoever touches one of them, and listed as a warning otherwise.
+A bad manifest blocks only its own folder and the config it describes: its refusal is kept
+against the datasets of the configs in its folder and of the config its ``config_path`` names
+(a nested manifest may describe the config of a folder above), raised by whoever touches one
+of them, and listed as a warning otherwise.
 
 Manifests are not configs: the config loader skips them (``yaml_files_under``).
 """
@@ -29,8 +31,10 @@ from gym_assets.config.loader import LoadedConfig
 from gym_assets.config.locate import quoted
 from gym_assets.config.manifest_schema import Kind, ManifestDataset, ManifestFile
 from gym_assets.config.model import (
+    RESOURCES,
     DeclaredDataset,
     agent_names,
+    bound_resources_server,
     iter_declared_datasets,
     server_instances,
 )
@@ -85,12 +89,17 @@ class Manifests:
     refusals: dict[str, ConfigError] = field(default_factory=dict[str, ConfigError])
     problems: list[ConfigError] = field(default_factory=list[ConfigError])
 
-    def refuse(self, loaded: LoadedConfig, path: Path, error: ConfigError) -> None:
-        """Keep ``error`` for the datasets declared in the manifest's folder: the commands
-        on them are the ones it must stop (the manifest itself may be too broken to say)."""
+    def refuse(
+        self, loaded: LoadedConfig, path: Path, error: ConfigError, parsed: ParsedYaml | None
+    ) -> None:
+        """Keep ``error`` for the datasets declared in the manifest's folder and in the config
+        its ``config_path`` names (wherever that is): the commands on them are the ones it
+        must stop. A manifest too broken to read a ``config_path`` from names its sibling."""
         self.problems.append(error)
+        folder, config = path.parent.resolve(), _named_config(path, parsed)
         for decl in iter_declared_datasets(loaded.data):
-            if loaded.file_of(decl.instance.name).parent.resolve() == path.parent.resolve():
+            file = loaded.file_of(decl.instance.name).resolve()
+            if file.parent == folder or file == config:
                 self.refusals.setdefault(decl.name, error)
 
 
@@ -104,14 +113,24 @@ def load_manifests(loaded: LoadedConfig) -> Manifests:
         for path in manifest_files_under(root):
             if _describes_replaced(loaded, path):
                 continue  # it describes the default config, and a flavor runs in its place
+            parsed = None
             try:
-                manifest = _manifest(loaded, root, kind, parse_yaml_file(path, "manifest"))
+                parsed = parse_yaml_file(path, "manifest")
+                manifest = _manifest(loaded, root, kind, parsed)
                 _refuse_described_twice(manifests.by_dataset, manifest)
             except ConfigError as exc:
-                manifests.refuse(loaded, path, exc)
+                manifests.refuse(loaded, path, exc, parsed)
                 continue
             manifests.by_dataset.update(dict.fromkeys(manifest.datasets, manifest))
     return manifests
+
+
+def _named_config(path: Path, parsed: ParsedYaml | None) -> Path:
+    """The config a manifest says it describes, as far as it can be read."""
+    data = None if parsed is None else parsed.data
+    written = data.get("config_path") if is_mapping(data) else None
+    relpath = written if isinstance(written, str) and written else DEFAULT_CONFIG
+    return (path.parent / relpath).resolve()
 
 
 def _refuse_described_twice(by_dataset: Mapping[str, Manifest], manifest: Manifest) -> None:
@@ -271,14 +290,43 @@ def _single_agent(
         )
     agent = next(iter(agents), None)
     if agent is not None:
-        implementation = server_instances(loaded.data)[agent].implementation
+        instances = server_instances(loaded.data)
+        implementation = instances[agent].implementation
         if fields.agent_server not in (agent, implementation):
             raise ConfigError(
                 f"manifest agent_server '{fields.agent_server}' is not the agent its datasets "
                 f"resolve to, '{agent}' ({implementation}); set `agent_server: {implementation}`.",
                 **_at(parsed, "agent_server"),
             )
+        _check_resources_server(loaded, parsed, fields, agent, described)
     return agent
+
+
+def _check_resources_server(
+    loaded: LoadedConfig,
+    parsed: ParsedYaml,
+    fields: ManifestFile,
+    agent: str,
+    described: Sequence[DeclaredDataset],
+) -> None:
+    """``resources_server`` names the resources server the agent binds (NeMo Gym mirrors that
+    binding's implementation), or, for an agent that binds none, the one declaring the
+    datasets; the instance name is accepted too, as for ``agent_server``."""
+    instances = server_instances(loaded.data)
+    bound = bound_resources_server(instances[agent].config)
+    if bound is None:
+        declaring = {decl.instance.name for decl in described if decl.instance.kind == RESOURCES}
+        bound = next(iter(declaring)) if len(declaring) == 1 else None
+    resources = instances.get(bound) if bound is not None else None
+    if resources is None:
+        return  # nothing binds one: the field describes no instance of this config
+    if fields.resources_server not in (resources.name, resources.implementation):
+        raise ConfigError(
+            f"manifest resources_server '{fields.resources_server}' is not the resources server "
+            f"of agent '{agent}', '{resources.name}' ({resources.implementation}); set "
+            f"`resources_server: {resources.implementation}`.",
+            **_at(parsed, "resources_server"),
+        )
 
 
 def _refuse_multi_agent_taskset(

@@ -1,21 +1,19 @@
 """Declare the environment servers that resolution would otherwise generate or retarget.
 
 ``gym-assets config add-environment-servers`` brings the given config files up to the rule that
-every agent has an environment server:
+every agent has an environment server, the way NeMo Gym's #4053 migration does, appending only:
 
 * an agent of a given file that no environment server fronts gets a ``legacy_agent`` relay
   appended to that file (a retired agent gets none: the agents it moved into get their own);
   an agent moved into exactly one agent gets its relay written next to the rename, and the new
-  agent a server that ``_inherit_from``s it with ``agent_server.name`` overridden (NeMo Gym's
-  #4053 migration writes the rename that way, so its outputs and ours read alike);
+  agent a server that ``_inherit_from``s it with ``agent_server.name`` overridden;
 * an environment server that references an agent which a given file renames (moves with
-  ``_inherit_from`` into exactly one agent) is updated in place, in whichever file of the tree
-  declares it: the characters of that reference's ``name`` are replaced by the new name, and
-  nothing else in the file changes. Server names never change, so
+  ``_inherit_from`` into exactly one agent) gets, in that file, one override block that points
+  the referencing fields at the new names (``gym_assets.config.overrides``): one block per
+  server however many of its agents the file renames. Server names never change, so
   ``environment_server_routes`` stay valid;
-* where the tool cannot make that edit itself (the server is declared in the file of the rename,
-  as NeMo Gym's script refuses too; the name is inherited or shared through a YAML alias; the
-  file links outside the configs root; or the agent moved into several agents) it says which
+* where appending cannot do it (the server is declared in the file of the rename, or that file
+  already has a block of that name, or the agent moved into several agents) it says which
   file, field and value to update by hand, and exits 2.
 
 Every config under the configs root is read, as the loader reads it, so an agent fronted (or
@@ -29,15 +27,16 @@ import copy
 import os
 import sys
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from gym_assets.config.flavors import default_config_for, is_flavor
-from gym_assets.config.inheritance import Inheritance, apply_inheritance
+from gym_assets.config.inheritance import Inheritance, apply_inheritance, deep_merge
 from gym_assets.config.locate import Locate
 from gym_assets.config.model import ENVIRONMENTS, agent_references, server_instances
+from gym_assets.config.overrides import Document, merge_documents, override_block
 from gym_assets.config.relays import (
     block_yaml,
     fallback_name,
@@ -47,7 +46,6 @@ from gym_assets.config.relays import (
     relay_block,
     relay_name,
 )
-from gym_assets.config.yaml_edit import replace_scalar, scalar_span
 from gym_assets.config.yaml_source import (
     KeyPath,
     expand_yaml_paths,
@@ -67,8 +65,7 @@ class _Document:
     content: bytes
     data: Mapping[str, Any]
     lines: Mapping[KeyPath, int]
-    named: bool  # named on the command line, so it may get relays (else read for the tree)
-    writable: bool  # inside the configs root (a link out of it is not)
+    named: bool  # named on the command line, so it may get blocks (else read for the tree)
 
     @property
     def text(self) -> str:
@@ -86,57 +83,59 @@ class _Reference:
     agents: tuple[str, ...]  # where the agent ended up
 
     @property
-    def key_path(self) -> tuple[str, ...]:
-        return (self.server, ENVIRONMENTS, self.implementation, self.field, "name")
-
-    @property
     def dotted(self) -> str:
-        return ".".join(self.key_path)
+        return ".".join((self.server, ENVIRONMENTS, self.implementation, self.field, "name"))
 
 
 @dataclass
 class _Change:
-    """What one named file gets: in-place reference edits, then appended relays."""
+    """What one named file gets appended: relays, then override blocks (server -> block)."""
 
     document: _Document
-    edits: list[tuple[_Reference, tuple[int, int]]] = field(
-        default_factory=list[tuple[_Reference, tuple[int, int]]]
-    )
     blocks: dict[str, dict[str, Any]] = field(default_factory=dict[str, dict[str, Any]])
+    overrides: dict[str, dict[str, Any]] = field(default_factory=dict[str, dict[str, Any]])
+
+    @property
+    def appended(self) -> dict[str, dict[str, Any]]:
+        return {**self.blocks, **self.overrides}
 
 
 def add_environment_servers(paths: list[Path], check: bool, configs_root: Path) -> int:
     """Migrate ``paths``; exit code 0 done, 1 changes pending (check), 2 failed or by hand."""
-    documents = _read_all(paths, configs_root)
-    if documents is None:
-        return 2
-    try:
-        changes, by_hand = _plan(documents)
-        texts = [_new_text(change) for change in changes]
-    except ConfigError as exc:
-        print(f"could not update {exc.render()}", file=sys.stderr)
-        return 2
+    documents, unreadable = _read_all(paths, configs_root)
+    changes: list[_Change] = []
+    by_hand: list[tuple[_Reference, Path, str]] = []
+    texts: list[str] = []
+    failed = bool(unreadable)
+    if not failed:
+        try:
+            changes, by_hand = _plan(documents)
+            texts = [_new_text(change) for change in changes]
+        except ConfigError as exc:
+            print(f"could not update {exc.render()}", file=sys.stderr)
+            changes, by_hand, failed = [], [], True
     for change, text in zip(changes, texts, strict=True):
         _report(change, check)
         if not check:
             _write(change.document.path, text)
-    if not check:
-        print(f"files touched: {len(changes)}")
     for reference, file, why in by_hand:
         targets = ", ".join(f"`{agent}`" for agent in reference.agents)
         at = targets if len(reference.agents) == 1 else f"one of {targets}"
-        print(
-            f"update by hand: point `{reference.dotted}` at {at} in {file} ({why})",
-            file=sys.stderr,
-        )
-    if by_hand:
+        message = f"update by hand: {file}: point `{reference.dotted}` at {at} ({why})"
+        print(message, file=sys.stderr)
+    blocks = sum(len(change.appended) for change in changes)
+    print(
+        f"\nfiles touched: {len(changes)}, blocks added: {blocks}, unreadable files: "
+        f"{unreadable}, updates by hand: {len(by_hand)}"
+    )
+    if failed or by_hand:
         return 2
     return 1 if check and changes else 0
 
 
-def _read_all(paths: list[Path], configs_root: Path) -> list[_Document] | None:
-    """The named files and the rest of the configs tree, as the loader sees it,
-    or None if any failed (each failure printed)."""
+def _read_all(paths: list[Path], configs_root: Path) -> tuple[list[_Document], int]:
+    """The named files and the rest of the configs tree, as the loader sees it, and how many
+    files failed (each failure printed)."""
     named: dict[Path, bool] = {}  # file -> only found by expanding a directory
     for path in paths:
         for file in expand_yaml_paths([path]):
@@ -144,7 +143,7 @@ def _read_all(paths: list[Path], configs_root: Path) -> list[_Document] | None:
     named_real = {path.resolve() for path in named}
     context = [path for path in _tree_files(configs_root) if path.resolve() not in named_real]
     documents: list[_Document] = []
-    failed = False
+    failed = 0
     for path, is_named, expanded in [
         *((path, True, expanded) for path, expanded in named.items()),
         *((path, False, True) for path in context),
@@ -154,7 +153,7 @@ def _read_all(paths: list[Path], configs_root: Path) -> list[_Document] | None:
         except ConfigError as exc:
             verb = "update" if is_named else "read"
             print(f"could not {verb} {path}: {exc.render()}", file=sys.stderr)
-            failed = True
+            failed += 1
             continue
         if not (expanded and _flavor_of(configs_root, document)):
             documents.append(document)  # a flavor only when named itself
@@ -170,10 +169,8 @@ def _read_all(paths: list[Path], configs_root: Path) -> list[_Document] | None:
                 "and a flavor stands in for this file; migrate them in separate runs",
                 file=sys.stderr,
             )
-            failed = True
-    if failed:
-        return None
-    return [d for d in documents if d.path.resolve() not in replaced]
+            failed += 1
+    return [d for d in documents if d.path.resolve() not in replaced], failed
 
 
 def _flavor_of(configs_root: Path, document: _Document) -> Path | None:
@@ -194,8 +191,7 @@ def _tree_files(configs_root: Path) -> list[Path]:
 
 
 def _read(path: Path, configs_root: Path, named: bool) -> _Document:
-    writable = is_within(path.resolve(), configs_root.resolve())
-    if named and not writable:
+    if named and not is_within(path.resolve(), configs_root.resolve()):
         raise ConfigError(
             f"not inside the configs root {configs_root}; only config files are changed (pass "
             "--configs DIR to name the tree it belongs to)",
@@ -211,35 +207,41 @@ def _read(path: Path, configs_root: Path, named: bool) -> _Document:
             f"the top level must be a mapping of instance names; got {type(data).__name__}",
             path=path,
         )
-    return _Document(path, content, data, parsed.lines, named, writable)
+    return _Document(path, content, data, parsed.lines, named)
 
 
 def _plan(
     documents: list[_Document],
 ) -> tuple[list[_Change], list[tuple[_Reference, Path, str]]]:
     """The changes per named file, and the references that must be updated by hand."""
-    everything: dict[str, Any] = {}
-    owner: dict[str, _Document] = {}
-    for document in documents:
-        everything.update(document.data)
-        owner.update(dict.fromkeys(document.data, document))
-    locate = _locator(documents)
+    merged = merge_documents(Document(d.path, d.data, d.lines) for d in documents)
+    everything = merged.raw
+    by_path = {document.path: document for document in documents}
+    owner = {key: by_path[path] for key, path in merged.owners.items()}
+    locate = _locator(merged.nodes)
     changes = {document.path: _Change(document) for document in documents}
 
-    # References to a renamed agent: edit, in whichever file of the tree, the plainly written.
+    # References to a renamed agent: one override block per server, in the file of the rename.
     edited = copy.deepcopy(everything)
     ours = {name for name, document in owner.items() if document.named}
+    by_hand: list[tuple[_Reference, Path, str]] = []
+    retargets: dict[Path, dict[str, tuple[str, dict[str, str]]]] = {}
     for reference in _moved_references(apply_inheritance(everything, locate), ours):
-        document = owner[reference.server]
-        span = scalar_span(document.text, reference.key_path)
-        if _editable(reference, owner) and span is not None:
-            changes[document.path].edits.append((reference, span))
-            _set(edited, reference.key_path, reference.agents[0])
+        unmigratable = _why_by_hand(reference, owner)
+        if unmigratable is not None:
+            by_hand.append((reference, *unmigratable))
+            continue
+        target = owner[reference.agents[0]].path
+        _, fields = retargets.setdefault(target, {}).setdefault(
+            reference.server, (reference.implementation, {})
+        )
+        fields[reference.field] = reference.agents[0]
+    for path, servers in retargets.items():
+        for server, (implementation, fields) in servers.items():
+            block = override_block(implementation, fields)
+            changes[path].overrides[server] = block
+            edited[server] = deep_merge(edited[server], block)
     inheritance = apply_inheritance(edited, locate)
-    by_hand = [
-        (reference, owner[reference.server].path, _why_by_hand(reference, owner))
-        for reference in _moved_references(inheritance, ours)
-    ]
 
     # Agents fronted by no server (counting the ones a by-hand update will front) get a relay.
     data = inheritance.data
@@ -277,7 +279,7 @@ def _plan(
                 continue
             change.blocks[relays[source]] = relay_block(source)
             change.blocks[relays[agent.name]] = inheriting_relay_block(relays[source], agent.name)
-    pending = [change for change in changes.values() if change.edits or change.blocks]
+    pending = [change for change in changes.values() if change.appended]
     return pending, by_hand
 
 
@@ -291,13 +293,6 @@ def _sole_source(inheritance: Inheritance, raw: Mapping[str, Any], agent: str) -
         if written is not None and written.is_agent and needs_environment_server(written):
             return source
     return None
-
-
-def _editable(reference: _Reference, owner: Mapping[str, _Document]) -> bool:
-    """Whether the tool may retarget ``reference`` in place (else it is left to the user)."""
-    document = owner[reference.server]
-    single = len(reference.agents) == 1
-    return single and document.writable and owner.get(reference.agents[0]) is not document
 
 
 def _moved_references(inheritance: Inheritance, ours: set[str]) -> list[_Reference]:
@@ -324,40 +319,28 @@ def _moved_references(inheritance: Inheritance, ours: set[str]) -> list[_Referen
     return found
 
 
-def _why_by_hand(reference: _Reference, owner: Mapping[str, _Document]) -> str:
+def _why_by_hand(reference: _Reference, owner: Mapping[str, _Document]) -> tuple[Path, str] | None:
+    """Where and why ``reference`` cannot be retargeted by appending, or None if it can."""
+    server, target = owner[reference.server], owner[reference.agents[0]]
     if len(reference.agents) > 1:
-        return (
+        return server.path, (
             f"'{reference.old}' was moved into several agents; give each of the others its own "
             f"environment server (`_inherit_from: {reference.server}` with `_copy: true`)"
         )
-    if owner.get(next(iter(reference.agents))) is owner[reference.server]:
-        return "the server is declared in the same file as the rename"
-    if not owner[reference.server].writable:
-        return "that file links outside the configs root, which the tool does not change"
-    return (
-        f"the name '{reference.old}' is not written as a plain value of '{reference.server}' "
-        "there: it is inherited, merged in with `<<`, or shared through a YAML anchor"
-    )
+    if target is server:
+        return target.path, "the server is declared in the same file as the rename"
+    if reference.server in target.data:
+        return target.path, (
+            f"that file already has a block for '{reference.server}', and appending another "
+            "would repeat its key; add the field to that block"
+        )
+    return None
 
 
-def _set(data: dict[str, Any], key_path: tuple[str, ...], value: str) -> None:
-    node: Any = data
-    for key in key_path[:-1]:
-        node = node[key]
-    node[key_path[-1]] = value
-
-
-def _locator(documents: Iterable[_Document]) -> Locate:
-    nodes = {
-        (document.path, line, path)
-        for document in documents
-        for path, line in document.lines.items()
-    }
-    index = {path: (file, line) for file, line, path in nodes}
-
+def _locator(nodes: Mapping[KeyPath, tuple[Path, int]]) -> Locate:
     def locate(*path: Any) -> dict[str, Any]:
         for depth in range(len(path), 0, -1):
-            found = index.get(tuple(path[:depth]))
+            found = nodes.get(tuple(path[:depth]))
             if found is not None:
                 return {"path": found[0], "line": found[1]}
         return {}
@@ -366,41 +349,27 @@ def _locator(documents: Iterable[_Document]) -> Locate:
 
 
 def _report(change: _Change, check: bool) -> None:
-    path = change.document.path
-    for reference, _ in change.edits:
-        field_, new, old = reference.dotted, reference.agents[0], reference.old
-        if check:
-            print(f"would update {path}: point `{field_}` at `{new}` (now `{old}`)")
-        else:
-            print(f"updated {path}: `{field_}` now names `{new}` (was `{old}`)")
-    if not change.blocks:
-        return
+    path, appended = change.document.path, change.appended
     if not check:
-        print(f"added {len(change.blocks)} to {path}")
+        print(f"added {len(appended)} to {path}")
         return
-    print(f"would add {len(change.blocks)} to {path}:")
-    for server, block in change.blocks.items():
+    print(f"would add {len(appended)} to {path}:")
+    for server, block in appended.items():
         print("".join(f"    {line}\n" for line in block_yaml(server, block).splitlines()), end="")
 
 
 def _new_text(change: _Change) -> str:
-    """The file's new text, checked to parse to the old data plus exactly the changes."""
+    """The file's new text, checked to parse to the old data plus exactly the new blocks."""
     document = change.document
     text = document.text
-    for reference, span in sorted(change.edits, key=lambda edit: edit[1], reverse=True):
-        text = replace_scalar(text, span, reference.agents[0])
-    if change.blocks:
-        newline = "\r\n" if "\r\n" in text else "\n"
-        lead = "" if not text or text.endswith(("\n", "\r")) else "\n"
-        blocks = "\n".join(block_yaml(server, block) for server, block in change.blocks.items())
-        text += f"{lead}\n{blocks}".replace("\n", newline)
-    expected = copy.deepcopy(dict(document.data))
-    for reference, _ in change.edits:
-        _set(expected, reference.key_path, reference.agents[0])
-    expected.update(change.blocks)
+    newline = "\r\n" if "\r\n" in text else "\n"
+    lead = "" if not text or text.endswith(("\n", "\r")) else "\n"
+    blocks = "\n".join(block_yaml(server, block) for server, block in change.appended.items())
+    text += f"{lead}\n{blocks}".replace("\n", newline)
+    expected = {**document.data, **change.appended}
     if parse_yaml_text(text, document.path).data != expected:
         raise ConfigError(
-            "editing this file would change more than the planned values, so nothing was "
+            "appending to this file would change more than the planned blocks, so nothing was "
             "written; make the changes by hand",
             path=document.path,
         )

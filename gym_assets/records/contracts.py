@@ -73,7 +73,12 @@ class ResourcesServer(Protocol):
 
     name: str
 
-    async def seed_session(self, session_id: str, episode_id: str, task_data: Mapping) -> dict: ...
+    async def seed_session(
+        self, session_id: str, episode_id: str, task_data: Mapping, *, cookie: str | None = None
+    ) -> dict:
+        """Bind a session to one episode; returns ``{resources_session_id}``, the id the
+        caller's session cookie then names (``cookie``: the one it already holds, if any)."""
+        ...
 
     def tools(self, session_id: str) -> Sequence[Mapping[str, Any]]:
         """Function-tool definitions (Responses shape) the agent may call in this session."""
@@ -81,9 +86,12 @@ class ResourcesServer(Protocol):
 
     async def call_tool(self, session_id: str, name: str, arguments: Mapping) -> str: ...
 
-    async def verify(self, session_id: str, body: Mapping[str, Any]) -> dict:
+    async def verify(
+        self, session_id: str, body: Mapping[str, Any], *, cookie: str | None = None
+    ) -> dict:
         """The verify response: the body plus ``reward`` and optional ``mask_sample``,
-        ``failure_kind``, ``failure_reason`` and benchmark extras."""
+        ``failure_kind``, ``failure_reason`` and benchmark extras. ``cookie``: the session
+        cookie the seed set, which must name this session."""
         ...
 
     async def close_session(self, session_id: str, episode_id: str) -> dict: ...

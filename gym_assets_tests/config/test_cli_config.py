@@ -97,7 +97,10 @@ def test_add_environment_servers_command_exit_codes(tmp_path, capsys):
 def test_add_environment_servers_without_paths_migrates_the_configs_root(tmp_path, capsys):
     root = write_root(tmp_path)
     assert main(["config", "add-environment-servers", "--configs", str(root)]) == 0
-    assert capsys.readouterr().out == f"added 1 to {root / 'a.yaml'}\nfiles touched: 1\n"
+    assert capsys.readouterr().out == (
+        f"added 1 to {root / 'a.yaml'}\n\n"
+        "files touched: 1, blocks added: 1, unreadable files: 0, updates by hand: 0\n"
+    )
 
 
 def test_add_environment_servers_changes_only_files_in_the_configs_root(tmp_path, capsys):
@@ -124,18 +127,17 @@ def test_add_environment_servers_updates_a_renamed_reference_or_says_what_to_edi
     user.write_text("my_simple_agent:\n  _inherit_from: rs_simple_agent\n", encoding="utf-8")
     command = ["config", "add-environment-servers", "--configs", str(root)]
     dotted = "rs_env.environment_servers.single_agent_turn.agent_server.name"
-    # The rename is the user's; the server that references the old name is updated in place,
-    # in its own file; routes and the server's name stay as they were.
+    # The rename is the user's; the server that references the old name gets an override
+    # block appended to the user's file; its own file, routes and name stay as they were.
     assert main([*command, str(user), "--check"]) == 1
     out = capsys.readouterr().out
-    assert (
-        out
-        == f"would update {shared}: point `{dotted}` at `my_simple_agent` (now `rs_simple_agent`)\n"
-    )
+    assert out.startswith(f"would add 1 to {user}:\n    rs_env:\n      environment_servers:\n")
     before = shared.read_text()
     assert main([*command, str(user)]) == 0
-    assert before.count("name: rs_simple_agent}") == 1
-    assert shared.read_text() == before.replace("name: rs_simple_agent}", "name: my_simple_agent}")
+    assert shared.read_text() == before
+    assert user.read_text().endswith(
+        "      agent_server:\n        type: responses_api_agents\n        name: my_simple_agent\n"
+    )
     assert main(["config", "show", "--configs", str(root)]) == 0
     assert "  my_simple_agent -> rs_env\n" in capsys.readouterr().out
     # Moved into two agents, the server cannot choose: the tool says what to edit, exit 2.
@@ -148,7 +150,7 @@ def test_add_environment_servers_updates_a_renamed_reference_or_says_what_to_edi
     assert main([*command, str(user)]) == 2
     err = capsys.readouterr().err
     assert (
-        f"update by hand: point `{dotted}` at one of `one_agent`, `two_agent` in {shared} ("
+        f"update by hand: {shared}: point `{dotted}` at one of `one_agent`, `two_agent` ("
     ) in err
 
 

@@ -282,3 +282,94 @@ def test_non_string_top_level_key_is_refused(write_configs):
     root = write_configs({"a.yaml": "1: {}\n"})
     with pytest.raises(ConfigError, match="is not a name"):
         load_configs(root)
+
+
+# -- override blocks: another file may retarget an environment server's agent references ----
+
+RENAMED = """\
+renamed_agent:
+  _inherit_from: rs_simple_agent
+"""
+
+OVERRIDE = """\
+rs_env:
+  environment_servers:
+    single_agent_turn:
+      agent_server: {type: responses_api_agents, name: renamed_agent}
+"""
+
+
+@pytest.mark.parametrize("override_file", ["0_first.yaml", "z_last.yaml"])
+def test_an_override_block_wins_whatever_the_file_order(load, override_file):
+    loaded = load({"m.yaml": RESOURCES + AGENT, override_file: RENAMED + OVERRIDE})
+    env = loaded.data["rs_env"]["environment_servers"]["single_agent_turn"]
+    assert env["agent_server"] == {"type": "responses_api_agents", "name": "renamed_agent"}
+    assert env["entrypoint"] == "app.py" and env["resources_server"]["name"] == "rs"
+    order = list(loaded.raw)  # the server keeps its definition's place, whatever the order
+    assert order.index("rs_env") == order.index("rs_simple_agent") + 1
+    assert loaded.file_of("rs_env") == loaded.root / "m.yaml"
+    field = ("rs_env", "environment_servers", "single_agent_turn", "agent_server")
+    assert loaded.where(*field) == (loaded.root / override_file, 6)
+
+
+def test_override_blocks_that_agree_may_repeat(load):
+    loaded = load({"a.yaml": RESOURCES + AGENT + RENAMED, "b.yaml": OVERRIDE, "c.yaml": OVERRIDE})
+    assert (
+        loaded.data["rs_env"]["environment_servers"]["single_agent_turn"]["agent_server"]["name"]
+        == "renamed_agent"
+    )
+
+
+@pytest.mark.parametrize(
+    ("override", "message", "line"),
+    [
+        # more than agent references: a second definition, refused as before
+        (
+            OVERRIDE + "      entrypoint: other.py\n",
+            "top-level key 'rs_env' is already defined in {root}/a.yaml:14",
+            1,
+        ),
+        (
+            OVERRIDE.replace("single_agent_turn", "legacy_agent"),
+            "'rs_env' is overridden here as implementation 'legacy_agent', but {root}/a.yaml:14 "
+            "defines 'single_agent_turn'",
+            3,
+        ),
+        (
+            OVERRIDE.replace("agent_server:", "user_agent:"),
+            "the override sets 'user_agent', which is not an agent reference of the server",
+            4,
+        ),
+        (
+            "rs:\n  environment_servers:\n    x:\n"
+            "      agent_server: {type: responses_api_agents, name: renamed_agent}\n",
+            "'rs' is overridden here as an environment server, but {root}/a.yaml:1 defines it "
+            "as resources_servers",
+            1,
+        ),
+    ],
+)
+def test_an_override_that_does_not_fit_its_definition_is_refused(
+    write_configs, override, message, line
+):
+    root = write_configs({"a.yaml": RESOURCES + AGENT + RENAMED, "b.yaml": override})
+    with pytest.raises(ConfigError) as caught:
+        load_configs(root)
+    assert caught.value.path == str(root / "b.yaml") and caught.value.line == line
+    assert message.format(root=root) in caught.value.message
+
+
+def test_override_blocks_that_disagree_or_define_nothing_are_refused(write_configs):
+    other = OVERRIDE.replace("renamed_agent", "rs_simple_agent")
+    root = write_configs(
+        {"a.yaml": RESOURCES + AGENT + RENAMED, "b.yaml": OVERRIDE, "c.yaml": other}
+    )
+    with pytest.raises(ConfigError) as caught:
+        load_configs(root)
+    assert caught.value.path == str(root / "c.yaml") and caught.value.line == 4
+    assert "is overridden twice with different agents: here and at " in caught.value.message
+    assert f"{root / 'b.yaml'}:4" in caught.value.message
+
+    root = write_configs({"a.yaml": RESOURCES, "b.yaml": OVERRIDE, "c.yaml": OVERRIDE})
+    with pytest.raises(ConfigError, match="each only as an override block"):
+        load_configs(root)

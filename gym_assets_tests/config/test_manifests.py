@@ -278,6 +278,35 @@ def test_agent_server_must_name_the_resolved_agent(write_configs, tmp_path):
         assert _catalog(write_configs, tmp_path, benchmarks__qa__manifest_yaml=text)
 
 
+def test_resources_server_must_name_the_agents_resources_server(write_configs, tmp_path):
+    """Cross-checked like agent_server (NeMo Gym mirrors the agent's resources binding)."""
+    text = QA_MANIFEST.replace("resources_server: exact_match", "resources_server: humaneval")
+    error = _refusal(write_configs, tmp_path, benchmarks__qa__manifest_yaml=text)
+    assert error.message == (
+        "manifest resources_server 'humaneval' is not the resources server of agent 'qa_agent', "
+        "'qa_resources' (exact_match); set `resources_server: exact_match`."
+    )
+    assert error.path is not None and error.path.endswith("benchmarks/qa/manifest.yaml")
+    assert error.line == text.splitlines().index("resources_server: humaneval") + 1
+    for good in ("exact_match", "qa_resources"):
+        text = QA_MANIFEST.replace("resources_server: exact_match", f"resources_server: {good}")
+        assert _catalog(write_configs, tmp_path, benchmarks__qa__manifest_yaml=text).get("qa")
+
+
+def test_a_refused_nested_manifest_stops_the_config_it_names(write_configs, tmp_path):
+    """Its ``config_path`` leads out of its folder; the refusal follows it: an error for the
+    benchmark it describes, naming the manifest and the field, not only a warning."""
+    text = manifest("qa/hard", QA_DATASETS, extra="config_path: ../config.yaml\n")
+    text = text.replace("agent_server: simple_agent", "agent_server: hermes_agent")
+    error = _refusal(write_configs, tmp_path, benchmarks__qa__hard__manifest_yaml=text)
+    assert error.path is not None and error.path.endswith("benchmarks/qa/hard/manifest.yaml")
+    assert error.line == text.splitlines().index("agent_server: hermes_agent") + 1
+    assert "agent_server 'hermes_agent' is not the agent" in error.message
+    # a manifest too broken to parse names no config: it stops its own folder only
+    catalog = _catalog(write_configs, tmp_path, benchmarks__qa__hard__manifest_yaml="- [\n")
+    assert catalog.get("qa").manifest is None and len(catalog.manifest_problems) == 1
+
+
 @pytest.mark.parametrize(
     ("edit", "field", "message"),
     [

@@ -1,5 +1,6 @@
-"""``add_environment_servers``: append relays, update renamed references in place; exit codes
-0 / 1 / 2 (NeMo Gym PR #4053's migration rules; docs/config-reference.md)."""
+"""``add_environment_servers``: append relays and override blocks for renamed agents; exit codes
+0 / 1 / 2 and the closing summary line (NeMo Gym PR #4053's migration rules, reference case 54;
+docs/config-reference.md)."""
 
 from __future__ import annotations
 
@@ -65,6 +66,14 @@ def write(directory: Path, name: str, text: str) -> Path:
     return path
 
 
+def summary(files: int, blocks: int, unreadable: int = 0, by_hand: int = 0) -> str:
+    """The last line of every run, after a blank one."""
+    return (
+        f"\nfiles touched: {files}, blocks added: {blocks}, unreadable files: {unreadable}, "
+        f"updates by hand: {by_hand}\n"
+    )
+
+
 def load_quietly(root: Path):
     """Load and assert resolution had nothing left to generate."""
     with warnings.catch_warnings():
@@ -82,7 +91,7 @@ def test_appends_a_relay_and_keeps_the_original_as_a_prefix(tmp_path, capsys):
     assert after.startswith(before)
     # As NeMo Gym's script appends: a blank line, then the block, no comment of our own.
     assert after[len(before) :] == b"\n" + relay_yaml("my_environment_server", "my_agent").encode()
-    assert capsys.readouterr().out == f"added 1 to {path}\nfiles touched: 1\n"
+    assert capsys.readouterr().out == f"added 1 to {path}\n" + summary(1, 1)
     loaded = load_quietly(tmp_path)
     assert servers_by_agent(loaded.data) == {"my_agent": ["my_environment_server"]}
     relay = loaded.data["my_environment_server"]["environment_servers"]["legacy_agent"]
@@ -106,7 +115,7 @@ def test_check_reports_and_changes_nothing(tmp_path, capsys):
         "          agent_server:\n"
         "            type: responses_api_agents\n"
         "            name: my_agent\n"
-    )
+    ) + summary(1, 1)
 
 
 def test_second_run_has_nothing_to_do(tmp_path, capsys):
@@ -114,7 +123,7 @@ def test_second_run_has_nothing_to_do(tmp_path, capsys):
     add_environment_servers([path], check=False, configs_root=tmp_path)
     capsys.readouterr()
     assert add_environment_servers([path], check=True, configs_root=tmp_path) == 0
-    assert capsys.readouterr().out == ""
+    assert capsys.readouterr().out == summary(0, 0)
 
 
 def test_agents_fronted_by_a_multi_agent_server_in_another_file_get_nothing(tmp_path):
@@ -126,7 +135,8 @@ def test_agents_fronted_by_a_multi_agent_server_in_another_file_get_nothing(tmp_
     assert agents.read_bytes() == before
 
 
-def test_renames_of_both_participants_update_the_server_in_place(tmp_path, capsys):
+def test_renames_of_both_participants_give_one_block_for_their_server(tmp_path, capsys):
+    """Reference case 54: the server is retargeted by one appended block, not edited."""
     repo = write(tmp_path, "repo/dialogue.yaml", DIALOGUE + MULTI_SERVER)
     user = write(
         tmp_path,
@@ -141,23 +151,49 @@ def test_renames_of_both_participants_update_the_server_in_place(tmp_path, capsy
         """,
     )
     before_user, before_repo = user.read_bytes(), repo.read_bytes()
+    resolved_before = load_quietly(tmp_path).data  # resolution follows the renames itself
     assert add_environment_servers([tmp_path], check=False, configs_root=tmp_path) == 0
-    assert user.read_bytes() == before_user
-    # Only the two names changed; the server's name and everything else stayed.
-    assert repo.read_bytes() == before_repo.replace(
-        b"name: participant_a}", b"name: new_a}"
-    ).replace(b"name: participant_b}", b"name: new_b}")
-    dotted = "multi_agent_environment.environment_servers.conversation"
-    assert capsys.readouterr().out == (
-        f"updated {repo}: `{dotted}.user_agent.name` now names `new_a` (was `participant_a`)\n"
-        f"updated {repo}: `{dotted}.assistant_agent.name` now names `new_b` (was `participant_b`)\n"
-        "files touched: 1\n"
+    assert repo.read_bytes() == before_repo
+    assert user.read_text() == before_user.decode() + (
+        "\n"
+        "multi_agent_environment:\n"
+        "  environment_servers:\n"
+        "    conversation:\n"
+        "      user_agent:\n"
+        "        type: responses_api_agents\n"
+        "        name: new_a\n"
+        "      assistant_agent:\n"
+        "        type: responses_api_agents\n"
+        "        name: new_b\n"
     )
+    assert capsys.readouterr().out == f"added 1 to {user}\n" + summary(1, 1)
+    loaded = load_quietly(tmp_path)
+    assert loaded.data == resolved_before
+    assert servers_by_agent(loaded.data) == {
+        "new_a": ["multi_agent_environment"],
+        "new_b": ["multi_agent_environment"],
+    }
+    # the server is still the repository's: its line, and its relative paths' base
+    assert loaded.file_of("multi_agent_environment") == repo
+    server_field = ("multi_agent_environment", "environment_servers", "conversation")
+    assert loaded.where(*server_field, "user_agent", "name") == (user, 13)
+    assert add_environment_servers([tmp_path], check=True, configs_root=tmp_path) == 0
+
+
+def test_renames_in_two_files_give_each_file_a_block_for_the_server(tmp_path, capsys):
+    repo = write(tmp_path, "repo/dialogue.yaml", DIALOGUE + MULTI_SERVER)
+    first = write(tmp_path, "a.yaml", "new_a:\n  _inherit_from: participant_a\n")
+    second = write(tmp_path, "z.yaml", "new_b:\n  _inherit_from: participant_b\n")
+    before = repo.read_bytes()
+    assert add_environment_servers([first, second], check=False, configs_root=tmp_path) == 0
+    assert repo.read_bytes() == before
+    assert capsys.readouterr().out == (f"added 1 to {first}\nadded 1 to {second}\n" + summary(2, 2))
+    assert "user_agent" in first.read_text() and "assistant_agent" not in first.read_text()
+    assert "assistant_agent" in second.read_text() and "user_agent" not in second.read_text()
     assert servers_by_agent(load_quietly(tmp_path).data) == {
         "new_a": ["multi_agent_environment"],
         "new_b": ["multi_agent_environment"],
     }
-    assert add_environment_servers([tmp_path], check=True, configs_root=tmp_path) == 0
 
 
 def test_rename_of_an_unfronted_agent_gets_a_relay_inheriting_the_sources(tmp_path):
@@ -316,7 +352,9 @@ def test_unreadable_files_exit_2_and_nothing_is_written(tmp_path, capsys, bad):
     before = good.read_bytes()
     assert add_environment_servers([tmp_path], check=False, configs_root=tmp_path) == 2
     assert good.read_bytes() == before
-    assert capsys.readouterr().err.startswith(f"could not update {broken}: ")
+    captured = capsys.readouterr()
+    assert captured.err.startswith(f"could not update {broken}: ")
+    assert captured.out == summary(0, 0, unreadable=1)
 
 
 def test_missing_path_exits_2(tmp_path, capsys):
@@ -340,11 +378,12 @@ def test_movers_of_a_fronted_agent_are_left_to_the_user(tmp_path, capsys):
     assert add_environment_servers([tmp_path], check=True, configs_root=tmp_path) == 2
     assert add_environment_servers([tmp_path], check=False, configs_root=tmp_path) == 2
     assert repo.read_bytes() == before
-    err = capsys.readouterr().err
+    captured = capsys.readouterr()
     assert (
-        "update by hand: point `my_server.environment_servers.legacy_agent.agent_server.name` "
-        f"at one of `one`, `two` in {repo} ("
-    ) in err
+        f"update by hand: {repo}: point `my_server.environment_servers.legacy_agent.agent_server"
+        ".name` at one of `one`, `two` ("
+    ) in captured.err
+    assert captured.out == 2 * summary(0, 0, by_hand=1)
     with pytest.raises(AmbiguousAgentRenameError, match="'one', 'two'"):
         load_configs(tmp_path)
 
@@ -364,38 +403,57 @@ environment_server_routes:
 """
 
 
-def test_a_declared_server_follows_a_rename_in_place(tmp_path, capsys):
+SERVER_OVERRIDE = """\
+my_server:
+  environment_servers:
+    single_agent_turn:
+      agent_server:
+        type: responses_api_agents
+        name: renamed
+"""
+DOTTED = "my_server.environment_servers.single_agent_turn.agent_server.name"
+
+
+def test_a_declared_server_follows_a_rename_by_an_appended_block(tmp_path, capsys):
     write(tmp_path, "repo.yaml", USER)
     served = write(tmp_path, "served.yaml", SERVED)
     user = write(tmp_path, "user.yaml", RENAME)
     before = served.read_bytes()
-    dotted = "my_server.environment_servers.single_agent_turn.agent_server.name"
     assert add_environment_servers([tmp_path], check=True, configs_root=tmp_path) == 1
-    assert served.read_bytes() == before
-    assert capsys.readouterr().out == (
-        f"would update {served}: point `{dotted}` at `renamed` (now `my_agent`)\n"
-    )
+    assert served.read_bytes() == before and user.read_text() == RENAME
+    indented = "".join(f"    {line}\n" for line in SERVER_OVERRIDE.splitlines())
+    assert capsys.readouterr().out == f"would add 1 to {user}:\n{indented}" + summary(1, 1)
     # Naming only the served file changes nothing: the rename is not one of its own.
     assert add_environment_servers([served], check=True, configs_root=tmp_path) == 0
     assert add_environment_servers([user], check=False, configs_root=tmp_path) == 0
-    assert served.read_bytes() == before.replace(b"name: my_agent   #", b"name: renamed   #")
-    assert user.read_text() == RENAME
+    assert served.read_bytes() == before  # appending only: the server's own file is untouched
+    assert user.read_text() == f"{RENAME}\n{SERVER_OVERRIDE}"
     loaded = load_quietly(tmp_path)
     assert servers_by_agent(loaded.data) == {"renamed": ["my_server"]}
     assert loaded.data["environment_server_routes"] == {"mine": "my_server"}
 
 
 @pytest.mark.parametrize(
-    ("written", "edited"),
-    [("'my_agent'", "'renamed'"), ('"my_agent"', '"renamed"')],
+    "served_text",
+    [
+        SERVED.replace("name: my_agent", "name: 'my_agent'"),
+        # a name shared through an anchor, and the server's file a link out of the root: the
+        # server's text is never edited, so neither stands in the way
+        SERVED.replace("name: my_agent   # the agent", "name: &who my_agent")
+        + "note: {agent: *who}\n",
+    ],
 )
-def test_the_edit_keeps_the_quoting(tmp_path, written, edited):
-    write(tmp_path, "repo.yaml", USER)
-    served = write(tmp_path, "served.yaml", SERVED.replace("my_agent", written))
-    user = write(tmp_path, "user.yaml", RENAME)
-    assert add_environment_servers([user], check=False, configs_root=tmp_path) == 0
-    assert f"name: {edited}   # the agent" in served.read_text()
-    assert servers_by_agent(load_quietly(tmp_path).data) == {"renamed": ["my_server"]}
+def test_how_the_server_is_written_does_not_matter(tmp_path, served_text):
+    root = tmp_path / "configs"
+    write(root, "repo.yaml", USER)
+    outside = write(tmp_path, "elsewhere/served.yaml", served_text)
+    (root / "served.yaml").symlink_to(outside)
+    user = write(root, "user.yaml", RENAME)
+    before = outside.read_bytes()
+    assert add_environment_servers([user], check=False, configs_root=root) == 0
+    assert outside.read_bytes() == before
+    assert user.read_text() == f"{RENAME}\n{SERVER_OVERRIDE}"
+    assert servers_by_agent(load_quietly(root).data) == {"renamed": ["my_server"]}
 
 
 def test_a_rename_in_the_file_of_its_server_is_left_to_the_user(tmp_path, capsys):
@@ -405,62 +463,61 @@ def test_a_rename_in_the_file_of_its_server_is_left_to_the_user(tmp_path, capsys
     before = served.read_bytes()
     assert add_environment_servers([served], check=False, configs_root=tmp_path) == 2
     assert served.read_bytes() == before
-    dotted = "my_server.environment_servers.single_agent_turn.agent_server.name"
-    assert capsys.readouterr().err == (
-        f"update by hand: point `{dotted}` at `renamed` in {served} "
+    captured = capsys.readouterr()
+    assert captured.err == (
+        f"update by hand: {served}: point `{DOTTED}` at `renamed` "
         "(the server is declared in the same file as the rename)\n"
+    )
+    assert captured.out == summary(0, 0, by_hand=1)
+
+
+def test_a_file_that_already_overrides_the_server_is_left_to_the_user(tmp_path, capsys):
+    write(tmp_path, "repo.yaml", USER + "second_agent:\n  _inherit_from: my_agent\n  _copy: true\n")
+    served = write(tmp_path, "served.yaml", SERVED.replace("single_agent_turn", "conversation"))
+    served.write_text(
+        served.read_text().replace(
+            "      resources_server:",
+            "      user_agent: {type: responses_api_agents, name: second_agent}\n"
+            "      resources_server:",
+        )
+    )
+    override = SERVER_OVERRIDE.replace("single_agent_turn", "conversation")
+    user = write(
+        tmp_path, "user.yaml", f"{RENAME}{override}other:\n  _inherit_from: second_agent\n"
+    )
+    before = user.read_bytes()
+    assert add_environment_servers([user], check=False, configs_root=tmp_path) == 2
+    assert user.read_bytes() == before
+    assert capsys.readouterr().err == (
+        f"update by hand: {user}: point `my_server.environment_servers.conversation.user_agent"
+        ".name` at `other` (that file already has a block for 'my_server', and appending "
+        "another would repeat its key; add the field to that block)\n"
     )
 
 
-def test_a_server_in_a_file_not_named_is_updated_too(tmp_path, capsys):
+def test_a_server_in_a_file_not_named_is_retargeted_too(tmp_path, capsys):
     write(tmp_path, "repo.yaml", USER)
     served = write(tmp_path, "served.yaml", SERVED)
     other = USER[USER.index("my_agent:") :].replace("my_agent:", "other_agent:")
     user = write(tmp_path, "user.yaml", RENAME + other)
     before = served.read_bytes()
     assert add_environment_servers([user], check=False, configs_root=tmp_path) == 0
-    assert served.read_bytes() == before.replace(b"name: my_agent   #", b"name: renamed   #")
-    dotted = "my_server.environment_servers.single_agent_turn.agent_server.name"
-    assert capsys.readouterr().out == (
-        f"added 1 to {user}\nupdated {served}: `{dotted}` now names `renamed` (was `my_agent`)\n"
-        "files touched: 2\n"
+    assert served.read_bytes() == before
+    assert capsys.readouterr().out == f"added 2 to {user}\n" + summary(1, 2)
+    # relays first, then the override blocks, as NeMo Gym's script appends them
+    assert user.read_text().endswith(
+        "\nother_environment_server:\n"
+        + (
+            "  environment_servers:\n    legacy_agent:\n      entrypoint: app.py\n"
+            "      agent_server:\n        type: responses_api_agents\n        name: other_agent\n"
+        )
+        + "\n"
+        + SERVER_OVERRIDE
     )
-    assert b"\nother_environment_server:\n" in user.read_bytes()
     assert servers_by_agent(load_quietly(tmp_path).data) == {
         "renamed": ["my_server"],
         "other_agent": ["other_environment_server"],
     }
-
-
-def test_a_server_file_linking_outside_the_root_is_left_to_the_user(tmp_path, capsys):
-    root = tmp_path / "configs"
-    write(root, "repo.yaml", USER)
-    outside = write(tmp_path, "elsewhere/served.yaml", SERVED)
-    (root / "served.yaml").symlink_to(outside)
-    user = write(root, "user.yaml", RENAME)
-    before = outside.read_bytes()
-    assert add_environment_servers([user], check=False, configs_root=root) == 2
-    assert outside.read_bytes() == before
-    assert capsys.readouterr().err == (
-        "update by hand: point `my_server.environment_servers.single_agent_turn.agent_server"
-        f".name` at `renamed` in {root / 'served.yaml'} (that file links outside the configs "
-        "root, which the tool does not change)\n"
-    )
-
-
-def test_a_name_shared_through_an_anchor_is_left_to_the_user(tmp_path, capsys):
-    write(tmp_path, "repo.yaml", USER)
-    text = SERVED.replace("name: my_agent   # the agent", "name: &who my_agent") + (
-        "note: {agent: *who}\n"
-    )
-    served = write(tmp_path, "served.yaml", text)
-    write(tmp_path, "user.yaml", RENAME)
-    before = served.read_bytes()
-    assert add_environment_servers([tmp_path], check=False, configs_root=tmp_path) == 2
-    assert served.read_bytes() == before
-    assert "update by hand: point `my_server.environment_servers.single_agent_turn" in (
-        capsys.readouterr().err
-    )
 
 
 FLAVORED = """\
@@ -498,4 +555,23 @@ def test_flavors_are_migrated_only_when_named_in_place_of_their_default(tmp_path
     assert add_environment_servers([default, flavor], check=True, configs_root=tmp_path) == 2
     assert "a flavor stands in for this file; migrate them in separate runs" in (
         capsys.readouterr().err
+    )
+
+
+def test_a_server_inheriting_its_reference_is_retargeted_by_its_own_block(tmp_path):
+    """The block lands on the server that inherits the field; inheritance lays it over the base."""
+    base = SERVED.replace("my_server:   # keep this comment", "base_env:").replace(
+        "  mine: my_server", "  mine: my_server\nmy_server:\n  _inherit_from: base_env"
+    )
+    write(tmp_path, "repo.yaml", USER)
+    served = write(tmp_path, "served.yaml", base)
+    user = write(tmp_path, "user.yaml", RENAME)
+    before = served.read_bytes()
+    assert add_environment_servers([user], check=False, configs_root=tmp_path) == 0
+    assert served.read_bytes() == before
+    assert user.read_text() == f"{RENAME}\n{SERVER_OVERRIDE}"
+    loaded = load_quietly(tmp_path)
+    assert servers_by_agent(loaded.data) == {"renamed": ["my_server"]}
+    assert loaded.data["my_server"]["environment_servers"]["single_agent_turn"]["entrypoint"] == (
+        "app.py"
     )

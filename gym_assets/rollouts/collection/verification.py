@@ -46,6 +46,6 @@ async def verify_answer(
     session, episode = f"{label}-session-{uuid.uuid4().hex}", f"{label}-{uuid.uuid4().hex}"
     await resources.seed_session(session, episode, seed)
     try:
-        return dict(await resources.verify(session, body))
+        return dict(await resources.verify(session, body, cookie=session))
     finally:
         await resources.close_session(session, episode)

@@ -2,6 +2,10 @@
 
 Seeds and closes follow the session rules of ``sessions`` (identical seed reuses the session,
 a conflicting one or one after close is refused, repeated closes answer the same receipt).
+Seed and verify also take the caller's session cookie, as NeMo Gym's resources servers bind a
+session by the cookie their seed set: the id it names must be the session's, so a caller
+holding another session's cookie, or a malformed one, is refused (``SessionConflict``); a
+caller without one is bound by id alone.
 Subclasses add per-session state, tools, ``verify`` and ``reference_script``.
 """
 
@@ -45,9 +49,12 @@ class SessionResources(Generic[S]):
         """Per-session state built at seed time (stateless servers keep none)."""
         return None
 
-    async def seed_session(self, session_id: str, episode_id: str, task_data: Mapping) -> dict:
+    async def seed_session(
+        self, session_id: str, episode_id: str, task_data: Mapping, *, cookie: str | None = None
+    ) -> dict:
+        """Bind the session; the reply's id is the one the caller's cookie then names."""
         binding = {"episode_id": episode_id, "task_data": dict(task_data)}
-        self.sessions.seed(session_id, binding, lambda: self.new_state(task_data))
+        self.sessions.seed(session_id, binding, lambda: self.new_state(task_data), cookie)
         return {"resources_session_id": session_id}
 
     def tools(self, session_id: str) -> Sequence[Mapping[str, Any]]:

@@ -47,7 +47,10 @@ class FakeResources(Participant):
         super().__init__(calls, **kw)
         self.verify_extra = dict(verify_extra)
 
-    async def seed_session(self, session_id: str, episode_id: str, task_data: Mapping) -> dict:
+    async def seed_session(
+        self, session_id: str, episode_id: str, task_data: Mapping, *, cookie: str | None = None
+    ) -> dict:
+        assert cookie is None  # a fresh session: the caller holds no cookie for it yet
         await self._step("/seed_session", session_id, episode_id, dict(task_data))
         return {"resources_session_id": session_id}
 
@@ -58,7 +61,10 @@ class FakeResources(Participant):
         await self._step(f"/{name}", session_id, dict(arguments))
         return "tool output"
 
-    async def verify(self, session_id: str, body: Mapping[str, Any]) -> dict:
+    async def verify(
+        self, session_id: str, body: Mapping[str, Any], *, cookie: str | None = None
+    ) -> dict:
+        assert cookie == session_id  # the caller echoes the cookie its seed set
         await self._step("/verify", session_id, dict(body))
         return {**body, "reward": 1.0, "benchmark_field": "kept", **self.verify_extra}
 

@@ -331,3 +331,56 @@ def test_resources_session_rules_case_57() -> None:
             await server.verify("s", {**task, "response": response_with_text("1")})
 
     run(scenario())
+
+
+# -- the session cookie (NeMo Gym: a resources session is bound by the cookie its seed set) ---
+
+COOKIE_SERVERS = {
+    "exact_match": (lambda: exact_match.create("r", {}), {"expected_answer": "1"}),
+    "arith": (lambda: arith.create("r", {}), {"expected_answer": "1"}),
+    "support_desk": (lambda: support_desk.create("r", {}), _desk_task()),
+    "humaneval": (lambda: humaneval.create("r", {}, sandbox=SandboxPolicy()), _humaneval_task()),
+}
+
+
+@pytest.mark.parametrize("server_name", list(COOKIE_SERVERS))
+@pytest.mark.parametrize("cookie", ["other", "", 7])
+def test_a_cookie_of_another_session_or_a_malformed_one_is_refused(server_name, cookie) -> None:
+    make, task = COOKIE_SERVERS[server_name]
+    server = make()
+    body = {**task, "response": response_with_text("1")}
+    match = "names session 'other'" if cookie == "other" else "malformed session cookie"
+
+    async def scenario() -> None:
+        with pytest.raises(SessionConflict, match=match):
+            await server.seed_session("s", "e1", task, cookie=cookie)
+        assert not server.sessions.is_open("s")  # a refused seed binds nothing
+        await server.seed_session("s", "e1", task)
+        with pytest.raises(SessionConflict, match=match):
+            await server.verify("s", body, cookie=cookie)
+        # the session is intact: its own cookie is accepted, an identical seed too
+        assert await server.seed_session("s", "e1", task, cookie="s") == {
+            "resources_session_id": "s"
+        }
+        assert server.sessions.is_open("s")
+
+    run(scenario())
+
+
+def test_verify_with_the_sessions_own_cookie_grades_and_an_expired_one_is_refused() -> None:
+    server = exact_match.create("r", {})
+    task = {"expected_answer": "1"}
+
+    async def scenario() -> None:
+        with pytest.raises(SessionConflict, match="cookie expired"):
+            await server.seed_session("s", "e1", task, cookie="s")  # never seeded: stale
+        await server.seed_session("s", "e1", task)
+        verified = await server.verify(
+            "s", {**task, "response": response_with_text("1")}, cookie="s"
+        )
+        assert verified["reward"] == 1.0
+        await server.close_session("s", "e1")
+        with pytest.raises(SessionConflict, match="closed"):
+            await server.verify("s", {**task, "response": response_with_text("1")}, cookie="s")
+
+    run(scenario())

@@ -108,7 +108,9 @@ class Conversation(RunnerServer):
             await user_close.close()
         with stage("verification"):
             body = {**task_input, "conversation": transcript, "response": response}
-            verified = await self.resources.verify(resources_session, body)
+            verified = await self.resources.verify(
+                resources_session, body, cookie=resources_session
+            )
         resources_close.retry_later()
         return {**verified, keys.AGENT_OBSERVATIONS: episode.merged_observations()}
 

@@ -76,7 +76,10 @@ class SingleAgentTurn(RunnerServer):
             await agent_close.close()
         with stage("verification"):
             body = {**task.task_data, "responses_create_params": params, "response": response}
-            verified = await self.resources.verify(resources_session, body)
+            # the resources seed set our resources cookie; verify carries it
+            verified = await self.resources.verify(
+                resources_session, body, cookie=resources_session
+            )
         resources_close.retry_later()
         return {**verified, keys.AGENT_OBSERVATIONS: episode.merged_observations()}
 

@@ -104,8 +104,10 @@ class ArithResources(SessionResources[None]):
         except CalculationError as exc:
             return f"Error: {exc}"
 
-    async def verify(self, session_id: str, body: Mapping[str, Any]) -> dict:
-        self.sessions.state(session_id)
+    async def verify(
+        self, session_id: str, body: Mapping[str, Any], *, cookie: str | None = None
+    ) -> dict:
+        self.sessions.state(session_id, cookie)
         answer = answer_integer(final_text(body.get("response")))
         expected = int(str(body["expected_answer"]).strip())
         return graded(body, 1.0 if answer == expected else 0.0, extracted_answer=answer)

@@ -89,12 +89,14 @@ class ConformanceResources(SessionResources[None]):
         self.sandbox = sandbox
         self.witness = WitnessLog(settings.witness)
 
-    async def seed_session(self, session_id: str, episode_id: str, task_data: Mapping) -> dict:
+    async def seed_session(
+        self, session_id: str, episode_id: str, task_data: Mapping, *, cookie: str | None = None
+    ) -> dict:
         def count(data: WitnessData) -> None:
             data["seeded"] += 1
 
         self.witness.update(count)
-        return await super().seed_session(session_id, episode_id, task_data)
+        return await super().seed_session(session_id, episode_id, task_data, cookie=cookie)
 
     def tools(self, session_id: str) -> Sequence[Mapping[str, Any]]:
         return [SHELL_TOOL]
@@ -132,8 +134,10 @@ class ConformanceResources(SessionResources[None]):
             raise ToolFailed("the sandbox answered something other than a result", "bad_answer")
         return answer[0], answer[1]
 
-    async def verify(self, session_id: str, body: Mapping[str, Any]) -> dict:
-        self.sessions.state(session_id)
+    async def verify(
+        self, session_id: str, body: Mapping[str, Any], *, cookie: str | None = None
+    ) -> dict:
+        self.sessions.state(session_id, cookie)
         seen = answer_seen(body.get("response"))
         reward = 1.0 if seen and self.settings.expected_reward == 1.0 else 0.0
 

@@ -23,8 +23,10 @@ def normalise(text: str) -> str:
 class ExactMatchResources(SessionResources[None]):
     grades_saved_answer = True
 
-    async def verify(self, session_id: str, body: Mapping[str, Any]) -> dict:
-        self.sessions.state(session_id)
+    async def verify(
+        self, session_id: str, body: Mapping[str, Any], *, cookie: str | None = None
+    ) -> dict:
+        self.sessions.state(session_id, cookie)
         task = TaskData.model_validate(
             {key: body[key] for key in ("expected_answer", "aliases") if key in body}
         )

@@ -141,8 +141,10 @@ class HumanEvalResources(SessionResources[None]):
         self.settings = settings
         self.guests = guests
 
-    async def verify(self, session_id: str, body: Mapping[str, Any]) -> dict:
-        self.sessions.state(session_id)
+    async def verify(
+        self, session_id: str, body: Mapping[str, Any], *, cookie: str | None = None
+    ) -> dict:
+        self.sessions.state(session_id, cookie)
         try:
             problem = problem_of(body)
             judging = asyncio.to_thread(self._judge, problem, final_text(body.get("response")))

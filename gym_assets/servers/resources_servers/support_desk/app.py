@@ -129,8 +129,10 @@ class SupportDesk(SessionResources[Desk]):
         except LookupError as exc:
             return f"Error: {exc}"
 
-    async def verify(self, session_id: str, body: Mapping[str, Any]) -> dict:
-        desk = self._desk(session_id)
+    async def verify(
+        self, session_id: str, body: Mapping[str, Any], *, cookie: str | None = None
+    ) -> dict:
+        desk = self._desk(session_id, cookie)
         expected = TaskData.model_validate(dict(body)).expected_resolution
         taken = list(dict.fromkeys(desk.actions))
         resolution = taken[0] if len(taken) == 1 else None
@@ -156,8 +158,8 @@ class SupportDesk(SessionResources[Desk]):
         follow_ups: list[Step] = [{"text": FOLLOW_UP_TEXT}] * max(0, task.max_turns - 1)
         return [{"call": tool, "args": args}, {"text": CLOSING_TEXT}, *follow_ups]
 
-    def _desk(self, session_id: str) -> Desk:
-        desk = self.sessions.state(session_id)
+    def _desk(self, session_id: str, cookie: str | None = None) -> Desk:
+        desk = self.sessions.state(session_id, cookie)
         assert desk is not None  # new_state always builds one
         return desk
 

@@ -167,7 +167,9 @@ class SimpleAgent(SessionAgent):
             finally:
                 receipt = await self.close_session(agent_session, episode, cookie=agent_session)
             body = {k: v for k, v in row.items() if k != TASK_DATA} | task_data
-            verified = await resources.verify(resources_session, {**body, "response": response})
+            verified = await resources.verify(
+                resources_session, {**body, "response": response}, cookie=resources_session
+            )
         finally:
             await resources.close_session(resources_session, episode.capture_key)
         return {**verified, keys.AGENT_OBSERVATIONS: receipt.get("agent_observations")}
