@@ -56,6 +56,8 @@ def _metadata(result: RunResult) -> dict[str, dg.MetadataValue]:
         "materialized_inputs": dg.MetadataValue.path(str(files.materialized_inputs)),
         "aggregate_metrics": dg.MetadataValue.path(str(files.aggregate_metrics)),
         "harness": dg.MetadataValue.json(result.harness),
+        "model": dg.MetadataValue.json(result.model.to_json()),
+        "result": dg.MetadataValue.path(str(files.result)),
     }
     for name, value in (("reward_mean", totals.reward_mean), ("pass@1", totals.pass_at_1)):
         if value is not None:
