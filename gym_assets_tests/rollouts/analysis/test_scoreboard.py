@@ -55,8 +55,13 @@ def _result(
         harness=harness,
         model=Model.of(model, "reference", None),
         planned=10,
-        outcomes={"measured": measured, "masked": masked, "unscored": 0, "failed": failed,
-                  "pending": 10 - measured - masked - failed},  # fmt: skip
+        outcomes={
+            "measured": measured,
+            "masked": masked,
+            "unscored": 0,
+            "failed": failed,
+            "pending": 10 - measured - masked - failed,
+        },
         reward=Interval(10, mean, None if ci is None else 0.05, low, high),
         pass_at_k={"pass@1": Interval(10, mean, None, None, None)},
         seconds=1.5,
@@ -168,8 +173,8 @@ def test_publish_keeps_a_replaced_runs_result_and_renders_self_contained_pages(t
     # A later regression of a cell shows against its previous run.
     _write(roots.data, _result(0.4, when=_at(4)))
     board = publish_scoreboard(roots.rollouts_root(), out, roots)
-    policy = [c for c in board.cells if c.latest.cell == ("units", "simple_agent",
-              "policy (reference)")][0]  # fmt: skip
+    policy = board.cells[-1]
+    assert policy.latest.cell == ("units", "simple_agent", "policy (reference)")
     assert policy.change == REGRESSED and policy.reward_delta == pytest.approx(-0.4)
     assert "-0.400 regressed" in (out / BOARD_MD).read_text()
     assert 'class="bad"' in (out / BOARD_HTML).read_text()
