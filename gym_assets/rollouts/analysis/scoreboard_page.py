@@ -64,8 +64,11 @@ def _versus(cell: Cell) -> str:
 
 
 def _count(result: Result, outcome: str) -> str:
+    """The count, with its share of the planned rollouts when a rollout went unmeasured."""
     count = result.outcomes[outcome]
-    return f"{count} ({result.share(outcome):.1%})" if count else "0"
+    return (
+        f"{count} ({result.share(outcome):.1%})" if count and outcome != "measured" else str(count)
+    )
 
 
 def _when(result: Result) -> str:
@@ -130,8 +133,10 @@ def history_plot(history: Sequence[Result]) -> str:
     axes.set_xticks(runs, [r.finished_at[5:16].replace("T", " ") for r in history])
     axes.tick_params(axis="x", labelrotation=45, labelsize=7)
     axes.set_xlim(0.5, len(runs) + 0.5)
+    low, high = axes.get_ylim()
+    axes.set_ylim(min(low, -0.05), max(high, 1.05))  # the usual 0–1 scale at least
     axes.set_ylabel("over tasks")
-    axes.legend(fontsize=7, loc="lower left")
+    axes.legend(fontsize=7, loc="best")
     figure.tight_layout()
     return svg(figure)
 
@@ -191,7 +196,8 @@ def render_html(board: Scoreboard) -> str:
     notes = "".join(f"<li>{escape(note)}</li>" for note in board.notes)
     return (
         "<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8>"
-        f"<title>{TITLE}</title><style>{STYLE}.bad {{ color: #b5473a; font-weight: 600; }}"
+        f"<title>{TITLE}</title><style>{STYLE}body {{ max-width: 110em; }}"
+        ".bad { color: #b5473a; font-weight: 600; }"
         ".good { color: #2f7d32; }</style></head>\n<body>\n"
         f"<h1>{TITLE}</h1>\n<p>{escape(INTRO)}</p>\n{table}\n"
         + (f"<h2>Not shown</h2><ul>{notes}</ul>\n" if notes else "")

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from gym_assets.cli import main
 from gym_assets.errors import UserError
 from gym_assets.rollouts.analysis.bootstrap import Interval
 from gym_assets.rollouts.analysis.results import Model, Result, public_url, write_result
@@ -178,6 +179,19 @@ def test_publish_keeps_a_replaced_runs_result_and_renders_self_contained_pages(t
     assert policy.change == REGRESSED and policy.reward_delta == pytest.approx(-0.4)
     assert "-0.400 regressed" in (out / BOARD_MD).read_text()
     assert 'class="bad"' in (out / BOARD_HTML).read_text()
+
+
+def test_the_command_line_publishes_and_prints_the_markdown(tmp_path, capsys):
+    roots = Workspace.resolve(str(tmp_path / "configs"), str(tmp_path / "data"))
+    _write(roots.data, _result(0.8))
+    argv = ["--configs", str(roots.configs), "--data-root", str(roots.data)]
+    assert main(["scoreboard", *argv]) == 0
+    printed = capsys.readouterr().out
+    assert printed == (roots.scoreboard_dir() / BOARD_MD).read_text()
+    assert "| units | simple_agent | policy (reference) | 0.800 |" in printed
+    (roots.scoreboard_dir() / HISTORY_FILE).write_text("[]\n")
+    assert main(["scoreboard", *argv]) == 1
+    assert "results.jsonl:1" in capsys.readouterr().err
 
 
 def test_a_damaged_history_line_is_refused_with_its_file_and_line(tmp_path):
