@@ -117,8 +117,8 @@ def merged(history: Iterable[Result], found: Iterable[Result]) -> list[Result]:
     per_cell: dict[tuple[str, str, str], list[Result]] = {}
     for result in ordered:
         per_cell.setdefault(result.cell, []).append(result)
-    kept = {id(r) for results in per_cell.values() for r in results[-KEEP:]}
-    return [result for result in ordered if id(result) in kept]
+    kept = {r.identity for results in per_cell.values() for r in results[-KEEP:]}
+    return [result for result in ordered if result.identity in kept]
 
 
 def cells_of(results: Iterable[Result]) -> tuple[Cell, ...]:
