@@ -4,6 +4,8 @@ The library (``rollouts.analysis.scoreboard``) reads the run directories' result
 their history and renders it; this asset hands Dagster the same table, typed.
 """
 
+from typing import Any
+
 import dagster as dg
 
 from gym_assets.defs.metadata import as_failure
@@ -21,7 +23,7 @@ AFTER_EVERY_ROLLOUTS_RUN = (
 or that are running do not hold the scoreboard back: it follows each run that finishes."""
 
 
-def _table(rows: list[dict], columns: list[tuple[str, str, str]]) -> dg.MetadataValue:
+def _table(rows: list[dict[str, Any]], columns: list[tuple[str, str, str]]) -> dg.MetadataValue:
     schema = dg.TableSchema(
         columns=[dg.TableColumn(name, kind, description=text) for name, kind, text in columns]
     )
