@@ -31,6 +31,12 @@ INTRO = (
     "masked, failed, unscored or pending. The change compares the latest mean with the "
     "previous run's interval."
 )
+PAGE_STYLE = """
+body { max-width: 110em; padding: 0 1em; }
+th { background: #e4ebf3; } tbody tr:nth-child(even) { background: #f5f7fa; }
+.bad { color: #b5473a; font-weight: 600; } .good { color: #2f7d32; }
+"""
+"""Beside the report's style: a wider page for the wide table, shaded headers and rows."""
 SHOWN_OUTCOMES = ("measured", "masked", "failed", "unscored", "pending")
 HEADERS = [
     "benchmark",
@@ -196,9 +202,7 @@ def render_html(board: Scoreboard) -> str:
     notes = "".join(f"<li>{escape(note)}</li>" for note in board.notes)
     return (
         "<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8>"
-        f"<title>{TITLE}</title><style>{STYLE}body {{ max-width: 110em; }}"
-        ".bad { color: #b5473a; font-weight: 600; }"
-        ".good { color: #2f7d32; }</style></head>\n<body>\n"
+        f"<title>{TITLE}</title><style>{STYLE}{PAGE_STYLE}</style></head>\n<body>\n"
         f"<h1>{TITLE}</h1>\n<p>{escape(INTRO)}</p>\n{table}\n"
         + (f"<h2>Not shown</h2><ul>{notes}</ul>\n" if notes else "")
         + (f"<h2>History per cell</h2>\n{history}\n" if history else "")
