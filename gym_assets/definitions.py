@@ -24,13 +24,15 @@ from gym_assets.defs.rollouts import assets as rollout_assets
 from gym_assets.defs.rollouts import checks as rollout_checks
 from gym_assets.defs.rollouts.jobs import rollouts_job
 from gym_assets.defs.rollouts.resources import HarnessRunner, ModelEndpoint
+from gym_assets.defs.scoreboard import assets as scoreboard_assets
+from gym_assets.defs.scoreboard.sensors import scoreboard_automation_sensor
 from gym_assets.defs.tasksets import assets as taskset_assets
 from gym_assets.defs.tasksets import checks as taskset_checks
 from gym_assets.defs.tasksets.sensors import config_change_sensor
 
 defs = dg.Definitions(
     assets=dg.load_assets_from_modules(
-        [taskset_assets, plan_assets, rollout_assets, conformance_assets]
+        [taskset_assets, plan_assets, rollout_assets, conformance_assets, scoreboard_assets]
     ),
     asset_checks=dg.load_asset_checks_from_modules(
         [taskset_checks, plan_checks, rollout_checks, conformance_checks]
@@ -42,6 +44,7 @@ defs = dg.Definitions(
         config_change_sensor,
         plan_automation_sensor,
         conformance_automation_sensor,
+        scoreboard_automation_sensor,
         check_alerts_on_success,
         check_alerts_on_failure,
     ],

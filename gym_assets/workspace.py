@@ -94,10 +94,18 @@ class Workspace:
         """Where the metrics sidecar of a dataset outside the configs and data roots goes."""
         return self.data / "metrics" / benchmark
 
+    def rollouts_root(self) -> Path:
+        """Where the ``rollouts`` asset keeps its runs, ``<benchmark>/<harness>/`` each."""
+        return self.data / "rollouts"
+
     def rollouts_run_dir(self, benchmark: str, harness: str) -> Path:
         """Where the ``rollouts`` asset keeps the run of one benchmark × harness (a CLI run
         writes wherever ``--out`` says)."""
-        return self.data / "rollouts" / benchmark / harness
+        return self.rollouts_root() / benchmark / harness
+
+    def scoreboard_dir(self) -> Path:
+        """Where the scoreboard keeps every run result it has seen and renders them."""
+        return self.data / "scoreboard"
 
     def alerts_dir(self) -> Path:
         return self.data / "alerts"

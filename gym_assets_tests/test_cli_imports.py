@@ -25,6 +25,7 @@ PARSER_MODULES = {
     "gym_assets.cli.model",
     "gym_assets.cli.plans",
     "gym_assets.cli.rollouts",
+    "gym_assets.cli.scoreboard",
     "gym_assets.conformance",  # its __init__ is a docstring
     "gym_assets.conformance.profiles",
     "gym_assets.display",  # stdlib only: escapes data-derived text the commands print

@@ -44,13 +44,14 @@ def test_a_partition_launched_in_the_ui_is_checked_per_partition_and_screenshott
     assert {"config_change_sensor", "conformance_sweep"} <= set(report.stopped)
     assert not any(name.startswith("check_alerts") for name in report.stopped)
     for checked in ("collated_taskset", "eval_plan", "collated_taskset:stable_task_ids",
-                    "eval_plan:plan_covers_taskset"):  # fmt: skip
+                    "eval_plan:plan_covers_taskset", "scoreboard"):  # fmt: skip
         assert checked in report.checked
     if shutil.which("chromium") is None:
         assert report.screenshots == []
         return
     names = sorted(png.name for png in report.screenshots)
-    assert names == ["asset_graph.png", "check_history.png", "materialization.png"]
+    assert names == ["asset_graph.png", "check_history.png", "materialization.png",
+                     "scoreboard.png", "scoreboard_page.png"]  # fmt: skip
     for png in report.screenshots:
         with Image.open(png) as image:
             assert image.size == ui_check.WINDOW

@@ -134,6 +134,11 @@ MATERIALIZATION = """query($key: AssetKeyInput!, $partition: String!) {
 
 NUX_SEEN = "mutation { setNuxSeen }"
 
+SCOREBOARD_MATERIALIZATION = """{ assetOrError(assetKey: {path: ["scoreboard"]}) { __typename
+  ... on Asset { assetMaterializations(limit: 1) { runId metadataEntries { __typename label
+    ... on TableMetadataEntry { table { records schema { columns { name } } } }
+    ... on PathMetadataEntry { path } } } } } }"""
+
 
 def selector() -> dict[str, str]:
     return {"repositoryLocationName": LOCATION, "repositoryName": REPOSITORY}
@@ -390,6 +395,85 @@ def take_screenshots(
     return saved
 
 
+# --- the scoreboard ------------------------------------------------------------------------------
+
+SCOREBOARD_HARNESS = "simple_agent"
+OUTCOMES = ("measured", "masked", "failed", "unscored", "pending")
+
+
+def launch_and_wait(gql: GraphQL, server: UiServer, job: str, **params: Any) -> str:
+    """Launch ``job`` as the UI does (``params``: tags, an asset selection) and wait for it to
+    succeed; its run id."""
+    tags = [{"key": k, "value": v} for k, v in params.pop("tags", {}).items()]
+    launched = gql(LAUNCH, params={
+        "selector": {**selector(), "jobName": job, **params},
+        "runConfigData": {},
+        "executionMetadata": {"tags": tags},
+    })["launchRun"]  # fmt: skip
+    if launched["__typename"] != "LaunchRunSuccess":
+        raise CheckFailed(f"launchRun of {job} answered {launched['__typename']}: {launched}")
+    run_id = launched["run"]["runId"]
+    if not server.wait(lambda: run_status(gql, run_id) in FINISHED, RUN_TIMEOUT_S):
+        raise CheckFailed(f"run {run_id} of {job} still {run_status(gql, run_id)}")
+    status = run_status(gql, run_id)
+    if status != "SUCCESS":
+        raise CheckFailed(f"run {run_id} of {job} ended {status}")
+    return run_id
+
+
+def verify_scoreboard(gql: GraphQL, run_id: str, benchmark: str) -> Path:
+    """The scoreboard's latest materialization is ``run_id``'s and its table has the cell of
+    ``benchmark`` × the harness, every planned rollout counted once; the HTML page's path."""
+    found = gql(SCOREBOARD_MATERIALIZATION)["assetOrError"]
+    latest = (found.get("assetMaterializations") or [None])[0]
+    if latest is None or latest["runId"] != run_id:
+        raise CheckFailed(f"scoreboard was not materialized by run {run_id}")
+    entries = {e["label"]: e for e in latest["metadataEntries"]}
+    if "scoreboard" not in entries or "scoreboard_html" not in entries:
+        raise CheckFailed("the scoreboard's materialization has no scoreboard table or page")
+    rows = [json.loads(record) for record in entries["scoreboard"]["table"]["records"]]
+    cells = [r for r in rows if (r["benchmark"], r["harness"]) == (benchmark, SCOREBOARD_HARNESS)]
+    if len(cells) != 1:
+        raise CheckFailed(f"the scoreboard has {len(cells)} cells of {benchmark} × harness")
+    cell = cells[0]
+    if not cell["planned"] or sum(cell[o] for o in OUTCOMES) != cell["planned"]:
+        raise CheckFailed(f"the scoreboard's outcomes do not add up to the planned: {cell}")
+    page = Path(entries["scoreboard_html"]["path"])
+    if not page.is_file():
+        raise CheckFailed(f"the scoreboard's page {page} does not exist")
+    return page
+
+
+def check_scoreboard(
+    gql: GraphQL, server: UiServer, benchmark: str, out: Path, scratch: Path, report: Report
+) -> None:
+    """A rollouts partition of ``benchmark`` launched as the UI does, then the scoreboard; its
+    table checked through GraphQL, its asset page and its HTML page screenshotted."""
+    started = time.monotonic()
+    added = gql(ADD_PARTITION, selector=selector(), name="harness", key=SCOREBOARD_HARNESS)
+    if added["addDynamicPartition"]["__typename"] != "AddDynamicPartitionSuccess":
+        raise CheckFailed(f"cannot add harness partition: {added['addDynamicPartition']}")
+    partition = f"{benchmark}|{SCOREBOARD_HARNESS}"
+    launch_and_wait(gql, server, "rollouts_job", tags={
+        "dagster/partition": partition,
+        "dagster/partition/benchmark": benchmark,
+        "dagster/partition/harness": SCOREBOARD_HARNESS,
+    })  # fmt: skip
+    report.seconds["rollouts"] = time.monotonic() - started
+    launched = time.monotonic()
+    run_id = launch_and_wait(gql, server, "__ASSET_JOB", assetSelection=[{"path": ["scoreboard"]}])
+    report.seconds["scoreboard"] = time.monotonic() - launched
+    page = verify_scoreboard(gql, run_id, benchmark)
+    report.checked.append("scoreboard")
+    cell = f"{benchmark} × {SCOREBOARD_HARNESS}"
+    report.screenshots += take_screenshots(gql, "", out, [
+        Page("scoreboard", f"{server.url}/assets/scoreboard?view=events",
+             (f"Materialized in run {run_id[:8]}", "scoreboard", "reward_mean")),
+        Page("scoreboard_page", page.as_uri(),
+             ("Rollouts scoreboard", f"{cell} × policy (reference)", "History per cell")),
+    ], scratch)  # fmt: skip
+
+
 # --- the processes -------------------------------------------------------------------------------
 
 
@@ -512,6 +596,7 @@ def ui_check(benchmark: str, out: Path, work: Path, report: Report) -> Report:
             gql, server.url, out, pages(benchmark, run_id, assets), scratch
         )
         report.seconds["screenshots"] = time.monotonic() - shots_started
+        check_scoreboard(gql, server, benchmark, out, scratch, report)
     report.seconds["total"] = time.monotonic() - started
     return report
 

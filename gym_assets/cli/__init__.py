@@ -28,6 +28,7 @@ from gym_assets.cli import (
     model,
     plans,
     rollouts,
+    scoreboard,
 )
 from gym_assets.display import shown
 from gym_assets.errors import UsageError, UserError, os_error_line
@@ -43,7 +44,8 @@ def build_parser() -> argparse.ArgumentParser:
     what = listing.add_subparsers(dest="what", metavar="WHAT", required=True)
     for lister in (benchmarks, harnesses):
         lister.register_listing(what)
-    for area in (config, benchmarks, plans, conformance, rollouts, harnesses, model, doctor):
+    areas = (config, benchmarks, plans, conformance, rollouts, scoreboard, harnesses, model, doctor)
+    for area in areas:
         area.register(subparsers)
     return parser
 

@@ -153,6 +153,7 @@ def _summary(result: RunResult) -> None:
     print(f"failures           : {files.failures}")
     print(f"materialized inputs: {files.materialized_inputs}")
     print(f"aggregate metrics  : {files.aggregate_metrics}")
+    print(f"result             : {files.result}")
     print(f"model-call captures: {files.capture_dir}/")
     print(f"report             : {analysis.report}")
 

@@ -53,6 +53,7 @@ CONFORMANCE_RUNS = Kind("conformance-runs", "a harness's conformance runs")
 CONFORMANCE_SWEEP = Kind("conformance-sweep", "the conformance matrix of every harness")
 CATALOGUE = Kind("catalogue", "the conformance check catalogue")
 ALERTS = Kind("alerts", "an alert log")
+SCOREBOARD = Kind("scoreboard", "the rollouts scoreboard")
 HARNESS_INSTALL = Kind("harness-install", "a harness install")
 
 KINDS = {
@@ -76,6 +77,7 @@ KINDS = {
         CONFORMANCE_SWEEP,
         CATALOGUE,
         ALERTS,
+        SCOREBOARD,
         HARNESS_INSTALL,
     )
 }

@@ -81,6 +81,7 @@ from gym_assets.tasks.pipeline import collated_path
 
 if TYPE_CHECKING:
     from gym_assets.rollouts.analysis.publish import Analysis
+    from gym_assets.rollouts.analysis.results import Model
 
 DEFAULT_MODEL = ("policy", "policy_model")  # (model id, model server) when the config names none
 
@@ -97,6 +98,7 @@ class RunResult:
     metrics: list[dict[str, Any]]  # one entry per environment server
     analysis: Analysis  # statistics, comparison with the previous run, the report
     manifest: Manifest  # what the run is (a resume continues it with its own settings)
+    model: Model  # the model it ran (name, upstream, base URL without credentials)
     drifted: list[tuple[str, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     harness: dict[str, str] = field(default_factory=dict)  # name, kind, interface, version
@@ -466,7 +468,9 @@ def run_rollouts(
         # Imported here: pandas and matplotlib cost a second, which loading the Dagster
         # definitions or a command that runs nothing should not pay.
         from gym_assets.rollouts.analysis.publish import aggregate_entries, analyse
+        from gym_assets.rollouts.analysis.results import Model, run_result, write_result
 
+        finished_at = datetime.now(UTC)
         analysis = analyse(
             files,
             inputs,
@@ -476,13 +480,25 @@ def run_rollouts(
             harness=harness.name,
             totals=totals,
             roots=catalog.workspace,
-            now=datetime.now(UTC),
+            now=finished_at,
         )
         metrics = aggregate_entries(inputs, done, failed, analysis.table)
         notes += analysis.notes
         atomic_write_text(
             files.aggregate_metrics, json.dumps(metrics, indent=2, ensure_ascii=False) + "\n"
         )
+        model = Model.of(servers.gateway.model_name, upstream.mode, upstream.base_url)
+        result = run_result(
+            benchmark=benchmark.name,
+            harness=harness.name,
+            model=model,
+            outcomes=totals.outcomes,
+            statistics=analysis.statistics,
+            seconds=seconds,
+            plan_digest=manifest.plan_digest,
+            finished_at=finished_at,
+        )
+        write_result(files.result, result)
     return RunResult(
         files=files,
         rollouts=len(inputs),
@@ -492,6 +508,7 @@ def run_rollouts(
         metrics=metrics,
         analysis=analysis,
         manifest=manifest,
+        model=model,
         drifted=gate.drifted(),
         notes=notes,
         harness=resolved.metadata(),

@@ -56,6 +56,8 @@ def _metadata(result: RunResult) -> dict[str, dg.MetadataValue]:
         "materialized_inputs": dg.MetadataValue.path(str(files.materialized_inputs)),
         "aggregate_metrics": dg.MetadataValue.path(str(files.aggregate_metrics)),
         "harness": dg.MetadataValue.json(result.harness),
+        "model": dg.MetadataValue.json(result.model.to_json()),
+        "result": dg.MetadataValue.path(str(files.result)),
     }
     for name, value in (("reward_mean", totals.reward_mean), ("pass@1", totals.pass_at_1)):
         if value is not None:
@@ -94,8 +96,8 @@ def failed_parent(context: dg.AssetExecutionContext) -> str | None:
     # `dagster-k8s/config` to the run pod only. Other executors ignore it.
     op_tags={"dagster-k8s/config": ROLLOUTS_POD},
     # 2: the report and history snapshots among its outputs, and a re-execution of a failed run
-    # continuing its rollouts.
-    code_version="2",
+    # continuing its rollouts. 3: the run's result (the model it ran) for the scoreboard.
+    code_version="3",
     description="Every planned task of the benchmark run through its environment server with "
     "the harness: records, failure sidecar, materialized inputs, aggregate metrics with their "
     "statistics, and an HTML report, under `<data_root>/rollouts/<benchmark>/<harness>/`.",

@@ -61,7 +61,8 @@ class ReportInput:
     previous: str | None  # the snapshot compared with
 
 
-def _svg(figure: Figure) -> str:
+def svg(figure: Figure) -> str:
+    """The figure as inline SVG, deterministic (fixed id salt, no date)."""
     buffer = io.StringIO()
     with matplotlib.rc_context(SVG_RC):
         figure.savefig(buffer, format="svg", metadata=SVG_METADATA)
@@ -84,7 +85,7 @@ def reward_plot(bins: Sequence[HistogramBin]) -> str:
     axes.yaxis.set_major_locator(MaxNLocator(integer=True))
     axes.tick_params(axis="x", labelrotation=45, labelsize=8)
     figure.tight_layout()
-    return _svg(figure)
+    return svg(figure)
 
 
 def failure_plot(failed: Mapping[str, int], masked: Mapping[str, int]) -> str | None:
@@ -99,7 +100,7 @@ def failure_plot(failed: Mapping[str, int], masked: Mapping[str, int]) -> str | 
     axes.set_xlabel("rollouts")
     axes.xaxis.set_major_locator(MaxNLocator(integer=True))
     figure.tight_layout()
-    return _svg(figure)
+    return svg(figure)
 
 
 def _number(value: float | None) -> str:
@@ -115,7 +116,7 @@ def _interval_row(name: str, value: Interval) -> list[str]:
     return [escape(name), _number(value.mean), _number(value.stderr), ci, str(value.n)]
 
 
-def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], numeric: set[int]) -> str:
+def html_table(headers: Sequence[str], rows: Sequence[Sequence[str]], numeric: set[int]) -> str:
     """A table of cells that are already HTML (escaped by the caller)."""
     head = "".join(f"<th>{escape(h)}</th>" for h in headers)
     body = "".join(
@@ -139,14 +140,14 @@ def _statistics(stats: RunStatistics) -> str:
         "least two measured tasks.</p>"
     )
     headers = ["estimate", "mean", "std. error", f"{CONFIDENCE:.0%} CI", "tasks"]
-    return _table(headers, rows, {1, 2, 4}) + note
+    return html_table(headers, rows, {1, 2, 4}) + note
 
 
 def _outcomes(report: ReportInput) -> str:
     outcomes = report.totals.outcomes
     names = ["measured", "masked", "unscored", "failed", "pending"]
     rows = [[name, str(getattr(outcomes, name))] for name in names]
-    return _table(["outcome", "rollouts"], rows, {1})
+    return html_table(["outcome", "rollouts"], rows, {1})
 
 
 def _comparison(report: ReportInput) -> str:
@@ -156,7 +157,7 @@ def _comparison(report: ReportInput) -> str:
     parts = [
         f"<p>Against the previous run (snapshot <code>{escape(report.previous)}</code>): "
         f"{comparison.paired} tasks paired by task index and input digest.</p>",
-        _table(
+        html_table(
             ["estimate", "mean", "std. error", f"{CONFIDENCE:.0%} CI", "tasks"],
             [_interval_row("reward difference (this − previous)", comparison.reward_delta)],
             {1, 2, 4},
@@ -215,7 +216,7 @@ def render(report: ReportInput) -> str:
         ("Outcomes", _outcomes(report)),
         ("Plots", f'<div class="plots">{"".join(plots)}</div>'),
         ("Compared with the previous run", _comparison(report)),
-        ("Tasks", _table(headers, _task_rows(report), {0, 3, 4, 5, 6, 7, 8})),
+        ("Tasks", html_table(headers, _task_rows(report), {0, 3, 4, 5, 6, 7, 8})),
     ]
     body = "\n".join(f"<h2>{escape(name)}</h2>\n{html}" for name, html in sections)
     return (

@@ -6,6 +6,7 @@
     <out>/rollouts_aggregate_metrics.json     one entry per environment server
     <out>/rollouts_manifest.json              what the run is (``manifest.py``)
     <out>/rollouts_plan.json                  the plan it was pinned to (a copy)
+    <out>/rollouts_result.json                what a scoreboard reads (``analysis.results``)
     <out>/captures/                           the gateway's per-rollout capture files, and
                                               each harness activation's network log
     <out>/report.html, <out>/report/          the run's HTML report and the records it links
@@ -101,6 +102,11 @@ class RunFiles:
         return self.out_dir / f"{self.stem}_plan.json"
 
     @property
+    def result(self) -> Path:
+        """The run's result: model, outcomes, estimates (``analysis.results``)."""
+        return self.out_dir / f"{self.stem}_result.json"
+
+    @property
     def capture_dir(self) -> Path:
         return self.out_dir / "captures"
 
@@ -125,6 +131,7 @@ class RunFiles:
             self.aggregate_metrics,
             self.manifest,
             self.plan,
+            self.result,
             self.report,
         )
 

@@ -1,0 +1,1 @@
+"""The scoreboard asset and the sensor that keeps it following the rollouts."""
