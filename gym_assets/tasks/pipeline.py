@@ -20,8 +20,15 @@ from gym_assets.config.model import iter_declared_datasets
 from gym_assets.errors import UserError
 from gym_assets.fileio import atomic_write_text
 from gym_assets.modes import CollationMode, ValidationMode
-from gym_assets.outputs.claims import claimed_dir, rebuilt_dir
-from gym_assets.outputs.markers import COLLATION, METRICS, PREPARED, TASKSET, Kind
+from gym_assets.outputs.claims import claimed_dir, rebuilt_dir, renewed_dir
+from gym_assets.outputs.markers import (
+    COLLATION,
+    METRICS,
+    METRICS_CONFLICTS,
+    PREPARED,
+    TASKSET,
+    Kind,
+)
 from gym_assets.outputs.targets import Target, is_within
 from gym_assets.tasks.catalog import Benchmark, Catalog
 from gym_assets.tasks.collate import collate, in_scope_types
@@ -94,6 +101,7 @@ def collate_benchmark(
         Path(output_dir),
         TASKSET,
         [sidecars] if sidecars else [],
+        conflicts_dir=catalog.workspace.conflicts_dir("tasksets", name),
         mode=COLLATION_MODE,
         validation=validation,
         overwrite_metrics_conflicts=overwrite_metrics_conflicts,
@@ -165,6 +173,7 @@ def collate_datasets(
         Path(output_dir),
         COLLATION,
         sidecars,
+        conflicts_dir=catalog.workspace.conflicts_dir("collations", mode),
         mode=mode,
         validation=validation,
         overwrite_metrics_conflicts=overwrite_metrics_conflicts,
@@ -179,6 +188,7 @@ def _collate_into(
     kind: Kind,
     sidecars: list[Target],
     *,
+    conflicts_dir: Path,
     mode: CollationMode,
     validation: ValidationMode,
     overwrite_metrics_conflicts: bool,
@@ -187,17 +197,23 @@ def _collate_into(
 ) -> CollationReport:
     """Collate ``items`` into a staging copy of ``output_dir`` (with the sidecar products held),
     write the report (and the record of ``inputs``) beside the files, and swap it in. Reported
-    paths start with ``output_dir`` as given."""
+    paths start with ``output_dir`` as given. ``conflicts_dir`` holds the conflicting metrics
+    of this run only (none: no directory)."""
+    workspace = catalog.workspace
     with (
-        rebuilt_dir(Target.of(output_dir, kind, catalog.workspace)) as staging,
+        rebuilt_dir(Target.of(output_dir, kind, workspace)) as staging,
         contextlib.ExitStack() as held,
     ):
         for sidecar in sidecars:
             held.enter_context(claimed_dir(sidecar))
+        conflicts = held.enter_context(
+            renewed_dir(Target.of(conflicts_dir, METRICS_CONFLICTS, workspace))
+        )
         report = collate(
             catalog.loaded.data,
             items,
             staging,
+            conflicts_dir=conflicts,
             mode=mode,
             validation=validation,
             overwrite_metrics_conflicts=overwrite_metrics_conflicts,
