@@ -2,8 +2,8 @@
 
     .venv/bin/python scripts/ui_check.py [--benchmark units] [--out DIR] [--keep]
 
-In a temporary directory: a ``DAGSTER_HOME`` with the repo's ``dagster.yaml``, a copy of
-``configs/`` and an empty data root (``gym_assets/local_dagster.py``). Starts
+In a temporary directory: a ``DAGSTER_HOME`` with the repo's ``deploy/instance/dagster.yaml``,
+a copy of ``configs/`` and an empty data root (``gym_assets/local_dagster.py``). Starts
 ``dagster-webserver`` on a free loopback port, waits until the code location is loaded, stops
 the sensors and schedules that launch runs (so that only the run launched here runs), starts
 ``dagster-daemon run``, adds the benchmark's partition and launches one ``benchmark_job`` run
