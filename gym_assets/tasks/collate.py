@@ -194,7 +194,7 @@ def collate(
     inputs: Sequence[CollationInput],
     output_dir: Path,
     *,
-    conflicts_dir: Path,
+    conflicts_dir: Callable[[], Path],
     mode: CollationMode = "train_preparation",
     validation: ValidationMode = "auto",
     overwrite_metrics_conflicts: bool = False,
@@ -206,7 +206,8 @@ def collate(
     Writes ``{type}.jsonl`` and ``{type}_metrics.json`` per in-scope type, one prepared file per
     declaration, and each dataset's metrics sidecar. Refusals are ``UserError``s and leave no
     collated output behind; a metrics conflict writes only the ``*_conflict.json`` files, into
-    ``conflicts_dir`` (never beside a sidecar, which may lie in the configs tree).
+    the directory ``conflicts_dir()`` gives, asked for at the first conflict only (never beside
+    a sidecar, which may lie in the configs tree).
     """
     types = in_scope_types(mode)
     validation_mode = resolve_validation_mode(validation, mode)
@@ -630,17 +631,17 @@ class _ConflictFiles:
     """Where each conflicting document of one run goes: ``<stem>_conflict.json`` in one
     directory, numbered when two stored documents of the run share a name."""
 
-    def __init__(self, directory: Path):
+    def __init__(self, directory: Callable[[], Path]):
         self.directory = directory
         self.paths: dict[Path, Path] = {}
 
     def of(self, stored: Path) -> Path:
         if stored not in self.paths:
-            taken = set(self.paths.values())
-            path, number = self.directory / f"{stored.stem}_conflict.json", 1
+            directory, taken = self.directory(), set(self.paths.values())
+            path, number = directory / f"{stored.stem}_conflict.json", 1
             while path in taken:
                 number += 1
-                path = self.directory / f"{stored.stem}_conflict.{number}.json"
+                path = directory / f"{stored.stem}_conflict.{number}.json"
             self.paths[stored] = path
         return self.paths[stored]
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -181,6 +182,19 @@ def collate_datasets(
     )
 
 
+class _Claimed:
+    """A renewed directory (``renewed_dir``), claimed inside ``stack`` when first asked for."""
+
+    def __init__(self, target: Target, stack: contextlib.ExitStack):
+        self._target, self._stack = target, stack
+        self._path: Path | None = None
+
+    def __call__(self) -> Path:
+        if self._path is None:
+            self._path = self._stack.enter_context(renewed_dir(self._target))
+        return self._path
+
+
 def _collate_into(
     catalog: Catalog,
     items: list[CollationInput],
@@ -198,7 +212,8 @@ def _collate_into(
     """Collate ``items`` into a staging copy of ``output_dir`` (with the sidecar products held),
     write the report (and the record of ``inputs``) beside the files, and swap it in. Reported
     paths start with ``output_dir`` as given. ``conflicts_dir`` holds the conflicting metrics
-    of this run only (none: no directory)."""
+    of the latest collation that got as far as comparing them: it is claimed (and emptied) at
+    this run's first conflict, removed after a run without any, and never made for nothing."""
     workspace = catalog.workspace
     with (
         rebuilt_dir(Target.of(output_dir, kind, workspace)) as staging,
@@ -206,9 +221,7 @@ def _collate_into(
     ):
         for sidecar in sidecars:
             held.enter_context(claimed_dir(sidecar))
-        conflicts = held.enter_context(
-            renewed_dir(Target.of(conflicts_dir, METRICS_CONFLICTS, workspace))
-        )
+        conflicts = _Claimed(Target.of(conflicts_dir, METRICS_CONFLICTS, workspace), held)
         report = collate(
             catalog.loaded.data,
             items,
@@ -219,6 +232,8 @@ def _collate_into(
             overwrite_metrics_conflicts=overwrite_metrics_conflicts,
             progress=progress,
         )
+        if os.path.lexists(conflicts_dir):
+            conflicts()  # no conflict now: the earlier collation's are emptied out, and it goes
         report = _relocate(report, staging, output_dir)
         document = json.dumps(report.to_dict(), indent=2, sort_keys=True, ensure_ascii=False)
         atomic_write_text(staging / REPORT_NAME, document + "\n")

@@ -621,8 +621,8 @@ def test_output_is_deterministic_and_sidecar_dir_is_honoured(tmp_path: Path) -> 
     inputs = inputs_of(config, tmp_path / "data", sidecar_dir=sidecars)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        first = collate(config, inputs, tmp_path / "a", conflicts_dir=tmp_path)
-        second = collate(config, inputs, tmp_path / "b", conflicts_dir=tmp_path)
+        first = collate(config, inputs, tmp_path / "a", conflicts_dir=lambda: tmp_path)
+        second = collate(config, inputs, tmp_path / "b", conflicts_dir=lambda: tmp_path)
     assert [(Path(o.path).name, o.sha256) for o in first.outputs if "/a/" in o.path] == [
         (Path(o.path).name, o.sha256) for o in second.outputs if "/b/" in o.path
     ]
@@ -742,7 +742,7 @@ def test_collation_keeps_nothing_per_row(tmp_path: Path, monkeypatch) -> None:
                 warnings.simplefilter("ignore")
                 inputs = inputs_of(config, tmp_path / "data")
                 out = tmp_path / f"out{count}"
-                collate(config, inputs, out, conflicts_dir=tmp_path, servers_package="none")
+                collate(config, inputs, out, conflicts_dir=lambda: tmp_path, servers_package="none")
             peaks.append(tracemalloc.get_traced_memory()[1])
         finally:
             tracemalloc.stop()

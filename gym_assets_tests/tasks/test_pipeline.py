@@ -190,7 +190,7 @@ def test_a_metrics_conflict_leaves_the_previous_taskset_and_the_configs_untouche
     out = tmp_path / "units"
     collate_benchmark(catalog, "units", out)
     conflicts = tmp_path / "data" / "metrics_conflicts" / "tasksets" / "units"
-    assert not conflicts.exists()  # no conflict: no conflicts directory
+    assert not (tmp_path / "data").exists()  # no conflict: nothing under the data root
     before, configs_before = snapshot(out), snapshot(tree)
     source = tree / "benchmarks" / "units" / "units.jsonl"
     source.write_text("".join(source.read_text("utf-8").splitlines(keepends=True)[:-1]))
