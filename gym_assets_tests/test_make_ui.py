@@ -1,8 +1,10 @@
 """`make ui PORT=…`: the UI is served by `dg dev` on that port, and the alert links follow it
 through the one variable the Makefile exports; the instance settings are not at the root."""
 
+import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -46,3 +48,24 @@ def test_no_instance_settings_at_the_root_where_dagster_would_warn_about_them():
         "dagster.yaml",
         "dagster.postgres.yaml",
     }
+
+
+@pytest.mark.slow
+def test_dg_finds_and_loads_every_definition_from_the_repository_root(tmp_path):
+    """`make lint` runs `dg check defs`: [tool.dg] points dg at gym_assets.definitions."""
+    dg = Path(sys.executable).parent / "dg"
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "dagster.yaml").write_bytes((REPO / INSTANCE_DIR / "dagster.yaml").read_bytes())
+    env = {**os.environ, "DAGSTER_HOME": str(home), "GYM_ASSETS_DATA_ROOT": str(tmp_path / "d")}
+    checked = subprocess.run(
+        [str(dg), "check", "defs"], cwd=REPO, env=env, capture_output=True, text=True
+    )
+    assert checked.returncode == 0, checked.stderr[-3000:]
+    assert "All definitions loaded successfully" in checked.stdout
+    listed = subprocess.run(
+        [str(dg), "list", "defs", "--json"], cwd=REPO, env=env, capture_output=True, text=True
+    )
+    assert listed.returncode == 0, listed.stderr[-3000:]
+    keys = {asset["asset_key"] for asset in json.loads(listed.stdout)["assets"]}
+    assert {"collated_taskset", "eval_plan", "rollouts", "collated_datasets"} <= keys
