@@ -4,6 +4,14 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 export DAGSTER_HOME := $(CURDIR)/.dagster_home
+# The instance settings live here, not at the root (Dagster warns about a dagster.yaml in the
+# directory it starts in); each target copies them into its own DAGSTER_HOME.
+INSTANCE_DIR := deploy/instance
+
+# Where `make ui` (and ui-postgres) serve the UI: `make ui PORT=3001`. The alert links (the
+# alert_sink's run URLs) follow it through GYM_ASSETS_UI_URL, unless that is set already.
+PORT ?= 3000
+export GYM_ASSETS_UI_URL ?= http://127.0.0.1:$(PORT)
 
 # Where products go (as the CLI's --data-root) and which harnesses `make harnesses` and
 # `make conformance` take (empty: every one of the registry).
@@ -43,9 +51,9 @@ browser:
 		&& DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } \
 		|| echo "chromium is not installed: ui-check will skip its screenshots" >&2
 
-$(DAGSTER_HOME)/dagster.yaml: dagster.yaml
+$(DAGSTER_HOME)/dagster.yaml: $(INSTANCE_DIR)/dagster.yaml
 	mkdir -p $(DAGSTER_HOME)
-	cp dagster.yaml $(DAGSTER_HOME)/dagster.yaml
+	cp $(INSTANCE_DIR)/dagster.yaml $(DAGSTER_HOME)/dagster.yaml
 
 demo: setup $(DAGSTER_HOME)/dagster.yaml  ## materialize every asset of the bundled configs
 	$(BIN)/python -m gym_assets.definitions
@@ -56,17 +64,17 @@ test: setup scale-tools  ## run the whole test suite
 test-fast: setup  ## the suite without the slow tests (gym_assets_tests/conftest.py says which)
 	$(BIN)/python -m pytest -m "not slow"
 
-ui: setup $(DAGSTER_HOME)/dagster.yaml  ## serve the Dagster UI on 127.0.0.1:3000
-	$(BIN)/dagster dev -h 127.0.0.1 -p 3000 -w workspace.yaml
+ui: setup $(DAGSTER_HOME)/dagster.yaml  ## serve the Dagster UI on 127.0.0.1:$(PORT) (dg dev, [tool.dg] in pyproject.toml)
+	$(BIN)/dg dev -h 127.0.0.1 -p $(PORT)
 
 # The UI on an instance whose storage is the project's own Postgres cluster (started if it is not
 # running; `scripts/postgres.sh stop` stops it): dagster.postgres.yaml in its own DAGSTER_HOME.
 PG_DAGSTER_HOME := $(CURDIR)/.dagster_home_postgres
-ui-postgres: setup scale-tools  ## serve the Dagster UI on 127.0.0.1:3000 with its instance on Postgres
+ui-postgres: setup scale-tools  ## serve the Dagster UI on 127.0.0.1:$(PORT) with its instance on Postgres
 	mkdir -p $(PG_DAGSTER_HOME)
-	cp dagster.postgres.yaml $(PG_DAGSTER_HOME)/dagster.yaml
+	cp $(INSTANCE_DIR)/dagster.postgres.yaml $(PG_DAGSTER_HOME)/dagster.yaml
 	eval "export $$(scripts/postgres.sh start)" && DAGSTER_HOME=$(PG_DAGSTER_HOME) \
-		$(BIN)/dagster dev -h 127.0.0.1 -p 3000 -w workspace.yaml
+		$(BIN)/dg dev -h 127.0.0.1 -p $(PORT)
 
 ui-check: setup browser  ## the UI on a throwaway instance: launch a partition, check it through GraphQL, screenshot it
 	$(BIN)/python scripts/ui_check.py
@@ -94,10 +102,11 @@ model-server: model  ## start the local model server on 127.0.0.1 and print its 
 demo-real: model  ## HumanEval and arith (first 10 tasks each) through simple_agent against the local model
 	$(BIN)/python scripts/demo_real.py
 
-lint: setup
+lint: setup $(DAGSTER_HOME)/dagster.yaml  ## ruff, pyright, and dg check defs (every definition loads)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/pyright
+	$(BIN)/dg check defs
 
 format: setup
 	$(BIN)/ruff format .

@@ -2,10 +2,10 @@
 
     .venv/bin/python bench/dagster_runs.py [--rounds 3] [--benchmark humaneval] [--storage sqlite]
 
-Sets up a temporary ``DAGSTER_HOME`` holding the repo's ``dagster.yaml`` (``--storage
-postgres``: ``dagster.postgres.yaml`` on the project's own Postgres cluster, started and stopped
-here; ``bench/local_instances.py``), a copy of ``configs/`` and fresh data roots; starts a code
-server (``dagster api grpc``) for the code location of
+Sets up a temporary ``DAGSTER_HOME`` holding the repo's ``deploy/instance/dagster.yaml``
+(``--storage postgres``: ``dagster.postgres.yaml`` beside it, on the project's own Postgres
+cluster, started and stopped here; ``bench/local_instances.py``), a copy of ``configs/`` and
+fresh data roots; starts a code server (``dagster api grpc``) for the code location of
 ``bench/dagster_runs_location.py`` (the project's definitions plus an empty job) and the daemon
 (``dagster-daemon run``; the project's sensors are stopped first so that they launch nothing of
 their own). Each round then submits, with ``dagster job launch``, one run of

@@ -1,13 +1,12 @@
 """Throwaway Dagster instances for the benches, on sqlite or on the project's own Postgres.
 
 ``local_instance`` makes a home under a scratch directory with the repo's instance settings for
-the storage asked for (``dagster.yaml`` or ``dagster.postgres.yaml``), a copy of the configs and
-of the example harnesses (``minimal_agent`` is found beside the configs), starts the Postgres
-cluster the instance needs, and points this process (``os.environ``, which the code server, the
-daemon and the CLI inherit) at it for the duration of the block; the cluster is stopped and the
-variables restored on the way out. ``bench/dagster_runs.py`` and ``bench/fanout.py`` share it,
-and so does the run queue test.
-"""
+the storage asked for (``deploy/instance/dagster.yaml`` or ``dagster.postgres.yaml``), a copy of
+the configs and of the example harnesses (``minimal_agent`` is found beside the configs), starts
+the Postgres cluster the instance needs, and points this process (``os.environ``, which the code
+server, the daemon and the CLI inherit) at it for the duration of the block; the cluster is
+stopped and the variables restored on the way out. ``bench/dagster_runs.py`` and
+``bench/fanout.py`` share it, and so does the run queue test."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The one Definitions object of the project (``dagster dev -m gym_assets.definitions``).
+"""The one Definitions object of the project (``dg dev``, ``dg check defs``: see ``[tool.dg]``).
 
 Its default executor is in-process, so a run of assets picked in the UI (Dagster's implicit
 asset job) costs what ``benchmark_job`` costs: no asset here needs a process per step (see

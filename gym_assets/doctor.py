@@ -92,13 +92,17 @@ def project_environment(prefix: str = sys.prefix, base_prefix: str = sys.base_pr
 
 def dagster_home(environ: Mapping[str, str] = os.environ) -> Finding:
     """Where Dagster keeps runs, event logs and sensor state."""
-    fix = "run `make demo` (it makes .dagster_home), or copy dagster.yaml into $DAGSTER_HOME"
+    fix = (
+        "run `make demo` (it makes .dagster_home), or copy deploy/instance/dagster.yaml into "
+        "$DAGSTER_HOME"
+    )
     value = environ.get("DAGSTER_HOME")
     if not value:
         return Finding("warn", "dagster home",
                        "DAGSTER_HOME is not set: Dagster would keep nothing between runs",
                        "`make demo` and `make ui` set it to .dagster_home; elsewhere export "
-                       "DAGSTER_HOME=<absolute folder> holding a copy of dagster.yaml")  # fmt: skip
+                       "DAGSTER_HOME=<absolute folder> holding a copy of "
+                       "deploy/instance/dagster.yaml")  # fmt: skip
     home = Path(value)
     if not home.is_absolute():
         return Finding("FAIL", "dagster home", f"DAGSTER_HOME={value} is not an absolute path",

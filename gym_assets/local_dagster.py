@@ -1,7 +1,8 @@
 """A throwaway Dagster instance on this machine, and the processes that serve it.
 
 The benches and ``make ui-check`` run Dagster's own programs (a code server, the webserver, the
-daemon) against a private ``DAGSTER_HOME`` holding the repo's ``dagster.yaml``, a copy of the
+daemon) against a private ``DAGSTER_HOME`` holding the repo's instance settings
+(``deploy/instance/dagster.yaml``, or its Postgres twin), a copy of the
 configs and an empty data root, so that nothing they do touches the user's instance or products.
 
 Dagster's programs map SIGTERM onto their SIGINT handler, and a program started from a
@@ -24,6 +25,9 @@ from pathlib import Path
 from gym_assets.workspace import CONFIGS_ENV, DATA_ROOT_ENV, Workspace
 
 STOP_TIMEOUT_S = 30.0
+INSTANCE_DIR = Path("deploy") / "instance"
+"""Where the repo keeps its instance settings (``dagster.yaml``, ``dagster.postgres.yaml``): not
+at its root, where Dagster would take a ``dagster.yaml`` for a misplaced home and warn."""
 
 
 @dataclass(frozen=True)
@@ -35,12 +39,12 @@ class LocalHome:
 
     @classmethod
     def create(cls, root: Path, repo: Path, instance: str = "dagster.yaml") -> LocalHome:
-        """The repo's instance settings (``instance``, e.g. ``dagster.postgres.yaml``) as the
-        home's ``dagster.yaml`` and a copy of its ``configs/`` under ``root``; the data root is
-        left to be created by the first product."""
+        """The repo's instance settings (``instance`` in ``INSTANCE_DIR``, e.g.
+        ``dagster.postgres.yaml``) as the home's ``dagster.yaml`` and a copy of its ``configs/``
+        under ``root``; the data root is left to be created by the first product."""
         local = cls(root / "dagster_home", Workspace(root / "configs", root / "data"))
         local.home.mkdir(parents=True)
-        shutil.copy(repo / instance, local.home / "dagster.yaml")
+        shutil.copy(repo / INSTANCE_DIR / instance, local.home / "dagster.yaml")
         shutil.copytree(repo / "configs", local.workspace.configs)
         return local
 

@@ -10,6 +10,8 @@ same thing everywhere, and the CLI, the assets and the docs agree on every path:
     <data>/collations/<mode>/                 every dataset of the configs, collated by type
     <data>/plans/<benchmark>/plan.json        eval plan (plan.previous.json: the one before)
     <data>/metrics/<benchmark>/               metrics sidecar of a dataset outside both roots
+    <data>/metrics_conflicts/tasksets/<b>/    new metrics a collation found conflicting
+    <data>/metrics_conflicts/collations/<m>/  (the latest collation of <b> or <m>)
     <data>/rollouts/<benchmark>/<harness>/    the rollouts asset's run
     <data>/alerts/                            the failed-check alert log
     <data>/conformance/harnesses/<harness>/   a harness's conformance suite runs
@@ -79,6 +81,12 @@ class Workspace:
         """Where the metrics sidecar of a non-benchmark dataset outside the configs tree goes
         (dataset names are unique per instance only)."""
         return self.data / "metrics" / f"{instance}.{dataset}"
+
+    def conflicts_dir(self, product_dir: str, name: str) -> Path:
+        """Where the metrics that the latest collation of ``name`` (a benchmark's taskset, or
+        a mode's collation: ``product_dir`` is ``tasksets`` or ``collations``) found
+        conflicting are written: under the data root, never beside a sidecar in the configs."""
+        return self.data / "metrics_conflicts" / product_dir / name
 
     def plan_dir(self, benchmark: str) -> Path:
         return self.data / "plans" / benchmark

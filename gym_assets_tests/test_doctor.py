@@ -17,7 +17,7 @@ import pytest
 from gym_assets import doctor
 from gym_assets.cli import main
 from gym_assets.config.loader import load_configs
-from gym_assets.local_dagster import free_port
+from gym_assets.local_dagster import INSTANCE_DIR, free_port
 from gym_assets.rollouts.harnesses.registry import load_harnesses
 from gym_assets.workspace import Workspace
 from gym_assets_tests.loopback_http import serving
@@ -60,7 +60,7 @@ def test_dagster_home_must_be_absolute_and_hold_dagster_yaml(tmp_path: Path) -> 
     empty = doctor.dagster_home({"DAGSTER_HOME": str(tmp_path)})
     assert (empty.status, empty.detail) == ("FAIL", f"{tmp_path} holds no dagster.yaml")
     assert empty.fix and "make demo" in empty.fix
-    shutil.copy(REPO / "dagster.yaml", tmp_path / "dagster.yaml")
+    shutil.copy(REPO / INSTANCE_DIR / "dagster.yaml", tmp_path / "dagster.yaml")
     ok = doctor.dagster_home({"DAGSTER_HOME": str(tmp_path)})
     assert (ok.status, ok.detail) == ("ok", str(tmp_path / "dagster.yaml"))
 
@@ -248,7 +248,7 @@ def test_the_command_prints_one_line_per_item_and_exits_on_fail(
 ) -> None:
     home = tmp_path / "home"
     home.mkdir()
-    shutil.copy(REPO / "dagster.yaml", home)
+    shutil.copy(REPO / INSTANCE_DIR / "dagster.yaml", home)
     monkeypatch.setenv("DAGSTER_HOME", str(home))
     monkeypatch.setenv("MODEL_KEY", KEY)
     monkeypatch.setenv("GYM_ASSETS_HARNESSES_DIR", str(tmp_path / "harnesses"))

@@ -11,7 +11,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from gym_assets.local_dagster import LocalHome, start_program, stop_program
+from gym_assets.local_dagster import INSTANCE_DIR, LocalHome, start_program, stop_program
 from gym_assets.process_tree import Tracked
 
 REPO = Path(__file__).resolve().parents[1]
@@ -30,7 +30,9 @@ time.sleep(60)
 
 def test_a_home_holds_dagster_yaml_and_a_copy_of_the_configs(tmp_path: Path) -> None:
     local = LocalHome.create(tmp_path / "x", REPO)
-    assert (local.home / "dagster.yaml").read_bytes() == (REPO / "dagster.yaml").read_bytes()
+    assert (local.home / "dagster.yaml").read_bytes() == (
+        REPO / INSTANCE_DIR / "dagster.yaml"
+    ).read_bytes()
     assert sorted(p.name for p in local.workspace.configs.iterdir()) == sorted(
         p.name for p in (REPO / "configs").iterdir()
     )

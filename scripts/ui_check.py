@@ -2,8 +2,8 @@
 
     .venv/bin/python scripts/ui_check.py [--benchmark units] [--out DIR] [--keep]
 
-In a temporary directory: a ``DAGSTER_HOME`` with the repo's ``dagster.yaml``, a copy of
-``configs/`` and an empty data root (``gym_assets/local_dagster.py``). Starts
+In a temporary directory: a ``DAGSTER_HOME`` with the repo's ``deploy/instance/dagster.yaml``,
+a copy of ``configs/`` and an empty data root (``gym_assets/local_dagster.py``). Starts
 ``dagster-webserver`` on a free loopback port, waits until the code location is loaded, stops
 the sensors and schedules that launch runs (so that only the run launched here runs), starts
 ``dagster-daemon run``, adds the benchmark's partition and launches one ``benchmark_job`` run
@@ -41,6 +41,8 @@ from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
+from urllib.request import url2pathname
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
@@ -137,7 +139,7 @@ NUX_SEEN = "mutation { setNuxSeen }"
 SCOREBOARD_MATERIALIZATION = """{ assetOrError(assetKey: {path: ["scoreboard"]}) { __typename
   ... on Asset { assetMaterializations(limit: 1) { runId metadataEntries { __typename label
     ... on TableMetadataEntry { table { records schema { columns { name } } } }
-    ... on PathMetadataEntry { path } } } } } }"""
+    ... on UrlMetadataEntry { url } } } } } }"""
 
 
 def selector() -> dict[str, str]:
@@ -438,7 +440,7 @@ def verify_scoreboard(gql: GraphQL, run_id: str, benchmark: str) -> Path:
     cell = cells[0]
     if not cell["planned"] or sum(cell[o] for o in OUTCOMES) != cell["planned"]:
         raise CheckFailed(f"the scoreboard's outcomes do not add up to the planned: {cell}")
-    page = Path(entries["scoreboard_html"]["path"])
+    page = Path(url2pathname(urlparse(entries["scoreboard_html"]["url"]).path))
     if not page.is_file():
         raise CheckFailed(f"the scoreboard's page {page} does not exist")
     return page

@@ -112,6 +112,28 @@ def claimed_dir(target: Target) -> Iterator[bool]:
             raise
 
 
+@contextlib.contextmanager
+def renewed_dir(target: Target) -> Iterator[Path]:
+    """Hold a product directory that each use fills afresh: what the previous use left is
+    removed first, and the directory itself is removed when this use leaves nothing in it."""
+    with claimed_dir(target):
+        with reported(target.path), os.scandir(target.path) as entries:
+            for entry in entries:
+                if entry.name == MARKER_NAME:
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    shutil.rmtree(entry.path)
+                else:
+                    os.unlink(entry.path)
+        try:
+            yield target.path
+        finally:
+            if _only_marker_left(target.path):
+                with contextlib.suppress(OSError):
+                    (target.path / MARKER_NAME).unlink()
+                    target.path.rmdir()
+
+
 def claim_dir(target: Target) -> bool:
     """Create and mark ``target`` if missing or empty, or accept it as ours; True if created."""
     with claimed_dir(target) as created:

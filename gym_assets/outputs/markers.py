@@ -41,6 +41,7 @@ PREPARED = Kind("prepared", "prepared rows")
 PLAN_DIR = Kind("plan", "a benchmark's plans")
 PLAN_FILE = Kind("plan-file", "a plan file")
 METRICS = Kind("metrics", "dataset metrics")
+METRICS_CONFLICTS = Kind("metrics-conflicts", "conflicting dataset metrics")
 ROLLOUTS_RUN = Kind("rollouts-run", "a rollouts run")
 CAPTURES = Kind("captures", "model-call captures")
 RUN_REPORT = Kind("run-report", "a rollouts run's report records")
@@ -65,6 +66,7 @@ KINDS = {
         PLAN_DIR,
         PLAN_FILE,
         METRICS,
+        METRICS_CONFLICTS,
         ROLLOUTS_RUN,
         CAPTURES,
         RUN_REPORT,

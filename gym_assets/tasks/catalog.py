@@ -92,6 +92,11 @@ class Benchmark:
     def description(self) -> str:
         return str(self.declared.instance.config.get("description") or "")
 
+    @property
+    def sidecar_path(self) -> Path:
+        """Its metrics sidecar: what each collation compares the rows' metrics with."""
+        return self.sidecar_dir / f"{self.rows_path.stem}_metrics.json"
+
     def require_rows(self) -> Path:
         """The prepared rows, or a clear error saying how to produce them. Something there
         that is not a regular file is the reader's to refuse, by what it is."""

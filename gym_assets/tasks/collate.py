@@ -15,6 +15,7 @@ import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import IO, Any
 
@@ -193,6 +194,7 @@ def collate(
     inputs: Sequence[CollationInput],
     output_dir: Path,
     *,
+    conflicts_dir: Callable[[], Path],
     mode: CollationMode = "train_preparation",
     validation: ValidationMode = "auto",
     overwrite_metrics_conflicts: bool = False,
@@ -203,7 +205,9 @@ def collate(
 
     Writes ``{type}.jsonl`` and ``{type}_metrics.json`` per in-scope type, one prepared file per
     declaration, and each dataset's metrics sidecar. Refusals are ``UserError``s and leave no
-    collated output behind; a metrics conflict writes only the ``*_conflict.json`` files.
+    collated output behind; a metrics conflict writes only the ``*_conflict.json`` files, into
+    the directory ``conflicts_dir()`` gives, asked for at the first conflict only (never beside
+    a sidecar, which may lie in the configs tree).
     """
     types = in_scope_types(mode)
     validation_mode = resolve_validation_mode(validation, mode)
@@ -226,7 +230,14 @@ def collate(
                 stages[dataset_type] = _collate_type(
                     dataset_type, type_plans, output_dir, validation_mode, report, say
                 )
-        conflicts = _settle_metrics(plans, stages, output_dir, report, overwrite_metrics_conflicts)
+        conflicts = _settle_metrics(
+            plans,
+            stages,
+            output_dir,
+            _ConflictFiles(conflicts_dir),
+            report,
+            overwrite_metrics_conflicts,
+        )
     except BaseException:
         for stage in stages.values():
             stage.discard()
@@ -241,7 +252,9 @@ def collate(
     report.tasksets = sorted({plan.summary.taskset for plan in plans if plan.summary.taskset})
     if conflicts:
         raise UserError(
-            "Found conflicting aggregate metrics that need to be corrected: " + "; ".join(conflicts)
+            "Found conflicting aggregate metrics that need to be corrected: "
+            + "; ".join(conflicts)
+            + f". {CONFLICT_FIX}"
         )
     return report
 
@@ -604,19 +617,56 @@ def declaration_document(dataset_type: str, declared: DeclaredDataset) -> dict[s
     return declared.dataset.model_dump(mode="json", exclude=exclude)
 
 
+CONFLICT_FIX = (
+    "If the change is intended, copy each new file over the stored one it names (the config "
+    "change sensor then collates again by itself), or collate with "
+    "overwrite_metrics_conflicts: true in the run config (CLI: --overwrite-metrics-conflicts); "
+    "if it is not, undo the change to the data or its declaration"
+)
+"""What a metrics conflict asks of the user: said once at the end of the error message, and in
+the operations guide's troubleshooting (a test holds them to the same words)."""
+
+
+class _ConflictFiles:
+    """Where each conflicting document of one run goes: ``<stem>_conflict.json`` in one
+    directory, numbered when two stored documents of the run share a name."""
+
+    def __init__(self, directory: Callable[[], Path]):
+        self.directory = directory
+        self.paths: dict[Path, Path] = {}
+
+    def of(self, stored: Path) -> Path:
+        if stored not in self.paths:
+            directory, taken = self.directory(), set(self.paths.values())
+            path, number = directory / f"{stored.stem}_conflict.json", 1
+            while path in taken:
+                number += 1
+                path = directory / f"{stored.stem}_conflict.{number}.json"
+            self.paths[stored] = path
+        return self.paths[stored]
+
+
 def _settle_metrics(
     plans: Sequence[_Plan],
     stages: dict[str, _Stage],
     output_dir: Path,
+    conflict_files: _ConflictFiles,
     report: CollationReport,
     overwrite: bool,
 ) -> list[str]:
     """Write or check every sidecar; drop the stages a conflict blocks. Returns conflicts."""
     conflicts: list[str] = []
+    settle = partial(
+        _settle_document,
+        conflict_files=conflict_files,
+        overwrite=overwrite,
+        conflicts=conflicts,
+        report=report,
+    )
     for plan in plans:
         declaration = declaration_document(plan.summary.type, plan.input.declared)
         document = metrics_document(declaration, plan.metrics.to_dict())
-        _settle_document(plan.input.sidecar_path, document, overwrite, conflicts, report)
+        settle(plan.input.sidecar_path, document)
     dataset_conflict = bool(conflicts)
     for dataset_type, stage in list(stages.items()):
         type_plans = [p for p in plans if p.summary.type == dataset_type]
@@ -628,7 +678,7 @@ def _settle_metrics(
         document = metrics_document(declaration, summaries)
         path = output_dir / f"{dataset_type}_metrics.json"
         before = len(conflicts)
-        _settle_document(path, document, overwrite, conflicts, report)
+        settle(path, document)
         if dataset_conflict or len(conflicts) > before:
             stage.discard()
             del stages[dataset_type]
@@ -638,11 +688,14 @@ def _settle_metrics(
 def _settle_document(
     path: Path,
     document: dict[str, Any],
+    *,
+    conflict_files: _ConflictFiles,
     overwrite: bool,
     conflicts: list[str],
     report: CollationReport,
 ) -> None:
-    """Keep a matching stored document as is; write a new one; report a conflicting one."""
+    """Keep a matching stored document as is; write a new one; report a conflicting one (its
+    new document written to a conflict file), or replace it when told to overwrite."""
     text = dump_metrics(document)
     if path.is_file():
         try:
@@ -653,14 +706,11 @@ def _settle_document(
         if not differences:
             report.outputs.append(_json_output(path, path.read_bytes()))
             return
-        conflict_path = path.with_name(f"{path.stem}_conflict.json")
-        _write(conflict_path, text)
         report.warn(f"{path}: metrics differ from the stored ones: " + "; ".join(differences[:10]))
         if not overwrite:
-            conflicts.append(
-                f"{path} (new metrics in {conflict_path}; if the change is intended, replace "
-                f"{path.name} with it and delete {conflict_path.name})"
-            )
+            conflict_path = conflict_files.of(path)
+            _write(conflict_path, text)
+            conflicts.append(f"{path} differs from the new metrics in {conflict_path}")
             return
     _write(path, text)
     report.outputs.append(_json_output(path, text.encode("utf-8")))

@@ -142,6 +142,16 @@ def catalog_fingerprints(catalog: Catalog) -> dict[str, str]:
     return {benchmark.name: benchmark_fingerprint(catalog, benchmark) for benchmark in catalog}
 
 
+def sidecar_digests(catalog: Catalog) -> dict[str, str]:
+    """``{benchmark: digest of its stored metrics sidecar}`` ("missing" without one).
+
+    Not part of the fingerprint: a sidecar is written by the first collation, which would make
+    every new benchmark stale once. It decides only whether a collation refused on a metrics
+    conflict can succeed now, so a sensor retries a failed partition when it changes.
+    """
+    return {benchmark.name: _file_digest(benchmark.sidecar_path) for benchmark in catalog}
+
+
 def record_inputs(directory: Path, inputs: Inputs) -> None:
     """Say inside the product's directory what it was built from (written atomically)."""
     atomic_write_text(directory / RECORD_NAME, json.dumps(inputs.to_json(), sort_keys=True) + "\n")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -20,8 +21,15 @@ from gym_assets.config.model import iter_declared_datasets
 from gym_assets.errors import UserError
 from gym_assets.fileio import atomic_write_text
 from gym_assets.modes import CollationMode, ValidationMode
-from gym_assets.outputs.claims import claimed_dir, rebuilt_dir
-from gym_assets.outputs.markers import COLLATION, METRICS, PREPARED, TASKSET, Kind
+from gym_assets.outputs.claims import claimed_dir, rebuilt_dir, renewed_dir
+from gym_assets.outputs.markers import (
+    COLLATION,
+    METRICS,
+    METRICS_CONFLICTS,
+    PREPARED,
+    TASKSET,
+    Kind,
+)
 from gym_assets.outputs.targets import Target, is_within
 from gym_assets.tasks.catalog import Benchmark, Catalog
 from gym_assets.tasks.collate import collate, in_scope_types
@@ -94,6 +102,7 @@ def collate_benchmark(
         Path(output_dir),
         TASKSET,
         [sidecars] if sidecars else [],
+        conflicts_dir=catalog.workspace.conflicts_dir("tasksets", name),
         mode=COLLATION_MODE,
         validation=validation,
         overwrite_metrics_conflicts=overwrite_metrics_conflicts,
@@ -165,11 +174,25 @@ def collate_datasets(
         Path(output_dir),
         COLLATION,
         sidecars,
+        conflicts_dir=catalog.workspace.conflicts_dir("collations", mode),
         mode=mode,
         validation=validation,
         overwrite_metrics_conflicts=overwrite_metrics_conflicts,
         progress=progress,
     )
+
+
+class _Claimed:
+    """A renewed directory (``renewed_dir``), claimed inside ``stack`` when first asked for."""
+
+    def __init__(self, target: Target, stack: contextlib.ExitStack):
+        self._target, self._stack = target, stack
+        self._path: Path | None = None
+
+    def __call__(self) -> Path:
+        if self._path is None:
+            self._path = self._stack.enter_context(renewed_dir(self._target))
+        return self._path
 
 
 def _collate_into(
@@ -179,6 +202,7 @@ def _collate_into(
     kind: Kind,
     sidecars: list[Target],
     *,
+    conflicts_dir: Path,
     mode: CollationMode,
     validation: ValidationMode,
     overwrite_metrics_conflicts: bool,
@@ -187,22 +211,29 @@ def _collate_into(
 ) -> CollationReport:
     """Collate ``items`` into a staging copy of ``output_dir`` (with the sidecar products held),
     write the report (and the record of ``inputs``) beside the files, and swap it in. Reported
-    paths start with ``output_dir`` as given."""
+    paths start with ``output_dir`` as given. ``conflicts_dir`` holds the conflicting metrics
+    of the latest collation that got as far as comparing them: it is claimed (and emptied) at
+    this run's first conflict, removed after a run without any, and never made for nothing."""
+    workspace = catalog.workspace
     with (
-        rebuilt_dir(Target.of(output_dir, kind, catalog.workspace)) as staging,
+        rebuilt_dir(Target.of(output_dir, kind, workspace)) as staging,
         contextlib.ExitStack() as held,
     ):
         for sidecar in sidecars:
             held.enter_context(claimed_dir(sidecar))
+        conflicts = _Claimed(Target.of(conflicts_dir, METRICS_CONFLICTS, workspace), held)
         report = collate(
             catalog.loaded.data,
             items,
             staging,
+            conflicts_dir=conflicts,
             mode=mode,
             validation=validation,
             overwrite_metrics_conflicts=overwrite_metrics_conflicts,
             progress=progress,
         )
+        if os.path.lexists(conflicts_dir):
+            conflicts()  # no conflict now: the earlier collation's are emptied out, and it goes
         report = _relocate(report, staging, output_dir)
         document = json.dumps(report.to_dict(), indent=2, sort_keys=True, ensure_ascii=False)
         atomic_write_text(staging / REPORT_NAME, document + "\n")

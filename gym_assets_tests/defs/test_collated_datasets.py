@@ -5,10 +5,13 @@ import json
 from pathlib import Path
 
 import dagster as dg
+import pytest
 
+from gym_assets.defs.partitions import benchmark_partitions, collation_mode_partitions
 from gym_assets.defs.resources import GymWorkspace
-from gym_assets.defs.tasksets.assets import collated_datasets
+from gym_assets.defs.tasksets.assets import collated_datasets, prepared_benchmark
 from gym_assets_tests.tasks.multi_agent_tree import write_jsonl, write_tree
+from gym_assets_tests.tasks.test_pipeline import snapshot
 
 
 def _materialize(workspace, instance, mode, **kwargs):
@@ -62,3 +65,29 @@ def test_a_refused_collation_fails_the_step_with_one_message(tmp_path, instance)
     # run config picks the validation mode: off lets the same rows through
     config = {"ops": {"collated_datasets": {"config": {"validation": "off"}}}}
     assert _materialize(workspace, instance, "example_validation", run_config=config).success
+
+
+@pytest.mark.slow
+def test_every_mode_offered_succeeds_on_the_bundled_configs(configs, workspace, instance):
+    """The UI offers each mode as a partition: the shipped configs satisfy all of them (the
+    example datasets and their sidecars are bundled), and none writes into the configs."""
+    before = snapshot(configs)
+    instance.add_dynamic_partitions(benchmark_partitions.name, ["humaneval"])
+    prepared = dg.materialize(
+        [prepared_benchmark],
+        resources={"workspace": workspace},
+        instance=instance,
+        partition_key="humaneval",  # train_preparation takes its prepared rows
+    )
+    assert prepared.success
+    modes = collation_mode_partitions.get_partition_keys()
+    assert set(modes) == {"train_preparation", "example_validation"}
+    for mode in modes:
+        result = _materialize(workspace, instance, mode)
+        assert result.success, mode
+        (event,) = result.get_asset_materialization_events()
+        metadata = event.materialization.metadata
+        assert metadata["warnings"].value == 0, mode
+    example = workspace.paths.collation_dir("example_validation") / "example.jsonl"
+    assert len(example.read_text("utf-8").splitlines()) == 10  # every bundled server's examples
+    assert snapshot(configs) == before

@@ -13,6 +13,7 @@ from gym_assets.defs.rollouts import assets as rollout_assets
 from gym_assets.defs.rollouts.jobs import rollouts_job
 from gym_assets.defs.rollouts.resources import HarnessRunner, ModelEndpoint
 from gym_assets.defs.tasksets import assets as taskset_assets
+from gym_assets.local_dagster import INSTANCE_DIR
 from gym_assets_tests.filesystems import snapshot
 
 REPO = Path(__file__).resolve().parents[2]
@@ -48,7 +49,7 @@ def queued_instance(tmp_path: Path):
     """A real instance whose DAGSTER_HOME holds the project's dagster.yaml."""
     home = tmp_path / "dagster_home"
     home.mkdir()
-    shutil.copy(REPO / "dagster.yaml", home / "dagster.yaml")
+    shutil.copy(REPO / INSTANCE_DIR / "dagster.yaml", home / "dagster.yaml")
     instance = dg.DagsterInstance.from_config(str(home))
     try:
         yield instance

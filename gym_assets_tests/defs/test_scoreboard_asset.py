@@ -11,6 +11,7 @@ from gym_assets.defs.scoreboard.assets import scoreboard
 from gym_assets.defs.scoreboard.sensors import scoreboard_automation_sensor
 from gym_assets.rollouts.analysis.scoreboard import COLUMNS
 from gym_assets_tests.defs.benchmark_runs import materialize_benchmark
+from gym_assets_tests.defs.links import linked_file
 
 HARNESS = "simple_agent"
 
@@ -80,7 +81,7 @@ def test_the_scoreboard_shows_every_benchmark_harness_and_model(workspace, insta
     new = cells[("units", "other-model (reference)")]
     assert new["reward_mean"] == rerun["reward_mean"].value < 1.0
     assert metadata["cells"].value == 3
-    page = Path(metadata["scoreboard_html"].value).read_text()
+    page = linked_file(metadata["scoreboard_html"]).read_text()
     assert page.count("<svg") == 3 and "other-model (reference)" in page
     assert "units | simple_agent | other-model (reference)" in metadata["markdown"].value
 

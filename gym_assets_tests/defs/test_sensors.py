@@ -13,7 +13,10 @@ from gym_assets.defs import demo
 from gym_assets.defs.partitions import PARTITION_TAG, benchmark_partitions, harness_partitions
 from gym_assets.defs.resources import GymWorkspace
 from gym_assets.defs.tasksets.sensors import config_change_sensor
+from gym_assets.local_dagster import INSTANCE_DIR
+from gym_assets.tasks.collate import CONFLICT_FIX
 from gym_assets_tests.defs.conftest import REPO
+from gym_assets_tests.tasks.test_pipeline import snapshot
 
 BUNDLED = ["arith", "humaneval", "support_dialogue", "units"]
 UNITS_EDIT = ("Reply with the number only.", "Answer with the number only.")
@@ -119,7 +122,7 @@ def test_after_the_demo_only_changes_are_requested(monkeypatch, tmp_path, config
     """The issue's story: `make demo`, then the daemon's first tick, then three edits."""
     home, data = tmp_path / "dagster_home", tmp_path / "data"
     home.mkdir()
-    shutil.copy(REPO / "dagster.yaml", home / "dagster.yaml")
+    shutil.copy(REPO / INSTANCE_DIR / "dagster.yaml", home / "dagster.yaml")
     monkeypatch.setenv("DAGSTER_HOME", str(home))
     monkeypatch.setenv("GYM_ASSETS_CONFIGS", str(configs))
     monkeypatch.setenv("GYM_ASSETS_DATA_ROOT", str(data))
@@ -158,3 +161,74 @@ def test_after_the_demo_only_changes_are_requested(monkeypatch, tmp_path, config
         assert isinstance(removed, dg.SkipReason)
         assert "no longer in the configs: arith_copy" in (removed.skip_message or "")
         assert "arith_copy" in instance.get_dynamic_partitions(benchmark_partitions.name)
+
+
+# The tags the sensor daemon puts on a run it launches for a request; it launches a request
+# only when no run of the sensor carries its run key yet (Dagster's run-key deduplication).
+RUN_KEY_TAG, SENSOR_NAME_TAG = "dagster/run_key", "dagster/sensor_name"
+
+
+def _launch(instance, workspace, request: dg.RunRequest) -> dg.ExecuteInProcessResult | None:
+    """What the daemon does with a request: nothing if its run key already ran, else a run."""
+    sensor_runs = dg.RunsFilter(
+        tags={SENSOR_NAME_TAG: config_change_sensor.name, RUN_KEY_TAG: request.run_key or ""}
+    )
+    if instance.get_runs(sensor_runs):
+        return None
+    job = defs.resolve_job_def("benchmark_job")
+    return job.execute_in_process(
+        instance=instance,
+        partition_key=request.partition_key,
+        resources={"workspace": workspace},
+        tags={
+            **request.tags,
+            SENSOR_NAME_TAG: config_change_sensor.name,
+            RUN_KEY_TAG: request.run_key or "",
+        },
+        run_config={"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}},
+        raise_on_error=False,
+    )
+
+
+def _failure_message(result: dg.ExecuteInProcessResult) -> str:
+    (failure,) = result.get_step_failure_events()
+    error = failure.step_failure_data.error
+    assert error is not None
+    return error.message
+
+
+@pytest.mark.slow
+def test_a_metrics_conflict_is_retried_once_the_user_applies_the_fix(instance, workspace, configs):
+    """The issue's dead end: a normal config edit, the sensor's run fails on the metrics
+    conflict, the user does what the message says, and the sensor collates again."""
+    units = configs / "benchmarks" / "units"
+    instance.add_dynamic_partitions(benchmark_partitions.name, ["units"])
+    first = _launch(instance, workspace, _units_request(_tick(instance, workspace)))
+    assert first is not None and first.success
+    config = units / "config.yaml"
+    config.write_text(config.read_text().replace("num_repeats: 1", "num_repeats: 2"))
+    edited = snapshot(configs)
+
+    request = _units_request(_tick(instance, workspace))
+    failed = _launch(instance, workspace, request)
+    assert failed is not None and not failed.success
+    message = _failure_message(failed)
+    sidecar = units / "units_metrics.json"
+    conflicts = Path(workspace.data_root) / "metrics_conflicts" / "tasksets" / "units"
+    conflict = conflicts / "units_metrics_conflict.json"
+    assert f"{sidecar} differs from the new metrics in {conflict}" in message
+    assert CONFLICT_FIX in message
+    assert snapshot(configs) == edited  # nothing written into the configs tree
+    # nothing changed since: the sensor asks for the same run, which the daemon does not repeat
+    assert _launch(instance, workspace, _units_request(_tick(instance, workspace))) is None
+
+    sidecar.write_bytes(conflict.read_bytes())  # the fix the message asks for
+    retried = _launch(instance, workspace, _units_request(_tick(instance, workspace)))
+    assert retried is not None and retried.success
+    assert not conflicts.exists()
+    assert "units" not in _requested(_tick(instance, workspace))
+
+
+def test_the_troubleshooting_entry_gives_the_messages_instructions():
+    text = (REPO / "docs" / "operations.md").read_text().replace("`", "")
+    assert CONFLICT_FIX in " ".join(text.split())

@@ -24,6 +24,7 @@ from kubernetes.utils import parse_quantity
 
 from gym_assets.defs import executors
 from gym_assets.defs.rollouts.assets import rollouts
+from gym_assets.local_dagster import INSTANCE_DIR
 from gym_assets.workspace import Workspace
 from gym_assets_tests.deploy import chart, pods
 
@@ -257,7 +258,9 @@ def _snake(value: Any) -> Any:
 
 
 def test_the_run_queue_and_pools_are_the_instances(helm):
-    instance = yaml.safe_load((chart.ROOT / "dagster.postgres.yaml").read_text("utf-8"))
+    instance = yaml.safe_load(
+        (chart.ROOT / INSTANCE_DIR / "dagster.postgres.yaml").read_text("utf-8")
+    )
     concurrency = helm["concurrency"]
     assert concurrency.pop("enabled") is True, "the chart renders no concurrency block otherwise"
     assert _snake(concurrency) == instance["concurrency"]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from gym_assets.errors import OutputError
-from gym_assets.outputs.claims import claim_dir, claimed_dir, rebuilt_dir, write_file
+from gym_assets.outputs.claims import claim_dir, claimed_dir, rebuilt_dir, renewed_dir, write_file
 from gym_assets.outputs.markers import (
     MARKER_NAME,
     PLAN_FILE,
@@ -141,6 +141,29 @@ def test_a_failed_rebuild_leaves_the_old_directory_byte_identical(roots, tmp_pat
     with pytest.raises(RuntimeError), rebuilt_dir(taskset(out, roots)) as staging:
         (staging / "a.jsonl").write_text("half")
         raise RuntimeError("collation failed")
+    assert snapshot(tmp_path) == before
+
+
+def test_a_renewed_directory_holds_only_what_its_latest_use_wrote(roots, tmp_path):
+    out = tmp_path / "out"
+    with renewed_dir(taskset(out, roots)) as held:
+        (held / "a.json").write_text("1")
+    assert sorted(p.name for p in out.iterdir()) == [MARKER_NAME, "a.json"]
+    with pytest.raises(RuntimeError), renewed_dir(taskset(out, roots)) as held:
+        assert sorted(p.name for p in held.iterdir()) == [MARKER_NAME]
+        (held / "b.json").write_text("2")
+        raise RuntimeError("the use failed after writing")
+    assert sorted(p.name for p in out.iterdir()) == [MARKER_NAME, "b.json"]
+    with renewed_dir(taskset(out, roots)):
+        pass
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["configs"]  # nothing left: no dir
+
+
+def test_a_foreign_directory_is_never_renewed(roots, tmp_path):
+    out = foreign_dir(tmp_path)
+    before = snapshot(tmp_path)
+    with pytest.raises(OutputError, match=re.escape(FOREIGN)), renewed_dir(taskset(out, roots)):
+        pass
     assert snapshot(tmp_path) == before
 
 

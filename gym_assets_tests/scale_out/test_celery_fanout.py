@@ -33,7 +33,7 @@ from gym_assets.defs.executors import CELERY_CONFIG
 from gym_assets.defs.partitions import BENCHMARK, HARNESS, PARTITION_TAG
 from gym_assets.defs.services import dagster_services, wait_for_runs
 from gym_assets.errors import UserError
-from gym_assets.local_dagster import LocalHome
+from gym_assets.local_dagster import INSTANCE_DIR, LocalHome
 from gym_assets.local_services.celery_workers import celery_workers
 from gym_assets.local_services.postgres import LocalPostgres
 from gym_assets.local_services.redis import LocalRedis
@@ -121,7 +121,7 @@ def _home(root: Path) -> LocalHome:
     """The repo's Postgres instance config, a copy of the configs and of the example harness
     program they name (``minimal_agent``), and an empty data root."""
     local = LocalHome.create(root, REPO)
-    shutil.copy(REPO / "dagster.postgres.yaml", local.home / "dagster.yaml")
+    shutil.copy(REPO / INSTANCE_DIR / "dagster.postgres.yaml", local.home / "dagster.yaml")
     shutil.copytree(REPO / "examples" / "harnesses", root / "examples" / "harnesses")
     return local
 

@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 import psutil
 import pytest
 
+from gym_assets.local_dagster import INSTANCE_DIR
 from gym_assets.local_services.roots import scratch_root
 from gym_assets_tests.scale_out.local_servers import REPO, script, skip_unless_runs
 
@@ -67,7 +68,9 @@ def processes_under(root: Path) -> list[str]:
 def postgres_answers(url: str, home: Path) -> str:
     """The probe's output on an instance of dagster.postgres.yaml whose storage is ``url``."""
     home.mkdir()
-    (home / "dagster.yaml").write_bytes((REPO / "dagster.postgres.yaml").read_bytes())
+    (home / "dagster.yaml").write_bytes(
+        (REPO / INSTANCE_DIR / "dagster.postgres.yaml").read_bytes()
+    )
     env = {**os.environ, "DAGSTER_HOME": str(home), "DAGSTER_PG_URL": url}
     done = subprocess.run(
         [sys.executable, "-c", INSTANCE_PROBE], capture_output=True, text=True, env=env, timeout=120

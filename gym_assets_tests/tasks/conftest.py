@@ -82,14 +82,26 @@ def inputs_of(config: dict, base: Path, **overrides: Any) -> list[CollationInput
     ]
 
 
+def conflicts_dir(path: Path) -> Callable[[], Path]:
+    """What ``collate`` takes for its conflicts: ``path``, made when first asked for."""
+
+    def made() -> Path:
+        path.mkdir(exist_ok=True)
+        return path
+
+    return made
+
+
 @pytest.fixture
 def run_collate(tmp_path: Path) -> Callable[..., CollationReport]:
-    """Collate a config whose data lives under ``tmp_path/data`` into ``tmp_path/out``."""
+    """Collate a config whose data lives under ``tmp_path/data`` into ``tmp_path/out``, with
+    conflicting metrics written into ``tmp_path/conflicts``."""
 
     def run(config: dict, **kwargs: Any) -> CollationReport:
         overrides = {k: kwargs.pop(k) for k in ("sidecar_dir", "prompt_config_path") if k in kwargs}
         inputs = inputs_of(config, tmp_path / "data", **overrides)
         kwargs.setdefault("mode", "train_preparation")
+        kwargs.setdefault("conflicts_dir", conflicts_dir(tmp_path / "conflicts"))
         return collate(config, inputs, tmp_path / "out", **kwargs)
 
     return run

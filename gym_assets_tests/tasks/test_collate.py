@@ -385,10 +385,14 @@ def test_changed_data_conflicts_with_the_stored_sidecar(tmp_path: Path, run_coll
     ):
         run_collate(config, validation="off")
     assert sidecar.read_bytes() == stored
-    assert (tmp_path / "data" / "source_metrics_conflict.json").exists()
+    assert not (tmp_path / "data" / "source_metrics_conflict.json").exists()
+    conflict = tmp_path / "conflicts" / "source_metrics_conflict.json"
+    conflict_text = conflict.read_bytes()
     assert (tmp_path / "out" / "train.jsonl").read_bytes() == old_collated
+    conflict.unlink()
     run_collate(config, validation="off", overwrite_metrics_conflicts=True)
-    assert sidecar.read_bytes() != stored
+    assert sidecar.read_bytes() == conflict_text  # what the conflict file held
+    assert not conflict.exists()  # overwriting writes the sidecar only
 
 
 def test_type_metrics_conflict_skips_only_that_type(tmp_path: Path, run_collate) -> None:
@@ -407,7 +411,30 @@ def test_type_metrics_conflict_skips_only_that_type(tmp_path: Path, run_collate)
         run_collate(config, validation="off")
     assert not (out / "train.jsonl").exists()
     assert (out / "validation.jsonl").exists()
-    assert (out / "train_metrics_conflict.json").exists()
+    assert (tmp_path / "conflicts" / "train_metrics_conflict.json").exists()
+
+
+def test_conflicts_of_sidecars_sharing_a_name_get_a_file_each(tmp_path: Path, run_collate) -> None:
+    for folder in ("a", "b"):
+        write_jsonl(tmp_path / "data" / folder / "source.jsonl", [{"q": folder}])
+    config = {
+        **resources_server("rs_a", [dataset("x", jsonl_fpath="a/source.jsonl")]),
+        **resources_server("rs_b", [dataset("y", jsonl_fpath="b/source.jsonl")]),
+    }
+    run_collate(config, validation="off")
+    for folder in ("a", "b"):
+        write_jsonl(tmp_path / "data" / folder / "source.jsonl", [{"q": folder}] * 2)
+    with pytest.warns(UserWarning), pytest.raises(UserError) as caught:
+        run_collate(config, validation="off")
+    conflicts, data = tmp_path / "conflicts", tmp_path / "data"
+    first = conflicts / "source_metrics_conflict.json"
+    second = conflicts / "source_metrics_conflict.2.json"
+    message = str(caught.value)
+    for folder, conflict in (("a", first), ("b", second)):
+        sidecar = data / folder / "source_metrics.json"
+        assert f"{sidecar} differs from the new metrics in {conflict}" in message
+    assert json.loads(first.read_text())["name"] == "x"
+    assert json.loads(second.read_text())["name"] == "y"
 
 
 def test_repeats_are_consecutive(tmp_path: Path, run_collate) -> None:
@@ -594,8 +621,8 @@ def test_output_is_deterministic_and_sidecar_dir_is_honoured(tmp_path: Path) -> 
     inputs = inputs_of(config, tmp_path / "data", sidecar_dir=sidecars)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        first = collate(config, inputs, tmp_path / "a")
-        second = collate(config, inputs, tmp_path / "b")
+        first = collate(config, inputs, tmp_path / "a", conflicts_dir=lambda: tmp_path)
+        second = collate(config, inputs, tmp_path / "b", conflicts_dir=lambda: tmp_path)
     assert [(Path(o.path).name, o.sha256) for o in first.outputs if "/a/" in o.path] == [
         (Path(o.path).name, o.sha256) for o in second.outputs if "/b/" in o.path
     ]
@@ -714,7 +741,8 @@ def test_collation_keeps_nothing_per_row(tmp_path: Path, monkeypatch) -> None:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 inputs = inputs_of(config, tmp_path / "data")
-                collate(config, inputs, tmp_path / f"out{count}", servers_package="none")
+                out = tmp_path / f"out{count}"
+                collate(config, inputs, out, conflicts_dir=lambda: tmp_path, servers_package="none")
             peaks.append(tracemalloc.get_traced_memory()[1])
         finally:
             tracemalloc.stop()

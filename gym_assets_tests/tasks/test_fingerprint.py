@@ -149,7 +149,8 @@ def test_a_prompt_template_change_changes_its_benchmark(changed, tree: Path) -> 
     config = tree / "benchmarks" / "units" / "config.yaml"
     prompt = tree / "benchmarks" / "units" / "prompt.yaml"
     prompt.write_text("user: '{question}'\n", encoding="utf-8")
-    replace_in(config, "taskset: units\n", "taskset: units\n          prompt_config: prompt.yaml\n")
+    declaration = "jsonl_fpath: units.jsonl\n          taskset: units\n"  # the benchmark's
+    replace_in(config, declaration, declaration + "          prompt_config: prompt.yaml\n")
 
     def edit() -> None:
         prompt.write_text("user: 'Q: {question}'\n", encoding="utf-8")

@@ -12,6 +12,7 @@ import pytest
 from gym_assets.errors import UserError
 from gym_assets.outputs.markers import MARKER_NAME
 from gym_assets.tasks.catalog import Catalog, load_catalog
+from gym_assets.tasks.collate import CONFLICT_FIX
 from gym_assets.tasks.pipeline import REPORT_NAME, collate_benchmark, collated_path
 from gym_assets.tasks.prepare import prepare_benchmark
 from gym_assets.workspace import Workspace
@@ -182,23 +183,36 @@ def test_a_failed_first_collation_creates_no_directory(tree: Path, tmp_path: Pat
     assert list(parent.iterdir()) == []
 
 
-def test_a_metrics_conflict_leaves_the_previous_taskset_untouched(
+def test_a_metrics_conflict_leaves_the_previous_taskset_and_the_configs_untouched(
     tree: Path, tmp_path: Path
 ) -> None:
     catalog = load_catalog(Workspace(tree, tmp_path / "data"))
     out = tmp_path / "units"
     collate_benchmark(catalog, "units", out)
-    before = snapshot(out)
+    conflicts = tmp_path / "data" / "metrics_conflicts" / "tasksets" / "units"
+    assert not (tmp_path / "data").exists()  # no conflict: nothing under the data root
+    before, configs_before = snapshot(out), snapshot(tree)
     source = tree / "benchmarks" / "units" / "units.jsonl"
     source.write_text("".join(source.read_text("utf-8").splitlines(keepends=True)[:-1]))
+    configs_edited = snapshot(tree)
     sidecar = tree / "benchmarks" / "units" / "units_metrics.json"
-    stored = sidecar.read_bytes()
-    with pytest.raises(UserError, match="conflicting aggregate metrics"):
+    with pytest.raises(UserError, match="conflicting aggregate metrics") as caught:
         collate_benchmark(catalog, "units", out)
     assert snapshot(out) == before
-    assert sidecar.read_bytes() == stored
-    assert (tree / "benchmarks" / "units" / "units_metrics_conflict.json").is_file()
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["configs", "units"]
+    assert snapshot(tree) == configs_edited  # nothing written into the configs tree
+    conflict = conflicts / "units_metrics_conflict.json"
+    assert f"{sidecar} differs from the new metrics in {conflict}" in str(caught.value)
+    assert CONFLICT_FIX in str(caught.value)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["configs", "data", "units"]
+
+    # the fix the message asks for: the new metrics over the stored ones; the next collation
+    # succeeds and takes the conflicts directory away with it
+    sidecar.write_bytes(conflict.read_bytes())
+    collate_benchmark(catalog, "units", out)
+    assert not conflicts.exists()
+    after = snapshot(tree)  # only the user's two edits changed the configs
+    changed = {name for name in after if after[name] != configs_before.get(name)}
+    assert changed == {"benchmarks/units/units.jsonl", "benchmarks/units/units_metrics.json"}
 
 
 def test_missing_sidecar_is_written_beside_the_source_and_matches_the_bundled_one(

@@ -68,7 +68,7 @@ def test_a_nemo_gym_sidecar_of_the_same_data_is_kept_as_it_is(tmp_path: Path, co
     collate_bench()
 
     assert sidecar.read_text() == theirs
-    assert not (tmp_path / "data" / "source_metrics_conflict.json").exists()
+    assert not (tmp_path / "conflicts" / "source_metrics_conflict.json").exists()
 
 
 def test_a_nemo_gym_sidecar_of_other_data_still_conflicts(tmp_path: Path, collate_bench):
@@ -80,7 +80,7 @@ def test_a_nemo_gym_sidecar_of_other_data_still_conflicts(tmp_path: Path, collat
 
     with pytest.raises(UserError, match="Found conflicting aggregate metrics"):
         collate_bench()
-    assert (tmp_path / "data" / "source_metrics_conflict.json").exists()
+    assert (tmp_path / "conflicts" / "source_metrics_conflict.json").exists()
 
 
 def test_only_declaration_fields_missing_from_ours_are_read_as_the_other_writers():

@@ -8,7 +8,7 @@ from typing import Any
 
 import dagster as dg
 
-from gym_assets.defs.metadata import as_failure
+from gym_assets.defs.metadata import as_failure, labels, page_link
 from gym_assets.defs.resources import GymWorkspace
 from gym_assets.defs.rollouts.assets import rollouts
 from gym_assets.errors import UserError
@@ -36,6 +36,7 @@ def _table(rows: list[dict[str, Any]], columns: list[tuple[str, str, str]]) -> d
     kinds={"python", "html"},
     code_version="1",
     automation_condition=AFTER_EVERY_ROLLOUTS_RUN,
+    **labels("evaluation"),
     description="The latest result of every benchmark × harness × model (reward mean with its "
     "95% interval, pass@k, masked and failed shares of the planned rollouts, run time, plan "
     "digest, when), with each cell's change against its previous run and its history, as a "
@@ -67,7 +68,7 @@ def scoreboard(workspace: GymWorkspace) -> dg.MaterializeResult:
             "regressed": dg.MetadataValue.int(len(regressed)),
             "scoreboard": _table(table_rows(board), COLUMNS),
             "markdown": dg.MetadataValue.md((directory / BOARD_MD).read_text(encoding="utf-8")),
-            "scoreboard_html": dg.MetadataValue.path(str(directory / BOARD_HTML)),
+            "scoreboard_html": page_link(directory / BOARD_HTML),
             "scoreboard_md": dg.MetadataValue.path(str(directory / BOARD_MD)),
             "not_shown": dg.MetadataValue.md(
                 "\n".join(f"- {note}" for note in board.notes) or "none"

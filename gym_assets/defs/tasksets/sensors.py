@@ -5,6 +5,11 @@ materialization records the fingerprint of the configs it was collated from, and
 each benchmark's fingerprint now with that one. So runs made by ``make demo``, from the UI or by
 a schedule count as much as the sensor's own, and a fresh daemon requests nothing that is
 already up to date.
+
+A request's run key names the change (built from → wanted) and the stored metrics sidecar the
+run will compare the new metrics with. The daemon runs a key once, so a partition whose run
+failed is requested again only when something it is built from changes: a config edit, or the
+sidecar the metrics conflict asked the user to replace.
 """
 
 import dagster as dg
@@ -14,7 +19,7 @@ from gym_assets.defs.partitions import BENCHMARK, HARNESS, PARTITION_TAG, benchm
 from gym_assets.defs.resources import GymWorkspace
 from gym_assets.defs.tasksets.assets import FINGERPRINT, collated_taskset
 from gym_assets.rollouts.harnesses.registry import load_harnesses
-from gym_assets.tasks.fingerprint import catalog_fingerprints
+from gym_assets.tasks.fingerprint import catalog_fingerprints, sidecar_digests
 
 IN_FLIGHT = [
     dg.DagsterRunStatus.QUEUED,
@@ -32,10 +37,11 @@ IN_FLIGHT = [
         "Fingerprints each benchmark's config blocks, route, source data or prepare script, "
         "prompt template and collation code version, and compares them with the fingerprint "
         "recorded on the partition's latest `collated_taskset` materialization. Requests a "
-        "`benchmark_job` run for each benchmark that changed or was never collated; adds a "
-        "partition for each new benchmark; reports a benchmark removed from the configs (its "
-        "partition and history are kept) and requests nothing for it. Adds a harness partition "
-        "for each harness of the registry."
+        "`benchmark_job` run for each benchmark that changed or was never collated, once per "
+        "change and stored metrics sidecar (a failed run is retried when either changes, e.g. "
+        "after a metrics conflict is resolved); adds a partition for each new benchmark; "
+        "reports a benchmark removed from the configs (its partition and history are kept) and "
+        "requests nothing for it. Adds a harness partition for each harness of the registry."
     ),
 )
 def config_change_sensor(
@@ -45,6 +51,7 @@ def config_change_sensor(
     catalog = workspace.catalog()
     _add_harness_partitions(instance, list(load_harnesses(catalog.loaded)))
     current = catalog_fingerprints(catalog)
+    sidecars = sidecar_digests(catalog)
     known = instance.get_dynamic_partitions(BENCHMARK)
     new_partitions = sorted(set(current) - set(known))
     removed = sorted(set(known) - set(current))
@@ -70,8 +77,10 @@ def config_change_sensor(
         dg.RunRequest(
             partition_key=name,
             # The pair (built from, wanted) keys the run: a change requests once however many
-            # ticks pass before its run finishes, and reverting an edit is a new change.
-            run_key=f"{name}:{recorded.get(name) or 'none'}->{current[name]}",
+            # ticks pass before its run finishes, and reverting an edit is a new change. The
+            # sidecar's digest makes a new attempt of a run that failed on a metrics conflict
+            # once the user has replaced the sidecar.
+            run_key=f"{name}:{recorded.get(name) or 'none'}->{current[name]}:{sidecars[name]}",
             tags={"gym_assets/benchmark": name, "gym_assets/fingerprint": current[name]},
         )
         for name in stale
