@@ -15,13 +15,15 @@ the completion back to Responses output items.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import asynccontextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass, field
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 import httpx2
 import orjson
-from openai import APIResponseValidationError, AsyncOpenAI, DefaultAioHttpClient
+from openai import APIResponseValidationError, AsyncOpenAI, DefaultAioHttpClient, RequestOptions
 from pydantic import BaseModel, ConfigDict, Field
 
 from gym_assets.records.contracts import GATEWAY_KEEP_ALIVE_S, GatewayHandle
@@ -45,7 +47,7 @@ class ModelSettings(BaseModel):
     max_retries: int = Field(default=2, ge=0, strict=True)
 
 
-_shared_http: ContextVar[httpx2.AsyncClient | None] = ContextVar("shared_http", default=None)
+_shared: ContextVar[_Shared | None] = ContextVar("shared_http", default=None)
 
 
 def _http_client(max_connections: int | None) -> httpx2.AsyncClient:
@@ -58,44 +60,87 @@ def _http_client(max_connections: int | None) -> httpx2.AsyncClient:
     return DefaultAioHttpClient(limits=limits)
 
 
+def _sdk_client(base_url: str, http: httpx2.AsyncClient) -> AsyncOpenAI:
+    return AsyncOpenAI(base_url=base_url, api_key=LOCAL_API_KEY, http_client=http)
+
+
+@dataclass
+class _Shared:
+    """A scope's session and its SDK clients, one per gateway origin (made on first use)."""
+
+    http: httpx2.AsyncClient
+    clients: dict[str, AsyncOpenAI] = field(default_factory=dict)
+
+    def client_for(self, url: str) -> AsyncOpenAI:
+        parts = urlsplit(url)
+        origin = f"{parts.scheme}://{parts.netloc}"
+        client = self.clients.get(origin)
+        if client is None:
+            client = self.clients[origin] = _sdk_client(f"{origin}/v1", self.http)
+        return client
+
+
 @asynccontextmanager
 async def shared_connections(max_connections: int | None = None) -> AsyncIterator[None]:
-    """One HTTP session for the clients opened in this scope (and the tasks it starts).
+    """One HTTP session, and one SDK client on it, for the clients opened in this scope (and
+    the tasks it starts).
 
-    A client of its own costs an activation a new session and new connections. Meant for a
-    scope that runs many activations (a collection run), with ``max_connections`` set to how
-    many run at once: a call beyond the bound waits for a free connection instead of opening
-    one more file descriptor. The session is made and closed on the scope's event loop, and
-    the context variable is not seen by another loop's tasks, so it never crosses loops.
+    A client of its own costs an activation a new session and new connections, and building
+    an SDK client costs more CPU than a call. Meant for a scope that runs many activations (a
+    collection run), with ``max_connections`` set to how many run at once: a call beyond the
+    bound waits for a free connection instead of opening one more file descriptor. The
+    session is made and closed on the scope's event loop, and the context variable is not
+    seen by another loop's tasks, so it never crosses loops.
     """
     async with _http_client(max_connections) as http:
-        token = _shared_http.set(http)
+        token = _shared.set(_Shared(http))
         try:
             yield
         finally:
-            _shared_http.reset(token)
+            _shared.reset(token)
+
+
+@dataclass(frozen=True)
+class ModelClient:
+    """An agent's model calls for one activation: captured under one rollout (``base_url``,
+    the gateway's URL for it), each carrying ``x-session-id``, with the agent's timeout and
+    retries. The SDK client underneath is the scope's (shared) or one of its own."""
+
+    sdk: AsyncOpenAI
+    base_url: str
+    options: RequestOptions
+
+    async def post(self, route: str, body: dict[str, Any]) -> httpx2.Response:
+        """POST ``body`` to ``route`` under ``base_url``: the SDK sends, retries and raises on
+        error statuses exactly as its typed methods do; the answer is the raw response."""
+        return await self.sdk.post(
+            f"{self.base_url}/{route}", cast_to=httpx2.Response, body=body, options=self.options
+        )
 
 
 @asynccontextmanager
 async def open_client(
     gateway: GatewayHandle, capture_key: str, session_header: str, settings: ModelSettings
-) -> AsyncIterator[AsyncOpenAI]:
+) -> AsyncIterator[ModelClient]:
     """A client whose calls are captured under ``capture_key`` and carry ``x-session-id``,
-    on the scope's shared session when there is one, else on one of its own closed on exit."""
-    async with AsyncExitStack() as stack:
-        http = _shared_http.get() or await stack.enter_async_context(_http_client(None))
-        yield AsyncOpenAI(
-            base_url=gateway.url_for(capture_key),
-            api_key=LOCAL_API_KEY,
-            timeout=settings.request_timeout_seconds,
-            max_retries=settings.max_retries,
-            default_headers={"x-session-id": session_header},
-            http_client=http,
-        )
+    on the scope's shared session and SDK client when there is one, else on ones of its own
+    closed on exit."""
+    base_url = gateway.url_for(capture_key)
+    options: RequestOptions = {
+        "headers": {"x-session-id": session_header},
+        "timeout": settings.request_timeout_seconds,
+        "max_retries": settings.max_retries,
+    }
+    shared = _shared.get()
+    if shared is not None:
+        yield ModelClient(shared.client_for(base_url), base_url, options)
+        return
+    async with _http_client(None) as http:
+        yield ModelClient(_sdk_client(base_url, http), base_url, options)
 
 
 async def create_turn(
-    client: AsyncOpenAI,
+    client: ModelClient,
     api: Literal["responses", "chat"],
     model: str,
     params: Mapping[str, Any],
@@ -104,33 +149,27 @@ async def create_turn(
 ) -> dict[str, Any]:
     """One model turn as a Responses object dict; API errors propagate to the caller.
 
-    The body goes in ``extra_body``, which the SDK sends as is: typed parameters are walked
-    against every variant of their unions (about 4 ms a call for the conversation, 0.1 ms for
-    ``model``) only to give back the same JSON. The keys keep the order the typed parameters
-    gave them (``model``, then ``input`` or ``messages``, then the rest). Chat requires typed
-    ``model`` and ``messages``; ``extra_body``'s ``messages`` take precedence.
+    The body goes out as built here, through the SDK's ``post`` (its documented way to call
+    a route with an untyped body): typed parameters would be walked against every variant of
+    their unions (about 4 ms a call for the conversation) only to give back the same JSON,
+    and each typed resource costs a client wrappers of its own. The keys keep the order the
+    typed parameters gave them (``model``, then ``input`` or ``messages``, then the rest).
 
-    The answer is read through ``with_raw_response``: the SDK still sends, retries and raises
-    on error statuses, but the body is the object the gateway sent, not a typed model dumped
-    back to a dict (which cost about 0.9 ms a call and rewrote values, e.g. integer
-    timestamps as floats).
+    The answer is the object the gateway sent, not a typed model dumped back to a dict (which
+    cost about 0.9 ms a call and rewrote values, e.g. integer timestamps as floats).
     """
     if api == "chat":
         chat_params = {_CHAT_PARAMS[k]: v for k, v in params.items() if k in _CHAT_PARAMS}
         extra: dict[str, Any] = {"tools": [_chat_tool(t) for t in tools]} if tools else {}
         messages = chat_messages(conversation, params.get("instructions"))
-        completion = await client.chat.completions.with_raw_response.create(
-            model=model,
-            messages=[],  # required by the signature; extra_body's list takes precedence
-            extra_body={"messages": messages, **chat_params, **extra},
-        )
-        return responses_of_chat(_object_of(completion.http_response))
-    body: dict[str, Any] = {"model": model, "input": list(conversation)}
+        body = {"model": model, "messages": messages, **chat_params, **extra}
+        completion = await client.post("chat/completions", body)
+        return responses_of_chat(_object_of(completion))
+    body = {"model": model, "input": list(conversation)}
     body.update((k, v) for k, v in params.items() if k not in _NOT_FORWARDED)
     if tools:
         body["tools"] = list(tools)
-    response = await client.responses.with_raw_response.create(extra_body=body)
-    return _object_of(response.http_response)
+    return _object_of(await client.post("responses", body))
 
 
 def _object_of(response: httpx2.Response) -> dict[str, Any]:
