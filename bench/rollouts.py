@@ -241,10 +241,10 @@ async def _model_call_rates(root: Path, concurrency: int, requests: int) -> tupl
 
     async def client(key: str) -> None:
         nonlocal remaining
-        async with open_client(gateway, key, "root", ModelSettings()) as openai:
+        async with open_client(gateway, key, "root", ModelSettings()) as model:
             while remaining > 0:
                 remaining -= 1
-                await create_turn(openai, "responses", "policy", {}, PROMPT, [])
+                await create_turn(model, "responses", "policy", {}, PROMPT, [])
 
     rates = []
     async with gateway, shared_connections(concurrency):
@@ -285,7 +285,7 @@ def _report_overhead(root: Path) -> bool:
     print(f"  rollouts/s              : {result.rollouts_per_second:.1f} (the whole run, gateway "
           "start and stop included)")  # fmt: skip
     print(f"  a model call, raw HTTP  : {raw_rps:.0f} requests/s (what the gateway alone allows)")
-    print(f"  ... the agents' client  : {client_rps:.0f} requests/s (openai SDK, aiohttp)")
+    print(f"  ... the agents' client  : {client_rps:.0f} requests/s (aiohttp, the SDK's retries)")
     return result.totals.outcomes.produced == result.dispatched
 
 

@@ -8,21 +8,24 @@ call — the in-process form of NeMo Gym's ``direct_http`` grant.
 from __future__ import annotations
 
 import asyncio
-import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
-from openai import AsyncOpenAI
 from pydantic import Field
 
 from gym_assets.records import keys
 from gym_assets.records.contracts import GatewayHandle, ResourcesServer
 from gym_assets.records.episode import EpisodeId, TaskId
-from gym_assets.rollouts.episodes.model_calls import ModelSettings, create_turn, open_client
+from gym_assets.rollouts.episodes.model_calls import (
+    ModelClient,
+    ModelSettings,
+    create_turn,
+    open_client,
+)
 from gym_assets.rollouts.episodes.observations import Invocation, ObservationLog
 from gym_assets.rollouts.episodes.responses import input_items
-from gym_assets.rollouts.episodes.sessions import SessionBook, SessionConflict
+from gym_assets.rollouts.episodes.sessions import SessionBook, SessionConflict, data_copy
 
 
 @dataclass(frozen=True)
@@ -146,16 +149,16 @@ class SessionAgent:
         self, session_id: str, params: Mapping[str, Any], *, cookie: str | None = None
     ) -> dict[str, Any]:
         session = self.sessions.state(session_id, cookie)
-        body = copy.deepcopy(dict(params))
+        body = data_copy(dict(params))
         current = session.activation
         if current is None or current.body != body:
             if current is not None and not current.task.done():
                 raise SessionConflict(
                     f"session {session_id!r} is already running an activation on another body"
                 )
-            task = asyncio.ensure_future(self._activation(session, copy.deepcopy(body)))
+            task = asyncio.ensure_future(self._activation(session, data_copy(body)))
             current = session.activation = Activation(body, task)
-        return copy.deepcopy(await asyncio.shield(current.task))
+        return data_copy(await asyncio.shield(current.task))
 
     async def _activation(self, session: AgentSession, params: dict[str, Any]) -> dict[str, Any]:
         invocation = session.log.start(input_items(params))
@@ -194,7 +197,7 @@ class SessionAgent:
 
     async def _model_turn(
         self,
-        client: AsyncOpenAI,
+        client: ModelClient,
         invocation: Invocation,
         params: Mapping[str, Any],
         tools: Sequence[Mapping[str, Any]] = (),
@@ -236,7 +239,7 @@ class SessionAgent:
 
     async def _run(
         self,
-        client: AsyncOpenAI,
+        client: ModelClient,
         session: AgentSession,
         invocation: Invocation,
         params: Mapping[str, Any],

@@ -1,12 +1,12 @@
-"""Model calls of the bundled agents, through the official ``openai`` client and the gateway.
+"""Model calls of the bundled agents, through the gateway.
 
 Every call goes to ``gateway.url_for(capture_key)`` so the gateway captures it under the
-episode's rollout. The client speaks through the SDK's aiohttp transport
-(``openai.DefaultAioHttpClient``): measured on this machine against the gateway, it costs
-about two thirds of the client CPU of the default ``httpx2`` transport per call (1.0–1.5 ms
-against 1.8–2.9 ms), and its connection pool stays cheap with a thousand connections open.
-Inside a ``shared_connections()`` scope (a whole collection run) every client shares one
-session with a bounded pool; outside one, each activation's client has its own and closes it.
+episode's rollout. The calls are made on aiohttp directly, retried and failing as the
+``openai`` SDK's do (``model_http``): through the SDK, even on its aiohttp transport and with
+one client for a whole run, a call cost about 1.0 ms of client CPU against 0.3 ms, and an
+SDK client built for each activation as much again. Inside a ``shared_connections()`` scope
+(a whole collection run) every client shares one session with a bounded pool; outside one,
+each activation's client has its own and closes it.
 Both dialects come back as one Responses-shaped dict, so the agent loop and the observations
 are dialect-independent: ``api: chat`` converts the Responses input items to Chat messages and
 the completion back to Responses output items.
@@ -15,16 +15,16 @@ the completion back to Responses output items.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import asynccontextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any, Literal
 
-import httpx2
-import orjson
-from openai import APIResponseValidationError, AsyncOpenAI, DefaultAioHttpClient
+import aiohttp
 from pydantic import BaseModel, ConfigDict, Field
 
 from gym_assets.records.contracts import GATEWAY_KEEP_ALIVE_S, GatewayHandle
+from gym_assets.rollouts.episodes.model_http import post_json
 from gym_assets.rollouts.episodes.responses import message_text
 
 LOCAL_API_KEY = "gym-assets-local"  # the gateway needs no key; real keys stay upstream
@@ -45,17 +45,16 @@ class ModelSettings(BaseModel):
     max_retries: int = Field(default=2, ge=0, strict=True)
 
 
-_shared_http: ContextVar[httpx2.AsyncClient | None] = ContextVar("shared_http", default=None)
+_shared: ContextVar[aiohttp.ClientSession | None] = ContextVar("shared_session", default=None)
 
 
-def _http_client(max_connections: int | None) -> httpx2.AsyncClient:
-    """The SDK's aiohttp client with at most ``max_connections`` open (None: no bound)."""
-    limits = httpx2.Limits(
-        max_connections=max_connections,
-        max_keepalive_connections=max_connections,
-        keepalive_expiry=IDLE_CONNECTION_S,
+def _session(max_connections: int | None) -> aiohttp.ClientSession:
+    """An aiohttp session with at most ``max_connections`` open (None: no bound), which drops
+    a connection idle for ``IDLE_CONNECTION_S``."""
+    connector = aiohttp.TCPConnector(
+        limit=max_connections or 0, keepalive_timeout=IDLE_CONNECTION_S
     )
-    return DefaultAioHttpClient(limits=limits)
+    return aiohttp.ClientSession(connector=connector)
 
 
 @asynccontextmanager
@@ -68,34 +67,60 @@ async def shared_connections(max_connections: int | None = None) -> AsyncIterato
     one more file descriptor. The session is made and closed on the scope's event loop, and
     the context variable is not seen by another loop's tasks, so it never crosses loops.
     """
-    async with _http_client(max_connections) as http:
-        token = _shared_http.set(http)
+    async with _session(max_connections) as session:
+        token = _shared.set(session)
         try:
             yield
         finally:
-            _shared_http.reset(token)
+            _shared.reset(token)
+
+
+@dataclass(frozen=True)
+class ModelClient:
+    """An agent's model calls in one activation: captured under one rollout (``base_url``,
+    the gateway's URL for it), each carrying ``x-session-id``, with the agent's timeout and
+    retries (``model_http``)."""
+
+    session: aiohttp.ClientSession
+    base_url: str
+    headers: Mapping[str, str]
+    settings: ModelSettings
+
+    async def post(self, route: str, body: dict[str, Any]) -> dict[str, Any]:
+        """POST ``body`` to ``route`` under ``base_url``; the answer's JSON object."""
+        return await post_json(
+            self.session,
+            f"{self.base_url}/{route}",
+            body,
+            self.headers,
+            timeout_s=self.settings.request_timeout_seconds,
+            max_retries=self.settings.max_retries,
+        )
 
 
 @asynccontextmanager
 async def open_client(
     gateway: GatewayHandle, capture_key: str, session_header: str, settings: ModelSettings
-) -> AsyncIterator[AsyncOpenAI]:
+) -> AsyncIterator[ModelClient]:
     """A client whose calls are captured under ``capture_key`` and carry ``x-session-id``,
     on the scope's shared session when there is one, else on one of its own closed on exit."""
-    async with AsyncExitStack() as stack:
-        http = _shared_http.get() or await stack.enter_async_context(_http_client(None))
-        yield AsyncOpenAI(
-            base_url=gateway.url_for(capture_key),
-            api_key=LOCAL_API_KEY,
-            timeout=settings.request_timeout_seconds,
-            max_retries=settings.max_retries,
-            default_headers={"x-session-id": session_header},
-            http_client=http,
-        )
+    headers = {
+        "authorization": f"Bearer {LOCAL_API_KEY}",
+        "content-type": "application/json",
+        "accept": "application/json",
+        "x-session-id": session_header,
+    }
+    base_url = gateway.url_for(capture_key)
+    shared = _shared.get()
+    if shared is not None:
+        yield ModelClient(shared, base_url, headers, settings)
+        return
+    async with _session(None) as session:
+        yield ModelClient(session, base_url, headers, settings)
 
 
 async def create_turn(
-    client: AsyncOpenAI,
+    client: ModelClient,
     api: Literal["responses", "chat"],
     model: str,
     params: Mapping[str, Any],
@@ -104,46 +129,24 @@ async def create_turn(
 ) -> dict[str, Any]:
     """One model turn as a Responses object dict; API errors propagate to the caller.
 
-    The body goes in ``extra_body``, which the SDK sends as is: typed parameters are walked
-    against every variant of their unions (about 4 ms a call for the conversation, 0.1 ms for
-    ``model``) only to give back the same JSON. The keys keep the order the typed parameters
-    gave them (``model``, then ``input`` or ``messages``, then the rest). Chat requires typed
-    ``model`` and ``messages``; ``extra_body``'s ``messages`` take precedence.
-
-    The answer is read through ``with_raw_response``: the SDK still sends, retries and raises
-    on error statuses, but the body is the object the gateway sent, not a typed model dumped
-    back to a dict (which cost about 0.9 ms a call and rewrote values, e.g. integer
-    timestamps as floats).
+    The body goes out as built here: the SDK's typed parameters would walk it against every
+    variant of their unions (about 4 ms a call for the conversation) only to give back the
+    same JSON. The keys keep the order the typed parameters gave them (``model``, then
+    ``input`` or ``messages``, then the rest). The answer is the object the gateway sent, not
+    a typed model dumped back to a dict (which cost about 0.9 ms a call and rewrote values,
+    e.g. integer timestamps as floats).
     """
     if api == "chat":
         chat_params = {_CHAT_PARAMS[k]: v for k, v in params.items() if k in _CHAT_PARAMS}
         extra: dict[str, Any] = {"tools": [_chat_tool(t) for t in tools]} if tools else {}
         messages = chat_messages(conversation, params.get("instructions"))
-        completion = await client.chat.completions.with_raw_response.create(
-            model=model,
-            messages=[],  # required by the signature; extra_body's list takes precedence
-            extra_body={"messages": messages, **chat_params, **extra},
-        )
-        return responses_of_chat(_object_of(completion.http_response))
-    body: dict[str, Any] = {"model": model, "input": list(conversation)}
+        body = {"model": model, "messages": messages, **chat_params, **extra}
+        return responses_of_chat(await client.post("chat/completions", body))
+    body = {"model": model, "input": list(conversation)}
     body.update((k, v) for k, v in params.items() if k not in _NOT_FORWARDED)
     if tools:
         body["tools"] = list(tools)
-    response = await client.responses.with_raw_response.create(extra_body=body)
-    return _object_of(response.http_response)
-
-
-def _object_of(response: httpx2.Response) -> dict[str, Any]:
-    """A successful answer's JSON object; anything else is the SDK's validation error."""
-    try:
-        value = orjson.loads(response.content)
-    except orjson.JSONDecodeError:
-        value = None
-    if not isinstance(value, dict):
-        raise APIResponseValidationError(
-            response, response.text, message="the model answer is not a JSON object"
-        )
-    return value
+    return await client.post("responses", body)
 
 
 def _chat_tool(tool: Mapping[str, Any]) -> dict[str, Any]:

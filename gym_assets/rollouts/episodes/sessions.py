@@ -20,9 +20,11 @@ import copy
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 S = TypeVar("S")
+T = TypeVar("T")
+_SCALARS = frozenset({str, int, float, bool, type(None)})
 
 DEFAULT_RETRY_WINDOW_SECONDS = 300.0
 
@@ -84,7 +86,7 @@ class SessionBook(Generic[S]):
             if current.binding != binding:
                 raise SessionConflict(f"session {session_id!r} is already bound to another seed")
             return current.state
-        frozen = copy.deepcopy(dict(binding))
+        frozen = data_copy(dict(binding))
         state = setup()
         self._open[session_id] = _Open(frozen, state)
         return state
@@ -118,7 +120,7 @@ class SessionBook(Generic[S]):
         if closed is not None:
             if closed.episode_id not in (None, episode_id):
                 raise SessionConflict(f"session {session_id!r} belongs to another episode")
-            return copy.deepcopy(closed.receipt)
+            return data_copy(closed.receipt)
         current = self._open.get(session_id)
         if current is None and has_cookie:
             raise SessionConflict(f"session {session_id!r}: receipt expired")
@@ -132,7 +134,7 @@ class SessionBook(Generic[S]):
             receipt = dict(release(current.state))  # raises: session stays open for a retry
             del self._open[session_id]
         expires = self._clock() + self._window  # measured after the release finished
-        self._closed[session_id] = _Closed(owner, copy.deepcopy(receipt), expires)
+        self._closed[session_id] = _Closed(owner, data_copy(receipt), expires)
         return receipt
 
     def owned_state(self, session_id: str, episode_id: str, cookie: object = None) -> S | None:
@@ -158,6 +160,21 @@ class SessionBook(Generic[S]):
             if self._closed[oldest].expires_at > now:
                 break
             del self._closed[oldest]
+
+
+def data_copy(value: T) -> T:
+    """A deep copy of request-shaped data: dicts and lists are rebuilt, the immutable JSON
+    scalars shared, anything else left to ``copy.deepcopy``. The same copy as ``deepcopy``
+    for what JSON parses to, at a fraction of its CPU (its memo and dispatch cost about
+    0.4 ms a rollout on seeds, activations and receipts); an object shared twice in the
+    input is copied twice rather than once, which no JSON value can tell apart."""
+    if type(value) is dict:
+        return cast(T, {key: data_copy(item) for key, item in value.items()})
+    if type(value) is list:
+        return cast(T, [data_copy(item) for item in value])
+    if type(value) in _SCALARS:
+        return value
+    return copy.deepcopy(value)
 
 
 def check_cookie(session_id: str, cookie: object) -> bool:

@@ -260,7 +260,7 @@ def test_shared_connections_per_event_loop(bundled_config, start_gateway) -> Non
 
     async def episodes(loop: int) -> None:
         async with shared_connections():
-            pools.append(model_calls._shared_http.get())
+            pools.append(model_calls._shared.get())
             for rollout in (f"l{loop}-a", f"l{loop}-b"):
                 request = {"episode_id": {"rollout_id": rollout}, "task": _units()}
                 response = await env.run(request)
@@ -270,7 +270,7 @@ def test_shared_connections_per_event_loop(bundled_config, start_gateway) -> Non
     for loop in range(2):
         run(episodes(loop))
     assert len(pools) == 2 and pools[0] is not pools[1]
-    assert all(pool.is_closed for pool in pools)
+    assert all(pool.closed for pool in pools)
     for rollout in ("l0-a", "l0-b", "l1-a", "l1-b"):
         calls = read_capture(gateway.capture_dir, rollout)["calls"]
         assert [call["client_session_id"] for call in calls] == ["root"]

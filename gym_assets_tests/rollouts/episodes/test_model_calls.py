@@ -1,4 +1,4 @@
-"""The agents' model clients: the SDK's aiohttp transport against the real gateway."""
+"""The agents' model clients (aiohttp, retried as the SDK retries) against the real gateway."""
 
 from __future__ import annotations
 
@@ -65,7 +65,8 @@ def test_a_client_of_its_own_closes_its_connections(start_gateway) -> None:
 
 
 def test_json_and_streamed_answers_through_the_sdk_transport(start_gateway) -> None:
-    """The transport the agents use reads the gateway's JSON and chunked SSE answers."""
+    """The SDK on its aiohttp transport (what a harness on the ``openai`` package may use)
+    reads the gateway's JSON and chunked SSE answers."""
     gateway: ModelGateway = start_gateway(ScriptedUpstream(TEXT))
 
     async def main() -> tuple[str, str]:

@@ -20,7 +20,6 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from openai import AsyncOpenAI
 from pydantic import Field
 
 from gym_assets.records import keys
@@ -33,7 +32,7 @@ from gym_assets.rollouts.episodes.agents import (
     ToolGrant,
 )
 from gym_assets.rollouts.episodes.legacy import episode_id_of, episode_request_of
-from gym_assets.rollouts.episodes.model_calls import add_usage
+from gym_assets.rollouts.episodes.model_calls import ModelClient, add_usage
 from gym_assets.rollouts.episodes.observations import Invocation
 from gym_assets.rollouts.episodes.resources import ToolFailed
 from gym_assets.tasks.task_inputs import SingleAgentTurnTaskInput
@@ -66,7 +65,7 @@ class SimpleAgent(SessionAgent):
 
     async def _run(
         self,
-        client: AsyncOpenAI,
+        client: ModelClient,
         session: AgentSession,
         invocation: Invocation,
         params: Mapping[str, Any],

@@ -11,11 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from openai import AsyncOpenAI
-
 from gym_assets.records import keys
 from gym_assets.records.contracts import GatewayHandle, ResourcesServer
 from gym_assets.rollouts.episodes.agents import ActivationSettings, AgentSession, SessionAgent
+from gym_assets.rollouts.episodes.model_calls import ModelClient
 from gym_assets.rollouts.episodes.observations import Invocation
 
 STOP_MARKER = "###STOP###"
@@ -39,7 +38,7 @@ class UserSimulator(SessionAgent):
 
     async def _run(
         self,
-        client: AsyncOpenAI,
+        client: ModelClient,
         session: AgentSession,
         invocation: Invocation,
         params: Mapping[str, Any],
