@@ -11,6 +11,7 @@ same thing everywhere, and the CLI, the assets and the docs agree on every path:
     <data>/plans/<benchmark>/plan.json        eval plan (plan.previous.json: the one before)
     <data>/metrics/<benchmark>/               metrics sidecar of a dataset outside both roots
     <data>/rollouts/<benchmark>/<harness>/    the rollouts asset's run
+    <data>/rollout_shards/<benchmark>/<harness>/<I>-of-<N>/   shard I of N of a sharded run
     <data>/alerts/                            the failed-check alert log
     <data>/conformance/harnesses/<harness>/   a harness's conformance suite runs
     <data>/conformance/matrix/                the matrix over every harness's latest run
@@ -98,6 +99,11 @@ class Workspace:
         """Where the ``rollouts`` asset keeps the run of one benchmark × harness (a CLI run
         writes wherever ``--out`` says)."""
         return self.data / "rollouts" / benchmark / harness
+
+    def rollout_shards_dir(self, benchmark: str, harness: str) -> Path:
+        """Where the shards of a sharded ``rollouts`` partition run before they are merged
+        into ``rollouts_run_dir`` (``rollouts/collection/shards.py``)."""
+        return self.data / "rollout_shards" / benchmark / harness
 
     def alerts_dir(self) -> Path:
         return self.data / "alerts"
