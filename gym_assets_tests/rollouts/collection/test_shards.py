@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from gym_assets.cli import main
 from gym_assets.errors import UserError
 from gym_assets.rollouts.collection.files import RunFiles
 from gym_assets.rollouts.gateway.upstream_config import upstream_config
@@ -15,7 +16,7 @@ from gym_assets.rollouts.harnesses.registry import load_harnesses
 from gym_assets.rollouts.options import RunOptions
 from gym_assets.rollouts.run import run_rollouts
 from gym_assets.rollouts.shards import Shard, merge_shards, run_shard, shard_count, shards_of
-from gym_assets_tests.rollouts.collection.conftest import Products
+from gym_assets_tests.rollouts.collection.conftest import REPO, Products
 from gym_assets_tests.rollouts.same_run import assert_same_run, rows_by_key
 
 BENCHMARK = "units"  # 30 one-call tasks
@@ -142,9 +143,7 @@ def test_merge_refuses_a_row_outside_the_shards_span(three):
 def test_merge_refuses_shards_of_another_benchmark_asked(three):
     three.products.plan("arith")
     with pytest.raises(UserError, match="cannot resume: the run differs"):
-        merge_shards(
-            three.catalog, "arith", three.harness, three.root / "shards", three.root / "o"
-        )
+        merge_shards(three.catalog, "arith", three.harness, three.root / "shards", three.root / "o")
 
 
 def test_merge_refuses_a_root_without_shards(three):
@@ -165,3 +164,24 @@ def test_a_resume_runs_only_the_unfinished_shards(tmp_path):
     shards.merge()
     shards.whole(tmp_path / "one")
     assert_same_run(tmp_path / "one", tmp_path / "merged")
+
+
+def test_the_command_line_runs_shards_and_merges_them(tmp_path, capsys):
+    def cli(*argv: str | Path) -> int:
+        roots = ["--configs", str(REPO / "configs"), "--data-root", str(tmp_path / "data")]
+        return main(["rollouts", *map(str, argv), *roots])
+
+    run = ["--benchmark", BENCHMARK, "--harness", "simple_agent"]
+    merge = ["merge", *run, "--shards", tmp_path / "shards", "--out", tmp_path / "run"]
+    assert cli(*run, "--out", tmp_path / "shards", "--shard", "2/2") == 0
+    assert "shard 2/2: 15 rollouts, 15 dispatched" in capsys.readouterr().out
+    assert cli(*merge) == 1
+    assert "shard 1/2 has not run here" in capsys.readouterr().err
+    assert cli(*run, "--out", tmp_path / "shards", "--shard", "1/2") == 0
+    assert cli(*run, "--out", tmp_path / "shards", "--shard", "1/2", "--resume") == 0
+    assert "15 rollouts, 0 dispatched" in capsys.readouterr().out
+    assert cli(*merge) == 0
+    assert "mean 1.000 over 30 of 30 planned" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as exit_:
+        cli(*run, "--out", tmp_path / "shards", "--shard", "3/2")
+    assert exit_.value.code == 2 and "no shard 3/2" in capsys.readouterr().err
