@@ -235,10 +235,16 @@ def shard_count(shards_root: Path) -> int:
 
 
 def _read_all(
-    catalog: Catalog, benchmark: str, harness: Harness, shards_root: Path, max_attempts: int
+    catalog: Catalog,
+    benchmark: str,
+    harness: Harness,
+    shards_root: Path,
+    max_attempts: int,
+    count: int | None,
 ) -> list[_Read]:
-    """Every shard of the count found, checked to be one run, the one asked, and finished."""
-    count = shard_count(shards_root)
+    """Every shard of ``count`` (default: the count found), checked to be one run, the one
+    asked, and finished."""
+    count = count or shard_count(shards_root)
     shards = [_Read.of(RunFiles(Path(shards_root) / s.name), s) for s in shards_of(count)]
     first = shards[0]
     asked = {
@@ -277,15 +283,19 @@ def merge_shards(
     shards_root: Path,
     out_dir: Path,
     options: RunOptions | None = None,
+    *,
+    count: int | None = None,
 ) -> RunResult:
     """Merge the finished shards under ``shards_root`` into the run directory ``out_dir``
     (module docstring). ``options``: what the shards ran with (their ``max_attempts`` says
-    when a rollout is done; ``allow_unsandboxed`` where the harness's version is asked)."""
+    when a rollout is done; ``allow_unsandboxed`` where the harness's version is asked).
+    ``count``: the shards to merge are the N of this count (shards of other counts are left
+    alone); default: the one count found there (more than one is refused)."""
     options = options or RunOptions()
     sandbox = SandboxPolicy(allow_unsandboxed=options.allow_unsandboxed)
     with sandbox:
         resolved = resolve(harness, sandbox)
-    shards = _read_all(catalog, benchmark, harness, shards_root, options.max_attempts)
+    shards = _read_all(catalog, benchmark, harness, shards_root, options.max_attempts, count)
     first = shards[0]
     files = RunFiles(Path(out_dir))
     target = Target.of(files.out_dir, ROLLOUTS_RUN, catalog.workspace)
