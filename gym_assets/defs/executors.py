@@ -41,7 +41,8 @@ DATA_ROOT = f"{DATA_MOUNT}/gym_assets"
 # from the run pod's environment (a bare name takes the run pod's value), so a step loads the same
 # code location as its run. Namespace, image, service account and the Postgres secret come from
 # the run launcher. A run's steps (the rollouts, then its checks) depend on each other, so one pod
-# at a time; how many partitions collect at once is the instance's `rollouts` pool, across runs.
+# at a time (a sharded partition: one per shard, `rollouts_executor`); how many partitions
+# collect at once is the instance's `rollouts` pool, across runs.
 # A step that asks for nothing more gets a small pod; the rollouts step asks for more itself
 # (its `dagster-k8s/config` op tag, defs/rollouts/assets.py).
 K8S_EXECUTOR_CONFIG: dict[str, Any] = {
@@ -82,7 +83,15 @@ def rollouts_executor() -> dg.ExecutorDefinition:
     if name == "k8s":
         from dagster_k8s import k8s_job_executor
 
-        return k8s_job_executor.configured(K8S_EXECUTOR_CONFIG)
+        from gym_assets.defs.rollouts.shards import SHARDS_VARIABLE, shard_count  # imports us
+
+        # A sharded partition (defs/rollouts/shards.py): its step pods load the graph the run's
+        # pod loaded (the count copied when the deployment sets one), and its shards, steps with
+        # no order between them, run a pod each at once.
+        config = {**K8S_EXECUTOR_CONFIG, "max_concurrent": shard_count()}
+        if SHARDS_VARIABLE in os.environ:
+            config["env_vars"] = [*K8S_EXECUTOR_CONFIG["env_vars"], SHARDS_VARIABLE]
+        return k8s_job_executor.configured(config)
     raise UserError(
         f"{EXECUTOR_VARIABLE}={name!r} names no executor; use one of {', '.join(EXECUTORS)}"
     )
