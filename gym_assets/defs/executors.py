@@ -9,6 +9,9 @@ worker agree) picks one of Dagster's own executors:
   ``celery_executor.yaml`` beside this module, the file the workers are started with too;
 - ``k8s``: a Kubernetes job per step (``dagster-k8s``; ``deploy/k8s/``, docs/scale-out.md).
 
+``GYM_ASSETS_ROLLOUT_SHARDS``, read the same way, splits each rollouts partition into that many
+shard steps (``defs/rollouts/shards.py``).
+
 The integrations are imported only when chosen.
 """
 
@@ -22,9 +25,11 @@ import dagster as dg
 
 from gym_assets.config.yaml_source import parse_yaml_file
 from gym_assets.errors import UserError
+from gym_assets.rollouts.shards import MAX_SHARDS
 
 EXECUTOR_VARIABLE = "GYM_ASSETS_EXECUTOR"
 EXECUTORS = ("in_process", "celery", "k8s")
+SHARDS_VARIABLE = "GYM_ASSETS_ROLLOUT_SHARDS"
 CELERY_CONFIG = Path(__file__).with_name("celery_executor.yaml")
 """The executor's config under ``execution.config``: the file ``dagster-celery worker start -y``
 takes, so the workers use the broker, backend and Celery settings the runs use."""
@@ -70,6 +75,18 @@ ROLLOUTS_POD: dict[str, Any] = {
 }
 
 
+def shard_count() -> int:
+    """``$GYM_ASSETS_ROLLOUT_SHARDS`` (default 1): how many shards each rollouts partition is
+    split into, the rollouts graph's shape (``defs/rollouts/shards.py``)."""
+    value = os.environ.get(SHARDS_VARIABLE, "").strip() or "1"
+    if not value.isdigit() or not 1 <= int(value) <= MAX_SHARDS:
+        raise UserError(
+            f"{SHARDS_VARIABLE}={value!r} is no shard count; use a whole number from 1 to "
+            f"{MAX_SHARDS}"
+        )
+    return int(value)
+
+
 def rollouts_executor() -> dg.ExecutorDefinition:
     """The executor named by ``$GYM_ASSETS_EXECUTOR`` (default ``in_process``)."""
     name = os.environ.get(EXECUTOR_VARIABLE, "in_process")
@@ -82,8 +99,6 @@ def rollouts_executor() -> dg.ExecutorDefinition:
         return celery_executor.configured(config["execution"]["config"])
     if name == "k8s":
         from dagster_k8s import k8s_job_executor
-
-        from gym_assets.defs.rollouts.shards import SHARDS_VARIABLE, shard_count  # imports us
 
         # A sharded partition (defs/rollouts/shards.py): its step pods load the graph the run's
         # pod loaded (the count copied when the deployment sets one), and its shards, steps with

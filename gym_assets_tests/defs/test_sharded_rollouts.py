@@ -10,12 +10,13 @@ import dagster as dg
 import pytest
 
 from gym_assets.definitions import defs
+from gym_assets.defs.executors import SHARDS_VARIABLE, shard_count
 from gym_assets.defs.partitions import benchmark_partitions, harness_partitions
 from gym_assets.defs.plans import assets as plan_assets
 from gym_assets.defs.resources import GymWorkspace
 from gym_assets.defs.rollouts import checks as rollout_checks
 from gym_assets.defs.rollouts.resources import HarnessRunner, ModelEndpoint
-from gym_assets.defs.rollouts.shards import SHARDS_VARIABLE, shard_count, sharded_rollouts
+from gym_assets.defs.rollouts.shards import sharded_rollouts
 from gym_assets.defs.tasksets import assets as taskset_assets
 from gym_assets.errors import UserError
 from gym_assets_tests.rollouts.same_run import assert_same_run

@@ -19,9 +19,8 @@ import dagster as dg
 import pytest
 
 from gym_assets.defs.demo import RunOutcome
-from gym_assets.defs.executors import CELERY_CONFIG
+from gym_assets.defs.executors import CELERY_CONFIG, SHARDS_VARIABLE
 from gym_assets.defs.partitions import BENCHMARK, HARNESS
-from gym_assets.defs.rollouts.shards import SHARDS_VARIABLE
 from gym_assets.defs.services import dagster_services, wait_for_runs
 from gym_assets.local_dagster import LocalHome
 from gym_assets.local_services.celery_workers import celery_workers

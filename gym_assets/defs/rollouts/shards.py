@@ -15,12 +15,11 @@ The count is fixed when the code loads because it is the graph's shape. A re-exe
 failed run re-runs only the shards that did not succeed, and each continues its own ledger.
 """
 
-import os
 from dataclasses import replace
 
 import dagster as dg
 
-from gym_assets.defs.executors import ROLLOUTS_POD
+from gym_assets.defs.executors import ROLLOUTS_POD, SHARDS_VARIABLE, shard_count
 from gym_assets.defs.metadata import as_failure
 from gym_assets.defs.partitions import rollout_partitions
 from gym_assets.defs.plans.assets import eval_plan
@@ -29,20 +28,7 @@ from gym_assets.defs.rollouts import assets
 from gym_assets.defs.rollouts.resources import HarnessRunner, ModelEndpoint
 from gym_assets.errors import UserError
 from gym_assets.rollouts.harnesses.registry import Harness, get_harness, load_harnesses
-from gym_assets.rollouts.shards import MAX_SHARDS, Shard, merge_shards, run_shard, shards_of
-
-SHARDS_VARIABLE = "GYM_ASSETS_ROLLOUT_SHARDS"
-
-
-def shard_count() -> int:
-    """``$GYM_ASSETS_ROLLOUT_SHARDS`` (default 1)."""
-    value = os.environ.get(SHARDS_VARIABLE, "").strip() or "1"
-    if not value.isdigit() or not 1 <= int(value) <= MAX_SHARDS:
-        raise UserError(
-            f"{SHARDS_VARIABLE}={value!r} is no shard count; use a whole number from 1 to "
-            f"{MAX_SHARDS}"
-        )
-    return int(value)
+from gym_assets.rollouts.shards import Shard, merge_shards, run_shard, shards_of
 
 
 def _partition(context: dg.AssetExecutionContext, workspace: GymWorkspace) -> tuple[str, Harness]:
