@@ -99,7 +99,8 @@ class Shard:
 
     def select(self, inputs: Sequence[RolloutInput]) -> Sequence[RolloutInput]:
         """The planned rollouts this shard dispatches (``RunOptions.only``)."""
-        return inputs[self.span(len(inputs)).start : self.span(len(inputs)).stop]
+        span = self.span(len(inputs))
+        return inputs[span.start : span.stop]
 
 
 def shards_of(count: int) -> list[Shard]:
