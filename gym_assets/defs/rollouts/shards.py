@@ -96,8 +96,10 @@ def _dispatched_by_shards(context: dg.AssetExecutionContext) -> tuple[int, float
         if event is None or not (event.step_key or "").startswith("rollouts.shard_"):
             continue
         metadata = event.step_output_data.metadata
-        dispatched += int(metadata["dispatched"].value)  # type: ignore[arg-type]
-        seconds = max(seconds, float(metadata["seconds"].value))  # type: ignore[arg-type]
+        count, took = metadata["dispatched"], metadata["seconds"]
+        if isinstance(count, dg.IntMetadataValue) and isinstance(took, dg.FloatMetadataValue):
+            dispatched += count.value or 0
+            seconds = max(seconds, took.value or 0.0)
     return dispatched, seconds
 
 
