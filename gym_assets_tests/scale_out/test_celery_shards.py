@@ -5,7 +5,7 @@ server, the daemon, two one-slot ``dagster-celery`` workers), with the code loca
 a deployment that shards (``GYM_ASSETS_ROLLOUT_SHARDS=2``). ``rollouts_job`` runs for
 ``units × simple_agent`` with each task four times (120 rollouts): each worker takes one shard,
 the merge makes the run's products, and they are the products a run in one process makes of the
-same partition. 5.5 minutes in one run on a 2-core machine shared with other work.
+same partition. 2.5 to 5.5 minutes on a 2-core machine, depending on what else it runs.
 """
 
 from __future__ import annotations
