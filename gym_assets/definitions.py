@@ -20,8 +20,8 @@ from gym_assets.defs.jobs import benchmark_job
 from gym_assets.defs.plans import assets as plan_assets
 from gym_assets.defs.plans import checks as plan_checks
 from gym_assets.defs.resources import GymWorkspace
-from gym_assets.defs.rollouts import assets as rollout_assets
 from gym_assets.defs.rollouts import checks as rollout_checks
+from gym_assets.defs.rollouts import shards as rollout_shards
 from gym_assets.defs.rollouts.jobs import rollouts_job
 from gym_assets.defs.rollouts.resources import HarnessRunner, ModelEndpoint
 from gym_assets.defs.scoreboard import assets as scoreboard_assets
@@ -31,9 +31,12 @@ from gym_assets.defs.tasksets import checks as taskset_checks
 from gym_assets.defs.tasksets.sensors import config_change_sensor
 
 defs = dg.Definitions(
-    assets=dg.load_assets_from_modules(
-        [taskset_assets, plan_assets, rollout_assets, conformance_assets, scoreboard_assets]
-    ),
+    assets=[
+        *dg.load_assets_from_modules(
+            [taskset_assets, plan_assets, conformance_assets, scoreboard_assets]
+        ),
+        rollout_shards.rollouts,  # one step, or shards on several workers (its module says)
+    ],
     asset_checks=dg.load_asset_checks_from_modules(
         [taskset_checks, plan_checks, rollout_checks, conformance_checks]
     ),

@@ -13,6 +13,7 @@ same thing everywhere, and the CLI, the assets and the docs agree on every path:
     <data>/metrics_conflicts/tasksets/<b>/    new metrics a collation found conflicting
     <data>/metrics_conflicts/collations/<m>/  (the latest collation of <b> or <m>)
     <data>/rollouts/<benchmark>/<harness>/    the rollouts asset's run
+    <data>/rollout_shards/<benchmark>/<harness>/<I>-of-<N>/   shard I of N of a sharded run
     <data>/alerts/                            the failed-check alert log
     <data>/conformance/harnesses/<harness>/   a harness's conformance suite runs
     <data>/conformance/matrix/                the matrix over every harness's latest run
@@ -114,6 +115,11 @@ class Workspace:
     def scoreboard_dir(self) -> Path:
         """Where the scoreboard keeps every run result it has seen and renders them."""
         return self.data / "scoreboard"
+
+    def rollout_shards_dir(self, benchmark: str, harness: str) -> Path:
+        """Where the shards of a sharded ``rollouts`` partition run before they are merged
+        into ``rollouts_run_dir`` (``rollouts/collection/shards.py``)."""
+        return self.data / "rollout_shards" / benchmark / harness
 
     def alerts_dir(self) -> Path:
         return self.data / "alerts"

@@ -8,8 +8,13 @@ re-score a finished run with the current verifiers, or compare two runs.
         [--resume [--quarantine-corrupt]] [--allow-plan-drift] [--corrupt-fraction F --seed S]
         [--max-unmeasured-share F] [--no-rebuild]
         [--override +responses_create_params.FIELD=V | num_repeats_add_seed=true | skills=DIR]
+        [--shard I/N]
+    gym-assets rollouts merge --benchmark B --harness H --shards DIR --out DIR
     gym-assets rollouts reverify --run DIR [--out DIR] [--concurrency C]
     gym-assets rollouts compare RUN_A RUN_B [--json]
+
+With ``--shard I/N`` the run is shard I of N (``gym_assets.rollouts.shards``), written to
+``<out>/I-of-N``; ``rollouts merge`` merges the N finished shards into one run.
 
 Missing or stale products (prepared rows, collated taskset, plan) are made first (a rebuild
 is said on stderr; ``--no-rebuild`` refuses a stale one instead). Exit 0 when the run
@@ -49,8 +54,13 @@ from gym_assets.modes import UPSTREAM_APIS, UPSTREAM_MODES
 from gym_assets.rollouts.options import OPTIONS
 
 if TYPE_CHECKING:
+    from gym_assets.rollouts.gateway.upstream_config import UpstreamConfig
+    from gym_assets.rollouts.harnesses.registry import Harness
+    from gym_assets.rollouts.options import RunOptions
     from gym_assets.rollouts.reverify import ReverifyResult
     from gym_assets.rollouts.run import RunResult
+    from gym_assets.rollouts.shards import Shard
+    from gym_assets.tasks.catalog import Catalog
 
 RUN_FLAGS = ("--benchmark", "--harness", "--out")  # required unless a subcommand is given
 KEPT_REASONS = {  # reverify's reasons for keeping a record as it was
@@ -99,6 +109,15 @@ def _fraction(value: str) -> float:
     if not 0.0 <= number <= 1.0:
         raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {value}")
     return number
+
+
+def _shard(value: str) -> Shard:
+    from gym_assets.rollouts.shards import Shard
+
+    try:
+        return Shard.parse(value)
+    except UserError as exc:
+        raise argparse.ArgumentTypeError(exc.message) from None
 
 
 def _say(message: str) -> None:
@@ -160,7 +179,6 @@ def _summary(result: RunResult) -> None:
 
 def _rollouts(args: argparse.Namespace) -> int:
     from gym_assets.plans.products import ensure_products
-    from gym_assets.rollouts.collection.checks import unmeasured_share
     from gym_assets.rollouts.collection.model_gateway import load_script
     from gym_assets.rollouts.collection.overrides import parse_overrides
     from gym_assets.rollouts.gateway.upstream_config import upstream_config
@@ -200,11 +218,48 @@ def _rollouts(args: argparse.Namespace) -> int:
     harness = get_harness(load_harnesses(catalog.loaded), args.harness)
     require_installed(harness)  # before any product is made for the run
     options = RunOptions.of(args, script=script, overrides=overrides)
-    check_run_dir(catalog, benchmark.name, harness, Path(args.out), options)
+    out = Path(args.out) if args.shard is None else Path(args.out) / args.shard.name
+    check_run_dir(catalog, benchmark.name, harness, out, options)
     if benchmark.dataset.taskset is not None:  # its rows are converted: refuse before products
         overrides.refuse_materialized(catalog.loaded.file_of(benchmark.instance))
     ensure_products(catalog, benchmark.name, _say, refuse=refused_by(args))
-    result = run_rollouts(catalog, benchmark.name, harness, Path(args.out), upstream, options)
+    if args.shard is not None:
+        return _run_shard(args, catalog, benchmark.name, harness, upstream, options)
+    result = run_rollouts(catalog, benchmark.name, harness, out, upstream, options)
+    return _finished(result, benchmark.taskset, args)
+
+
+def _run_shard(
+    args: argparse.Namespace,
+    catalog: Catalog,
+    benchmark: str,
+    harness: Harness,
+    upstream: UpstreamConfig,
+    options: RunOptions,
+) -> int:
+    """Shard I of N into ``--out``/I-of-N. What it measured is judged when the shards are
+    merged: a shard alone leaves the rest of the run unmeasured."""
+    from gym_assets.rollouts.shards import run_shard
+
+    shard = args.shard
+    run = run_shard(catalog, benchmark, harness, Path(args.out), shard, upstream, options)
+    for note in run.notes:
+        _say(f"note: {note}")
+    print(
+        f"shard {shard}: {run.rollouts} rollouts, {run.dispatched} dispatched in "
+        f"{run.seconds:.1f}s -> {run.directory}"
+    )
+    print(
+        f"once all {shard.count} shards have finished: gym-assets rollouts merge --benchmark "
+        f"{benchmark} --harness {harness.name} --shards {args.out} --out RUN"
+    )
+    return 0
+
+
+def _finished(result: RunResult, taskset: str, args: argparse.Namespace) -> int:
+    """Report a run (or a merge of shards), and refuse one that measured too little."""
+    from gym_assets.rollouts.collection.checks import unmeasured_share
+
     for note in result.notes:
         _say(f"note: {note}")
     if result.drifted:
@@ -220,7 +275,7 @@ def _rollouts(args: argparse.Namespace) -> int:
             f"none of the {result.dispatched} dispatched rollouts produced a result{hints}; see "
             f"{result.files.failures}"
         )
-    budget = unmeasured_share(result.files, benchmark.taskset, args.max_unmeasured_share)
+    budget = unmeasured_share(result.files, taskset, args.max_unmeasured_share)
     if not budget.passed:
         kinds = budget.metadata["unmeasured_kinds"]
         raise UserError(_over_budget(budget.description, result, _hints(kinds, args)))
@@ -240,6 +295,19 @@ def _hints(kinds: Mapping[str, int], args: argparse.Namespace) -> list[str]:
     """What to look at for each kind of failure in ``kinds`` that has a hint (``KIND_HINTS``),
     with the run's own limits filled in."""
     return [KIND_HINTS[kind].format_map(vars(args)) for kind in kinds if kind in KIND_HINTS]
+
+
+def _merge(args: argparse.Namespace) -> int:
+    from gym_assets.rollouts.harnesses.registry import get_harness, load_harnesses
+    from gym_assets.rollouts.options import RunOptions
+    from gym_assets.rollouts.shards import merge_shards
+
+    selection = select(args, args.benchmark)
+    catalog, benchmark = selection.catalog, selection.one()
+    harness = get_harness(load_harnesses(catalog.loaded), args.harness)
+    options = RunOptions.of(args)
+    result = merge_shards(catalog, benchmark.name, harness, args.shards, args.out, options)
+    return _finished(result, benchmark.taskset, args)
 
 
 def _reverify(args: argparse.Namespace) -> int:
@@ -338,6 +406,32 @@ def _register_compare(commands: argparse._SubParsersAction) -> None:
     compare.set_defaults(handler=_compare)
 
 
+def _register_merge(commands: argparse._SubParsersAction) -> None:
+    merge = commands.add_parser(
+        "merge",
+        help="merge the finished shards of a run (--shard I/N) into one run",
+        description="Check the shards under --shards (every I-of-N present and finished, all "
+        "of one run of this benchmark and harness, each row in its own shard's span) and write "
+        "the run into --out as one process would: the same inventory, manifest and plan copy, "
+        "every shard's records and failures, their captures, metrics and report. Exit 0 when "
+        "merged, 1 when a shard is refused or the run measured too little.",
+    )
+    merge.add_argument("--benchmark", required=True, metavar=BENCHMARK_METAVAR)
+    merge.add_argument("--harness", required=True, metavar="NAME")
+    merge.add_argument(
+        "--shards", required=True, type=Path, metavar="DIR", help="the shards' --out"
+    )
+    merge.add_argument("--out", required=True, type=Path, metavar="DIR", help="the merged run")
+    _add_option(merge, "max_attempts", type=_count(MAX_ATTEMPTS), metavar="N")
+    _add_option(merge, "max_unmeasured_share", type=_fraction, metavar="F")
+    _add_option(merge, "allow_unsandboxed", action="store_true")
+    _add_option(merge, "max_request_bytes", type=_count(), metavar="N")
+    _add_option(merge, "max_answer_bytes", type=_count(), metavar="N")
+    add_configs_flag(merge)
+    add_data_root_flag(merge)
+    merge.set_defaults(handler=_merge)
+
+
 def _register_reverify(commands: argparse._SubParsersAction) -> None:
     reverify = commands.add_parser(
         "reverify",
@@ -419,10 +513,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="S",
         help="offline upstreams: seconds each answer takes (tests, benches)",
     )
+    parser.add_argument(
+        "--shard",
+        type=_shard,
+        metavar="I/N",
+        help="run only shard I of N of the planned rollouts, into --out/I-of-N (with --resume: "
+        "a finished shard is not run again); `rollouts merge` joins the N shards",
+    )
     add_no_rebuild_flag(parser)
     add_configs_flag(parser)
     add_data_root_flag(parser)
     parser.set_defaults(handler=_rollouts, rollouts_parser=parser)
     commands = parser.add_subparsers(dest="rollouts_command", metavar="SUBCOMMAND")
+    _register_merge(commands)
     _register_reverify(commands)
     _register_compare(commands)

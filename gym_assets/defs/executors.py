@@ -9,6 +9,9 @@ worker agree) picks one of Dagster's own executors:
   ``celery_executor.yaml`` beside this module, the file the workers are started with too;
 - ``k8s``: a Kubernetes job per step (``dagster-k8s``; ``deploy/k8s/``, docs/scale-out.md).
 
+``GYM_ASSETS_ROLLOUT_SHARDS``, read the same way, splits each rollouts partition into that many
+shard steps (``defs/rollouts/shards.py``).
+
 The integrations are imported only when chosen.
 """
 
@@ -22,9 +25,11 @@ import dagster as dg
 
 from gym_assets.config.yaml_source import parse_yaml_file
 from gym_assets.errors import UserError
+from gym_assets.rollouts.shards import MAX_SHARDS
 
 EXECUTOR_VARIABLE = "GYM_ASSETS_EXECUTOR"
 EXECUTORS = ("in_process", "celery", "k8s")
+SHARDS_VARIABLE = "GYM_ASSETS_ROLLOUT_SHARDS"
 CELERY_CONFIG = Path(__file__).with_name("celery_executor.yaml")
 """The executor's config under ``execution.config``: the file ``dagster-celery worker start -y``
 takes, so the workers use the broker, backend and Celery settings the runs use."""
@@ -41,7 +46,8 @@ DATA_ROOT = f"{DATA_MOUNT}/gym_assets"
 # from the run pod's environment (a bare name takes the run pod's value), so a step loads the same
 # code location as its run. Namespace, image, service account and the Postgres secret come from
 # the run launcher. A run's steps (the rollouts, then its checks) depend on each other, so one pod
-# at a time; how many partitions collect at once is the instance's `rollouts` pool, across runs.
+# at a time (a sharded partition: one per shard, `rollouts_executor`); how many partitions
+# collect at once is the instance's `rollouts` pool, across runs.
 # A step that asks for nothing more gets a small pod; the rollouts step asks for more itself
 # (its `dagster-k8s/config` op tag, defs/rollouts/assets.py).
 K8S_EXECUTOR_CONFIG: dict[str, Any] = {
@@ -69,6 +75,18 @@ ROLLOUTS_POD: dict[str, Any] = {
 }
 
 
+def shard_count() -> int:
+    """``$GYM_ASSETS_ROLLOUT_SHARDS`` (default 1): how many shards each rollouts partition is
+    split into, the rollouts graph's shape (``defs/rollouts/shards.py``)."""
+    value = os.environ.get(SHARDS_VARIABLE, "").strip() or "1"
+    if not value.isdigit() or not 1 <= int(value) <= MAX_SHARDS:
+        raise UserError(
+            f"{SHARDS_VARIABLE}={value!r} is no shard count; use a whole number from 1 to "
+            f"{MAX_SHARDS}"
+        )
+    return int(value)
+
+
 def rollouts_executor() -> dg.ExecutorDefinition:
     """The executor named by ``$GYM_ASSETS_EXECUTOR`` (default ``in_process``)."""
     name = os.environ.get(EXECUTOR_VARIABLE, "in_process")
@@ -82,7 +100,13 @@ def rollouts_executor() -> dg.ExecutorDefinition:
     if name == "k8s":
         from dagster_k8s import k8s_job_executor
 
-        return k8s_job_executor.configured(K8S_EXECUTOR_CONFIG)
+        # A sharded partition (defs/rollouts/shards.py): its step pods load the graph the run's
+        # pod loaded (the count copied when the deployment sets one), and its shards, steps with
+        # no order between them, run a pod each at once.
+        config = {**K8S_EXECUTOR_CONFIG, "max_concurrent": shard_count()}
+        if SHARDS_VARIABLE in os.environ:
+            config["env_vars"] = [*K8S_EXECUTOR_CONFIG["env_vars"], SHARDS_VARIABLE]
+        return k8s_job_executor.configured(config)
     raise UserError(
         f"{EXECUTOR_VARIABLE}={name!r} names no executor; use one of {', '.join(EXECUTORS)}"
     )

@@ -10,7 +10,7 @@ the flags without importing the run.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +25,7 @@ from gym_assets.rollouts.collection.overrides import RunOverrides
 
 if TYPE_CHECKING:
     from gym_assets.records.contracts import Step
+    from gym_assets.rollouts.collection.inputs import RolloutInput
 
 _FLAG, _HELP = "flag", "help"
 
@@ -74,6 +75,9 @@ class RunOptions:
         "refuse a model server's answer larger than this, streamed or not (agent_answer_too_large)",
     )
     overrides: RunOverrides = field(default_factory=RunOverrides)  # flat rows only (--override)
+    # Which of the planned rollouts this invocation may dispatch (a shard of the partition,
+    # collection/shards.py); the inventory, the manifest and the analysis stay the whole run's.
+    only: Callable[[Sequence[RolloutInput]], Sequence[RolloutInput]] | None = None
 
     @classmethod
     def of(cls, source: object, **given: Any) -> RunOptions:

@@ -22,7 +22,7 @@ import json
 import shutil
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -38,7 +38,7 @@ from gym_assets.errors import OutputError, UserError, reported
 from gym_assets.fileio import atomic_write_text, atomic_writer
 from gym_assets.outputs.claims import State, claim_dir, claimed_dir, preflight_dir
 from gym_assets.outputs.markers import CAPTURES, ROLLOUTS_RUN
-from gym_assets.outputs.targets import Target
+from gym_assets.outputs.targets import Roots, Target
 from gym_assets.plans.model import Plan, load_plan
 from gym_assets.records.contracts import EnvironmentServer, ResourcesServer, Step
 from gym_assets.redaction import Redactor
@@ -124,7 +124,9 @@ def _check_logs(files: RunFiles, quarantine: bool, notes: list[str]) -> None:
             )
 
 
-def _refuse_foreign(files: RunFiles, target: Target) -> None:
+def refuse_foreign(files: RunFiles, target: Target) -> None:
+    """Refuse a run directory holding anything a run does not write (a run, or a merge of
+    shards, replaces the run's own files there)."""
     foreign = files.foreign()
     if foreign is not None:
         raise OutputError(
@@ -144,7 +146,7 @@ def check_run_dir(
     files = RunFiles(Path(out_dir))
     target = Target.of(files.out_dir, ROLLOUTS_RUN, catalog.workspace)
     if preflight_dir(target) is State.OURS:
-        _refuse_foreign(files, target)
+        refuse_foreign(files, target)
         if options.resume and files.materialized_inputs.is_file():
             identity = _identity(catalog, catalog.get(benchmark_name), harness, None, options)
             _resumed(files, identity, options)
@@ -446,7 +448,7 @@ def run_rollouts(
     target = Target.of(files.out_dir, ROLLOUTS_RUN, catalog.workspace)
     notes: list[str] = []
     with claimed_dir(target), sandbox:
-        _refuse_foreign(files, target)
+        refuse_foreign(files, target)
         if options.resume:
             _check_logs(files, options.quarantine_corrupt, notes)
         inputs, manifest = _planned_inputs(files, benchmark, catalog, options, identity, notes)
@@ -455,61 +457,86 @@ def run_rollouts(
             manifest = _publish_inventory(files, inputs, plan_path, identity)
         claim_dir(Target.of(files.capture_dir, CAPTURES, catalog.workspace))
         ledger = Ledger.read(files, options.max_attempts)
-        todo = ledger.pending(inputs)
+        todo = ledger.pending(inputs if options.only is None else options.only(inputs))
         gate = PlanGate(plan, allow_drift=manifest.allow_plan_drift)
         started = time.monotonic()
         if todo:
             redactor = upstream.redactor()
             _dispatch(servers, options, files, todo, ledger, gate, progress_stream, redactor)
         seconds = time.monotonic() - started
-        done = latest_rows(read_jsonl(files.records))
-        failed = latest_rows(read_jsonl(files.failures))
-        totals = summarize(inputs, done, failed)
-        # Imported here: pandas and matplotlib cost a second, which loading the Dagster
-        # definitions or a command that runs nothing should not pay.
-        from gym_assets.rollouts.analysis.publish import aggregate_entries, analyse
-        from gym_assets.rollouts.analysis.results import Model, run_result, write_result
+        from gym_assets.rollouts.analysis.results import Model
 
-        finished_at = datetime.now(UTC)
-        analysis = analyse(
-            files,
-            inputs,
-            done,
-            failed,
-            benchmark=benchmark.name,
-            harness=harness.name,
-            totals=totals,
-            roots=catalog.workspace,
-            now=finished_at,
-        )
-        metrics = aggregate_entries(inputs, done, failed, analysis.table)
-        notes += analysis.notes
-        atomic_write_text(
-            files.aggregate_metrics, json.dumps(metrics, indent=2, ensure_ascii=False) + "\n"
-        )
         model = Model.of(servers.gateway.model_name, upstream.mode, upstream.base_url)
-        result = run_result(
-            benchmark=benchmark.name,
-            harness=harness.name,
-            model=model,
-            outcomes=totals.outcomes,
-            statistics=analysis.statistics,
-            seconds=seconds,
-            plan_digest=manifest.plan_digest,
-            finished_at=finished_at,
+        result = publish_results(
+            files, inputs, manifest, catalog.workspace, notes, model=model, seconds=seconds
         )
-        write_result(files.result, result)
+    return replace(
+        result,
+        dispatched=len(todo),
+        seconds=seconds,
+        drifted=gate.drifted(),
+        harness=resolved.metadata(),
+    )
+
+
+def publish_results(
+    files: RunFiles,
+    inputs: list[RolloutInput],
+    manifest: Manifest,
+    roots: Roots,
+    notes: list[str],
+    *,
+    model: Model,
+    seconds: float,
+) -> RunResult:
+    """The run's aggregate metrics, statistics, snapshot, report and result (for the
+    scoreboard: ``model`` ran it in ``seconds``), made from its files (a run ends with these,
+    and so does a merge of shards); ``notes`` gain the analysis's. The result dispatched
+    nothing; its caller says what it did."""
+    done = latest_rows(read_jsonl(files.records))
+    failed = latest_rows(read_jsonl(files.failures))
+    totals = summarize(inputs, done, failed)
+    # Imported here: pandas and matplotlib cost a second, which loading the Dagster
+    # definitions or a command that runs nothing should not pay.
+    from gym_assets.rollouts.analysis.publish import aggregate_entries, analyse
+    from gym_assets.rollouts.analysis.results import run_result, write_result
+
+    finished_at = datetime.now(UTC)
+    analysis = analyse(
+        files,
+        inputs,
+        done,
+        failed,
+        benchmark=manifest.benchmark,
+        harness=manifest.harness,
+        totals=totals,
+        roots=roots,
+        now=finished_at,
+    )
+    metrics = aggregate_entries(inputs, done, failed, analysis.table)
+    atomic_write_text(
+        files.aggregate_metrics, json.dumps(metrics, indent=2, ensure_ascii=False) + "\n"
+    )
+    result = run_result(
+        benchmark=manifest.benchmark,
+        harness=manifest.harness,
+        model=model,
+        outcomes=totals.outcomes,
+        statistics=analysis.statistics,
+        seconds=seconds,
+        plan_digest=manifest.plan_digest,
+        finished_at=finished_at,
+    )
+    write_result(files.result, result)
     return RunResult(
         files=files,
         rollouts=len(inputs),
-        dispatched=len(todo),
-        seconds=seconds,
+        dispatched=0,
+        seconds=0.0,
         totals=totals,
         metrics=metrics,
         analysis=analysis,
         manifest=manifest,
         model=model,
-        drifted=gate.drifted(),
-        notes=notes,
-        harness=resolved.metadata(),
+        notes=[*notes, *analysis.notes],
     )

@@ -8,8 +8,9 @@ import dagster as dg
 
 from gym_assets.defs.check_suites import CheckSuite, SuiteCheck
 from gym_assets.defs.resources import GymWorkspace
-from gym_assets.defs.rollouts.assets import dimensions, rollouts
+from gym_assets.defs.rollouts.assets import dimensions
 from gym_assets.defs.rollouts.resources import HarnessRunner
+from gym_assets.defs.rollouts.shards import rollouts
 from gym_assets.plans.model import Plan, load_plan
 from gym_assets.rollouts.collection import checks
 from gym_assets.rollouts.collection.files import RunFiles

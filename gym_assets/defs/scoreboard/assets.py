@@ -10,7 +10,6 @@ import dagster as dg
 
 from gym_assets.defs.metadata import as_failure, labels, page_link
 from gym_assets.defs.resources import GymWorkspace
-from gym_assets.defs.rollouts.assets import rollouts
 from gym_assets.errors import UserError
 
 AFTER_EVERY_ROLLOUTS_RUN = (
@@ -32,7 +31,7 @@ def _table(rows: list[dict[str, Any]], columns: list[tuple[str, str, str]]) -> d
 
 @dg.asset(
     group_name="rollouts",
-    deps=[rollouts],
+    deps=[dg.AssetKey("rollouts")],  # by key: one step or shards (defs/rollouts/shards.py)
     kinds={"python", "html"},
     code_version="1",
     automation_condition=AFTER_EVERY_ROLLOUTS_RUN,

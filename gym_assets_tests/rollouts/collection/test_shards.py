@@ -1,0 +1,187 @@
+"""Shards of one run: spans, runs, resume, and the merge with its refusals (real runs of the
+bundled ``units`` benchmark against the reference model, offline)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from gym_assets.cli import main
+from gym_assets.errors import UserError
+from gym_assets.rollouts.collection.files import RunFiles
+from gym_assets.rollouts.gateway.upstream_config import upstream_config
+from gym_assets.rollouts.harnesses.registry import load_harnesses
+from gym_assets.rollouts.options import RunOptions
+from gym_assets.rollouts.run import run_rollouts
+from gym_assets.rollouts.shards import Shard, merge_shards, run_shard, shard_count, shards_of
+from gym_assets_tests.rollouts.collection.conftest import REPO, Products
+from gym_assets_tests.rollouts.same_run import assert_same_run, rows_by_key
+
+BENCHMARK = "units"  # 30 one-call tasks
+
+
+@pytest.mark.parametrize("count", [1, 2, 3, 7, 31])
+def test_shards_cover_every_rollout_exactly_once(count):
+    for total in (0, 1, 2, 29, 30, 31, 1000):
+        spans = [shard.span(total) for shard in shards_of(count)]
+        assert [i for span in spans for i in span] == list(range(total))
+        assert max(map(len, spans)) - min(map(len, spans)) <= 1  # as even as they can be
+
+
+def test_a_shard_is_written_i_of_n():
+    assert Shard.parse("2/4") == Shard(2, 4) and str(Shard(2, 4)) == "2/4"
+    assert Shard(2, 4).name == "2-of-4"
+    for bad in ("0/2", "3/2", "2", "a/b", "1/0", "-1/2"):
+        with pytest.raises(UserError, match="I/N"):
+            Shard.parse(bad)
+
+
+class Shards:
+    """Shards and whole runs of ``units`` in one temp data root."""
+
+    def __init__(self, root: Path):
+        self.products = Products(root / "data")
+        self.products.plan(BENCHMARK)
+        self.catalog = self.products.catalog
+        self.harness = load_harnesses(self.catalog.loaded.data)["simple_agent"]
+        self.upstream = upstream_config(mode="reference")
+        self.root = root
+
+    def run(self, shard: Shard, shards="shards", **options):
+        return run_shard(
+            self.catalog,
+            BENCHMARK,
+            self.harness,
+            self.root / shards,
+            shard,
+            self.upstream,
+            RunOptions(**options),
+        )
+
+    def whole(self, out: Path, **options):
+        return run_rollouts(
+            self.catalog, BENCHMARK, self.harness, out, self.upstream, RunOptions(**options)
+        )
+
+    def merge(self, shards="shards", out="merged"):
+        return merge_shards(
+            self.catalog, BENCHMARK, self.harness, self.root / shards, self.root / out
+        )
+
+
+@pytest.fixture(scope="module")
+def three(tmp_path_factory) -> Shards:
+    """Three finished shards and a one-process run of the same benchmark."""
+    shards = Shards(tmp_path_factory.mktemp("shards"))
+    for shard in shards_of(3):
+        shards.run(shard)
+    shards.whole(shards.root / "one")
+    return shards
+
+
+def test_merged_shards_are_the_run_one_process_makes(three):
+    for shard in shards_of(3):
+        records = rows_by_key(RunFiles(three.root / "shards" / shard.name).records)
+        assert sorted(records) == [(i, 0) for i in shard.span(30)]
+    result = three.merge()
+    assert result.rollouts == 30 and result.dispatched == 0
+    assert result.totals.outcomes.measured == 30 and result.totals.reward_mean == 1.0
+    assert result.harness["harness"] == "simple_agent"
+    assert result.analysis.report.is_file()
+    assert_same_run(three.root / "one", three.root / "merged")
+    assert "merged 3 shards" in result.notes[0]
+
+
+def _copy_shards(three: Shards, name: str) -> Path:
+    copy = three.root / name
+    shutil.copytree(three.root / "shards", copy)
+    return copy
+
+
+def test_merge_refuses_a_missing_shard(three):
+    copy = _copy_shards(three, "missing")
+    shutil.rmtree(copy / "2-of-3")
+    with pytest.raises(UserError, match=r"shard 2/3 has not run here"):
+        three.merge("missing", "out-missing")
+    assert not (three.root / "out-missing").exists()
+
+
+def test_merge_refuses_an_unfinished_shard(three):
+    copy = _copy_shards(three, "unfinished")
+    records = RunFiles(copy / "3-of-3").records
+    lines = records.read_bytes().splitlines(keepends=True)
+    records.write_bytes(b"".join(lines[:4]))  # killed after 4 of its 10
+    with pytest.raises(UserError, match=r"shard 3/3 is unfinished: 6 of its 10 rollouts"):
+        three.merge("unfinished", "out-unfinished")
+
+
+def test_merge_refuses_shards_of_two_counts(three):
+    copy = _copy_shards(three, "two-counts")
+    shutil.copytree(copy / "1-of-3", copy / "1-of-2")
+    with pytest.raises(UserError, match=r"shards of 2 different counts \(2, 3\)"):
+        three.merge("two-counts", "out-counts")
+
+
+def test_merge_refuses_a_shard_of_another_run(three, tmp_path):
+    copy = _copy_shards(three, "foreign")
+    shutil.rmtree(copy / "2-of-3")
+    three.whole(copy / "2-of-3", repeats=2)  # another inventory in shard 2's place
+    with pytest.raises(UserError, match=r"shard 2/3 is of another run than shard 1/3"):
+        three.merge("foreign", "out-foreign")
+
+
+def test_merge_refuses_a_row_outside_the_shards_span(three):
+    copy = _copy_shards(three, "duplicated")
+    shutil.rmtree(copy / "3-of-3")
+    three.whole(copy / "3-of-3")  # the whole run in shard 3's place: rows of shards 1 and 2
+    with pytest.raises(UserError, match=r"rollout \(\d+, 0\), which shard 3/3 does not cover"):
+        three.merge("duplicated", "out-duplicated")
+
+
+def test_merge_refuses_shards_of_another_benchmark_asked(three):
+    three.products.plan("arith")
+    with pytest.raises(UserError, match="cannot resume: the run differs"):
+        merge_shards(three.catalog, "arith", three.harness, three.root / "shards", three.root / "o")
+
+
+def test_merge_refuses_a_root_without_shards(three):
+    with pytest.raises(UserError, match="holds no shard"):
+        shard_count(three.root / "data")
+
+
+def test_a_resume_runs_only_the_unfinished_shards(tmp_path):
+    shards = Shards(tmp_path)
+    for shard in shards_of(2):
+        shards.run(shard)
+    records = RunFiles(tmp_path / "shards" / "2-of-2").records
+    lines = records.read_bytes().splitlines(keepends=True)
+    records.write_bytes(b"".join(lines[:9]) + lines[9][:20])  # killed mid-line after 9 of 15
+    first, second = (shards.run(shard, resume=True) for shard in shards_of(2))
+    assert first.skipped and first.dispatched == 0 and "finished before" in first.notes[0]
+    assert not second.skipped and second.dispatched == 6 and second.rollouts == 15
+    shards.merge()
+    shards.whole(tmp_path / "one")
+    assert_same_run(tmp_path / "one", tmp_path / "merged")
+
+
+def test_the_command_line_runs_shards_and_merges_them(tmp_path, capsys):
+    def cli(*argv: str | Path) -> int:
+        roots = ["--configs", str(REPO / "configs"), "--data-root", str(tmp_path / "data")]
+        return main(["rollouts", *map(str, argv), *roots])
+
+    run = ["--benchmark", BENCHMARK, "--harness", "simple_agent"]
+    merge = ["merge", *run, "--shards", tmp_path / "shards", "--out", tmp_path / "run"]
+    assert cli(*run, "--out", tmp_path / "shards", "--shard", "2/2") == 0
+    assert "shard 2/2: 15 rollouts, 15 dispatched" in capsys.readouterr().out
+    assert cli(*merge) == 1
+    assert "shard 1/2 has not run here" in capsys.readouterr().err
+    assert cli(*run, "--out", tmp_path / "shards", "--shard", "1/2") == 0
+    assert cli(*run, "--out", tmp_path / "shards", "--shard", "1/2", "--resume") == 0
+    assert "15 rollouts, 0 dispatched" in capsys.readouterr().out
+    assert cli(*merge) == 0
+    assert "mean 1.000 over 30 of 30 planned" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as exit_:
+        cli(*run, "--out", tmp_path / "shards", "--shard", "3/2")
+    assert exit_.value.code == 2 and "no shard 3/2" in capsys.readouterr().err
