@@ -14,7 +14,7 @@ from gym_assets.alerts.log import ALERT_LOG
 from gym_assets.config.loader import load_configs
 from gym_assets.definitions import defs
 from gym_assets.defs.alerts.resources import AlertSink
-from gym_assets.defs.alerts.sensors import check_alerts_on_failure
+from gym_assets.defs.alerts.sensors import run_failure_alerts
 from gym_assets.defs.conformance import assets, checks
 from gym_assets.defs.conformance.schedules import conformance_sweep
 from gym_assets.defs.partitions import harness_partitions
@@ -105,14 +105,17 @@ def test_a_failing_harness_fails_the_gate_and_raises_an_alert(workspace, instanc
     with webhook_server() as receiver:
         monkeypatch.setenv(HOOK_ENV, receiver.url)
         context = dg.build_run_status_sensor_context(
-            sensor_name=check_alerts_on_failure.name,
+            sensor_name=run_failure_alerts.name,
             dagster_event=result.get_run_failure_event(),
             dagster_instance=instance,
             dagster_run=result.dagster_run,
             resources={"workspace": workspace, "alert_sink": AlertSink(webhook_url_env=HOOK_ENV)},
         )
-        check_alerts_on_failure(context)
-    [line] = [json.loads(x) for x in (Path(workspace.data_root) / "alerts" / ALERT_LOG).open()]
+        run_failure_alerts(context)
+    failure, line = [
+        json.loads(x) for x in (Path(workspace.data_root) / "alerts" / ALERT_LOG).open()
+    ]
+    assert (failure["kind"], failure["partition"]) == ("run_failed", "user_simulator")
     assert (line["asset"], line["partition"], line["check"]) == (
         "harness_conformance",
         "user_simulator",
