@@ -16,8 +16,8 @@ from gym_assets.definitions import defs
 from gym_assets.defs.alerts.resources import AlertSink
 from gym_assets.defs.alerts.sensors import run_failure_alerts
 from gym_assets.defs.conformance import assets, checks
-from gym_assets.defs.conformance.schedules import conformance_sweep
-from gym_assets.defs.partitions import harness_partitions
+from gym_assets.defs.conformance.schedules import conformance_job, conformance_sweep
+from gym_assets.defs.partitions import PARTITION_TAG, harness_partitions
 from gym_assets.defs.rollouts.resources import HarnessRunner
 from gym_assets.defs.tasksets.sensors import config_change_sensor
 from gym_assets.rollouts.harnesses.install import unavailable_reason
@@ -134,7 +134,7 @@ def test_the_matrix_puts_every_harness_side_by_side(workspace, instance):
     assert before.total_requested == 0  # no harness has run yet
     _conformance(workspace, instance, "simple_agent")
     _conformance(workspace, instance, "user_simulator", ["tool_success"])
-    # the automation sensor renders the matrix once every harness partition has a run
+    # the automation sensor renders the matrix once the harness runs have finished
     automation = dg.evaluate_automation_conditions(
         defs=location, instance=instance, cursor=before.cursor
     )
@@ -167,6 +167,41 @@ def test_the_matrix_puts_every_harness_side_by_side(workspace, instance):
     assert document["harnesses"]["user_simulator"]["failing"]["tool_success"][0] == (
         "tool_calls.present"
     )
+
+
+def test_the_matrix_follows_one_harness_run_but_waits_for_runs_in_progress(
+    fakecli, workspace, instance
+):
+    location = dg.Definitions(
+        assets=[assets.harness_conformance, assets.conformance_matrix],
+        jobs=[conformance_job],
+        resources=_resources(workspace),
+    )
+    # three harnesses; fakecli is not installed and will never have a run
+    harnesses = ["simple_agent", "user_simulator", fakecli]
+    instance.add_dynamic_partitions(harness_partitions.name, harnesses)
+    before = dg.evaluate_automation_conditions(defs=location, instance=instance)
+    assert before.total_requested == 0  # no harness has run yet
+    assert _conformance(workspace, instance, "simple_agent").success
+    # another harness's run is still running (a sweep): the matrix waits for it
+    running = instance.create_run_for_job(
+        location.resolve_job_def(conformance_job.name),
+        tags={PARTITION_TAG: "user_simulator"},
+        status=dg.DagsterRunStatus.STARTED,
+    )
+    waiting = dg.evaluate_automation_conditions(
+        defs=location, instance=instance, cursor=before.cursor
+    )
+    assert waiting.total_requested == 0
+    instance.report_run_canceled(running)
+    # one harness run is enough: the two never run do not hold the matrix back
+    after = dg.evaluate_automation_conditions(
+        defs=location, instance=instance, cursor=waiting.cursor
+    )
+    assert after.get_requested_partitions(assets.conformance_matrix.key) == {None}
+    # handled: the next tick does not render it again
+    again = dg.evaluate_automation_conditions(defs=location, instance=instance, cursor=after.cursor)
+    assert again.total_requested == 0
 
 
 def test_a_harness_never_run_is_in_the_matrix_as_not_run(workspace, instance):
