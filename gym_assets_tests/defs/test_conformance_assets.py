@@ -3,6 +3,7 @@ sweep, and the alert a failed gate raises (a real instance; the built-in agents,
 scenarios to stay fast)."""
 
 import json
+import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from gym_assets.rollouts.harnesses.install import unavailable_reason
 from gym_assets.rollouts.harnesses.registry import load_harnesses
 from gym_assets.suite.harness_runs import LATEST, MATRIX_HTML, MATRIX_JSON, MATRIX_MD
 from gym_assets_tests.alerts.webhook_server import webhook_server
+from gym_assets_tests.defs.conftest import REPO
 from gym_assets_tests.rollouts.harnesses.adapters.fake_adapter import add_uninstalled
 
 SCENARIOS = ["tool_success", "verifier_failure"]
@@ -122,6 +124,16 @@ def test_a_failing_harness_fails_the_gate_and_raises_an_alert(workspace, instanc
         "p0_gate",
     )
     assert "`p0_gate` failed on `harness_conformance[user_simulator]`" in receiver.bodies[0]["text"]
+
+
+def test_the_negative_control_failing_every_scenario_passes_its_gate(configs, workspace, instance):
+    shutil.copytree(REPO / "examples", configs.parent / "examples")  # the registry points there
+    result = _conformance(workspace, instance, "negative_control")
+    assert result.success  # expected to fail, and did: no failed run, so no nightly alert
+    gate = _gate(result)
+    assert gate.passed and gate.partition == "negative_control"
+    assert gate.description.startswith("expected to fail, and did: P0 not met in 2 scenario(s)")
+    assert _metadata(instance, "negative_control")["verdict"].value == "not_fulfilled"
 
 
 def test_the_matrix_puts_every_harness_side_by_side(workspace, instance):
