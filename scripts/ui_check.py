@@ -796,7 +796,7 @@ def main(argv: list[str] | None = None) -> int:
     timings = ", ".join(f"{name} {s:.1f}s" for name, s in report.seconds.items())
     print(
         f"ui-check: run {report.run_id} of {JOB}[{args.benchmark}] succeeded; "
-        f"{len(report.checked)} assets and checks verified per partition ({timings})"
+        f"{len(report.checked)} assets, checks and UI paths verified ({timings})"
     )
     if report.screenshots:
         print(f"ui-check: screenshots: {', '.join(map(str, report.screenshots))}")

@@ -89,8 +89,8 @@ class CheckSuite(Generic[Inputs]):
         return (
             f"No partition, so no check of {asset} ran: they judge one partition at a time, "
             "and this run has none (Dagster 1.13's \"Execute all\" on an asset's Checks tab "
-            "launches a partitioned asset's checks without one). To check a partition: "
-            f"materialize {asset} for it (its checks run with it), or launch its checks alone "
-            "with the partition: the tag `dagster/partition=<partition>` on the run "
-            '(docs/operations.md, "Checks per partition").'
+            "launches a partitioned asset's checks without one). To check one partition: in "
+            f"the Launchpad of {asset}'s job pick the partition and select only the op "
+            f"`{self.asset.key.path[-1]}_checks`; or materialize {asset} for the partitions, "
+            'which runs their checks (docs/operations.md, "Checks per partition").'
         )
