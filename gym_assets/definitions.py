@@ -11,7 +11,7 @@ import sys
 import dagster as dg
 
 from gym_assets.defs.alerts.resources import AlertSink
-from gym_assets.defs.alerts.sensors import check_alerts_on_failure, check_alerts_on_success
+from gym_assets.defs.alerts.sensors import check_alerts_on_success, run_failure_alerts
 from gym_assets.defs.automation import conformance_automation_sensor, plan_automation_sensor
 from gym_assets.defs.conformance import assets as conformance_assets
 from gym_assets.defs.conformance import checks as conformance_checks
@@ -49,7 +49,7 @@ defs = dg.Definitions(
         conformance_automation_sensor,
         scoreboard_automation_sensor,
         check_alerts_on_success,
-        check_alerts_on_failure,
+        run_failure_alerts,
     ],
     resources={
         "workspace": GymWorkspace(),

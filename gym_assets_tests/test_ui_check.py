@@ -46,12 +46,28 @@ def test_a_partition_launched_in_the_ui_is_checked_per_partition_and_screenshott
     for checked in ("collated_taskset", "eval_plan", "collated_taskset:stable_task_ids",
                     "eval_plan:plan_covers_taskset", "scoreboard"):  # fmt: skip
         assert checked in report.checked
+    # issue 26: one partition's checks alone (and "Execute all" declined cleanly), the matrix
+    # after one harness run, a failed run's alert line (each function raises when it is not so)
+    assert report.checked[-3:] == [
+        "eval_plan[units] checks alone",
+        "conformance_matrix after one harness run",
+        "a failed run's alert line",
+    ]
+    assert {"checks_run", "harness_run", "matrix_follows", "alert"} <= set(report.seconds)
     if shutil.which("chromium") is None:
         assert report.screenshots == []
         return
     names = sorted(png.name for png in report.screenshots)
-    assert names == ["asset_graph.png", "check_history.png", "materialization.png",
-                     "scoreboard.png", "scoreboard_page.png"]  # fmt: skip
+    assert names == [
+        "asset_graph.png",
+        "check_history.png",
+        "failed_run.png",
+        "materialization.png",
+        "matrix_after_one_harness.png",
+        "partition_checks.png",
+        "scoreboard.png",
+        "scoreboard_page.png",
+    ]
     for png in report.screenshots:
         with Image.open(png) as image:
             assert image.size == ui_check.WINDOW

@@ -17,6 +17,13 @@ partition's materialization and a check's latest execution into ``--out`` (defau
 ``.ui-check/``); each page must show what it is for in its rendered text and must not be
 blank. Without chromium it says it skipped them.
 
+Then, each followed by its page's screenshot: ``eval_plan``'s checks launched as the Checks
+tab's "Execute all" sends them (no partition: the run must decline them cleanly) and as the
+Launchpad sends a checks-only run of one partition (each check must pass on that partition,
+nothing be materialized); one harness's conformance run with another harness never run, after
+which ``conformance_automation_sensor`` must re-render ``conformance_matrix``; and a
+``benchmark_job`` run that fails, which must leave one ``run_failed`` line in the alert log.
+
 Everything it started is stopped at the end, on failure and on SIGINT/SIGTERM too. Exit codes:
 0 all good; 1 an assertion failed (one line says which); 2 the UI could not be started
 (a missing program, a port taken, a code location that does not load).
@@ -279,6 +286,205 @@ def verify_metadata(gql: GraphQL, run_id: str, benchmark: str, asset: JobAsset) 
     tasks = entries.get("tasks")
     if tasks is not None and not (tasks.get("intValue") or 0) > 0:
         raise CheckFailed(f"{where}: metadata tasks = {tasks.get('intValue')}, expected > 0")
+
+
+# --- checks of one partition, the matrix, a failed run's alert (issue 26) -------------------------
+
+CHECKED_ASSET = ("eval_plan",)
+CHECKS_OP = "eval_plan_checks"  # the op that runs eval_plan's checks, as the Launchpad lists it
+HARNESS = "simple_agent"
+NEVER_RUN_HARNESS = "codex"  # a cli harness: not installed here, and never run by the check
+MATRIX = ("conformance_matrix",)
+SCENARIOS = ["tool_success"]  # one scenario keeps the harness run short
+MATRIX_SENSOR = "conformance_automation_sensor"
+FAILING_BENCHMARK = "no_such_benchmark"
+ALERT_TIMEOUT_S = 120.0
+MATRIX_TIMEOUT_S = 240.0
+
+START_SENSOR = """mutation($selector: SensorSelector!) { startSensor(sensorSelector: $selector) {
+  __typename ... on Sensor { sensorState { status } } ... on PythonError { message } } }"""
+
+RUN_LOG = """query($id: ID!) { logsForRun(runId: $id) { __typename
+  ... on EventConnection { events { __typename ... on MessageEvent { message level } } } } }"""
+
+LATEST_MATERIALIZATION = """query($key: AssetKeyInput!) { assetOrError(assetKey: $key) {
+  __typename ... on Asset { assetMaterializations(limit: 1) { runId timestamp
+    metadataEntries { __typename label ... on MarkdownMetadataEntry { mdStr } } } } } }"""
+
+ASSET_CHECK_NAMES = """query($key: AssetKeyInput!) { assetNodeOrError(assetKey: $key) {
+  __typename ... on AssetNode { assetChecksOrError { __typename
+    ... on AssetChecks { checks { name jobNames canExecuteIndividually } } } } } }"""
+
+
+def launch_params(params: dict[str, Any], gql: GraphQL, what: str) -> str:
+    launched = gql(LAUNCH, params=params)["launchRun"]
+    if launched["__typename"] != "LaunchRunSuccess":
+        raise CheckFailed(f"{what}: launchRun answered {launched['__typename']}: {launched}")
+    return launched["run"]["runId"]
+
+
+def finish(server: UiServer, gql: GraphQL, run_id: str, what: str, timeout: float) -> str:
+    """Wait for the run to end; its final status."""
+    if not server.wait(lambda: run_status(gql, run_id) in FINISHED, timeout):
+        raise CheckFailed(
+            f"{what}: run {run_id} still {run_status(gql, run_id)} after {timeout:.0f}s"
+        )
+    return run_status(gql, run_id)
+
+
+def asset_checks(gql: GraphQL, key: tuple[str, ...]) -> list[dict[str, Any]]:
+    node = gql(ASSET_CHECK_NAMES, key={"path": list(key)})["assetNodeOrError"]
+    return node["assetChecksOrError"]["checks"]
+
+
+def execute_all_params(checks: list[dict[str, Any]], key: tuple[str, ...]) -> dict[str, Any]:
+    """What the Checks tab's "Execute all" sends in Dagster 1.13 (``ExecuteChecksButton``):
+    the first job common to the checks, no asset, every check, no tag, so no partition."""
+    common = [j for j in checks[0]["jobNames"] if all(j in c["jobNames"] for c in checks)]
+    return {
+        "mode": "default",
+        "executionMetadata": {},
+        "runConfigData": "{}",
+        "selector": {
+            **selector(),
+            "jobName": common[0],
+            "assetSelection": [],
+            "assetCheckSelection": [
+                {"assetKey": {"path": list(key)}, "name": c["name"]}
+                for c in checks
+                if c["canExecuteIndividually"] == "CAN_EXECUTE"
+            ],
+        },
+    }
+
+
+def launchpad_checks_params(benchmark: str) -> dict[str, Any]:
+    """What the Launchpad of ``benchmark_job`` sends with a partition picked and only the
+    checks' op selected (``LaunchpadSession``): the op selection, no asset, the partition tag."""
+    return {
+        "mode": "default",
+        "runConfigData": "{}",
+        "selector": {**selector(), "jobName": JOB, "solidSelection": [CHECKS_OP],
+                     "assetSelection": [], "assetCheckSelection": []},
+        "executionMetadata": {"tags": [{"key": "dagster/partition", "value": benchmark}]},
+    }  # fmt: skip
+
+
+def verify_partition_checks(
+    server: UiServer, gql: GraphQL, benchmark: str, materialized_by: str, report: Report
+) -> str:
+    """ "Execute all" on the Checks tab is declined cleanly (the run succeeds, says why in its
+    log, and records no verdict); the Launchpad's checks-only run of one partition evaluates
+    every check of that partition and materializes nothing. The second run's id."""
+    name = "/".join(CHECKED_ASSET)
+    checks = asset_checks(gql, CHECKED_ASSET)
+    declined = launch_params(execute_all_params(checks, CHECKED_ASSET), gql, "Execute all")
+    status = finish(server, gql, declined, "Execute all", RUN_TIMEOUT_S)
+    if status != "SUCCESS":
+        raise CheckFailed(f"Execute all on {name}'s checks: run {declined} ended {status}")
+    events = gql(RUN_LOG, id=declined)["logsForRun"]["events"]
+    if not any(e.get("level") == "WARNING" and "No partition" in (e.get("message") or "")
+               for e in events):  # fmt: skip
+        raise CheckFailed(f"Execute all: run {declined} does not say why no check ran")
+    for check in checks:
+        found = gql(CHECK_EXECUTIONS, key={"path": list(CHECKED_ASSET)}, check=check["name"],
+                    partition=None)["assetCheckExecutions"]  # fmt: skip
+        ours = [e for e in found if e["runId"] == declined]
+        if not ours or ours[0]["status"] != "SKIPPED" or ours[0]["evaluation"] is not None:
+            raise CheckFailed(f"Execute all: {name}:{check['name']} in run {declined}: {ours}")
+    launched = time.monotonic()
+    run_id = launch_params(launchpad_checks_params(benchmark), gql, "checks of one partition")
+    status = finish(server, gql, run_id, "checks of one partition", RUN_TIMEOUT_S)
+    report.seconds["checks_run"] = time.monotonic() - launched
+    if status != "SUCCESS":
+        raise CheckFailed(f"the checks of {name}[{benchmark}]: run {run_id} ended {status}")
+    names = tuple(c["name"] for c in checks)
+    verify_checks(gql, run_id, benchmark, JobAsset(CHECKED_ASSET, "", names))
+    found = gql(MATERIALIZATION, key={"path": list(CHECKED_ASSET)}, partition=benchmark)
+    latest = found["assetOrError"]["assetMaterializations"][0]["runId"]
+    if latest != materialized_by:
+        raise CheckFailed(f"the checks-only run {run_id} materialized {name}[{benchmark}]")
+    report.checked.append(f"{name}[{benchmark}] checks alone")
+    return run_id
+
+
+def start_sensor(gql: GraphQL, name: str) -> None:
+    started = gql(START_SENSOR, selector={**selector(), "sensorName": name})["startSensor"]
+    if started["__typename"] != "Sensor" or started["sensorState"]["status"] != "RUNNING":
+        raise CannotStart(f"cannot start {name}: {started}")
+
+
+def latest_materialization(gql: GraphQL, key: tuple[str, ...]) -> dict[str, Any] | None:
+    found = gql(LATEST_MATERIALIZATION, key={"path": list(key)})["assetOrError"]
+    materializations = found.get("assetMaterializations") or []
+    return materializations[0] if materializations else None
+
+
+def verify_matrix_follows_one_harness(server: UiServer, gql: GraphQL, report: Report) -> str:
+    """One harness run (one scenario) with another harness partition never run: the automation
+    sensor re-renders ``conformance_matrix``, which lists the harness run and the other as not
+    run. The matrix's run id."""
+    for harness in (HARNESS, NEVER_RUN_HARNESS):
+        added = gql(ADD_PARTITION, selector=selector(), name="harness", key=harness)
+        if added["addDynamicPartition"]["__typename"] != "AddDynamicPartitionSuccess":
+            raise CheckFailed(f"cannot add harness partition {harness}: {added}")
+    start_sensor(gql, MATRIX_SENSOR)
+    params = {
+        "selector": {**selector(), "jobName": "conformance_job"},
+        "runConfigData": {"ops": {"harness_conformance": {"config": {"scenarios": SCENARIOS}}}},
+        "executionMetadata": {"tags": [{"key": "dagster/partition", "value": HARNESS}]},
+    }  # fmt: skip
+    harness_run = launch_params(params, gql, f"conformance_job[{HARNESS}]")
+    launched = time.monotonic()
+    status = finish(server, gql, harness_run, f"conformance_job[{HARNESS}]", RUN_TIMEOUT_S)
+    report.seconds["harness_run"] = time.monotonic() - launched
+    if status != "SUCCESS":
+        raise CheckFailed(f"conformance_job[{HARNESS}]: run {harness_run} ended {status}")
+    if not server.wait(lambda: latest_materialization(gql, MATRIX) is not None, MATRIX_TIMEOUT_S):
+        raise CheckFailed(
+            f"{MATRIX_SENSOR} did not render conformance_matrix within {MATRIX_TIMEOUT_S:.0f}s "
+            f"of the run of one harness ({HARNESS}; {NEVER_RUN_HARNESS} never ran)"
+        )
+    report.seconds["matrix_follows"] = time.monotonic() - launched
+    matrix = latest_materialization(gql, MATRIX) or {}
+    entries = {e["label"]: e for e in matrix.get("metadataEntries", [])}
+    table = entries.get("harnesses", {}).get("mdStr") or ""
+    if f"| {HARNESS} | fulfilled |" not in table or f"| {NEVER_RUN_HARNESS} | " not in table:
+        raise CheckFailed(f"conformance_matrix does not list {HARNESS} as run: {table!r}")
+    report.checked.append("conformance_matrix after one harness run")
+    return matrix["runId"]
+
+
+def verify_failed_run_alert(server: UiServer, gql: GraphQL, report: Report) -> str:
+    """A run that fails (a benchmark partition with no config) gets one ``run_failed`` line in
+    the alert log, with its error, from ``run_failure_alerts``. The failed run's id."""
+    added = gql(ADD_PARTITION, selector=selector(), name="benchmark", key=FAILING_BENCHMARK)
+    if added["addDynamicPartition"]["__typename"] != "AddDynamicPartitionSuccess":
+        raise CheckFailed(f"cannot add partition {FAILING_BENCHMARK}: {added}")
+    params = {
+        "selector": {**selector(), "jobName": JOB},
+        "runConfigData": {},
+        "executionMetadata": {"tags": [{"key": "dagster/partition", "value": FAILING_BENCHMARK}]},
+    }
+    run_id = launch_params(params, gql, f"{JOB}[{FAILING_BENCHMARK}]")
+    status = finish(server, gql, run_id, f"{JOB}[{FAILING_BENCHMARK}]", RUN_TIMEOUT_S)
+    if status != "FAILURE":
+        raise CheckFailed(f"{JOB}[{FAILING_BENCHMARK}]: run {run_id} ended {status}, not FAILURE")
+    log = server.local.workspace.data / "alerts" / "check_alerts.jsonl"
+    ended = time.monotonic()
+
+    def alerted() -> list[dict[str, Any]]:
+        lines = log.read_text().splitlines() if log.exists() else []
+        return [a for a in map(json.loads, lines) if a["run_id"] == run_id]
+
+    if not server.wait(lambda: bool(alerted()), ALERT_TIMEOUT_S):
+        raise CheckFailed(f"run {run_id} failed but {log} has no line for it")
+    report.seconds["alert"] = time.monotonic() - ended
+    lines = alerted()
+    if [a["kind"] for a in lines] != ["run_failed"] or not lines[0]["error"]:
+        raise CheckFailed(f"the alert of run {run_id}: {lines}")
+    report.checked.append("a failed run's alert line")
+    return run_id
 
 
 # --- screenshots ---------------------------------------------------------------------------------
@@ -599,8 +805,49 @@ def ui_check(benchmark: str, out: Path, work: Path, report: Report) -> Report:
         )
         report.seconds["screenshots"] = time.monotonic() - shots_started
         check_scoreboard(gql, server, benchmark, out, scratch, report)
+        follow_up(server, gql, benchmark, run_id, out, scratch, report)
     report.seconds["total"] = time.monotonic() - started
     return report
+
+
+def follow_up(
+    server: UiServer,
+    gql: GraphQL,
+    benchmark: str,
+    run_id: str,
+    out: Path,
+    scratch: Path,
+    report: Report,
+) -> None:
+    """After the first run: one partition's checks alone, the matrix following one harness
+    run, a failed run's alert; then their pages."""
+
+    def shoot(page: Page) -> None:  # right away: a later run changes what the page shows
+        report.screenshots += take_screenshots(gql, server.url, out, [page], scratch)
+
+    verify_partition_checks(server, gql, benchmark, run_id, report)
+    shoot(
+        Page(
+            "partition_checks",
+            f"/assets/{'/'.join(CHECKED_ASSET)}?view=checks&checkDetail=plan_covers_taskset",
+            ("plan_covers_taskset", "Passed", f"Partition {benchmark}"),
+        )
+    )
+    verify_matrix_follows_one_harness(server, gql, report)
+    shoot(
+        Page(
+            "matrix_after_one_harness",
+            "/assets/conformance_matrix",  # its overview: the latest metadata, the condition
+            (
+                "Latest materialization",
+                f"{HARNESS} fulfilled 1/1",
+                f"{NEVER_RUN_HARNESS} ",
+                "after any harness run",
+            ),
+        )
+    )
+    failed_run = verify_failed_run_alert(server, gql, report)
+    shoot(Page("failed_run", f"/runs/{failed_run}", (failed_run[:8], "Failure", FAILING_BENCHMARK)))
 
 
 def _interrupt(signum: int, _frame: object) -> None:
@@ -641,7 +888,7 @@ def main(argv: list[str] | None = None) -> int:
     timings = ", ".join(f"{name} {s:.1f}s" for name, s in report.seconds.items())
     print(
         f"ui-check: run {report.run_id} of {JOB}[{args.benchmark}] succeeded; "
-        f"{len(report.checked)} assets and checks verified per partition ({timings})"
+        f"{len(report.checked)} assets, checks and UI paths verified ({timings})"
     )
     if report.screenshots:
         print(f"ui-check: screenshots: {', '.join(map(str, report.screenshots))}")

@@ -1,4 +1,5 @@
-"""The alert log: ``<data_root>/alerts/check_alerts.jsonl``, one line per failed check.
+"""The alert log: ``<data_root>/alerts/check_alerts.jsonl``, one line per failed check and one
+per failed run.
 
 The log is written before any webhook is tried, so a webhook that is down never loses an
 alert. Lines are appended and synced under the product's lock (``gym_assets.outputs``): the
@@ -11,7 +12,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from gym_assets.alerts.alert import CheckAlert
+from gym_assets.alerts.alert import Alert
 from gym_assets.errors import reported
 from gym_assets.fileio import json_line
 from gym_assets.outputs.claims import claimed_dir
@@ -21,7 +22,7 @@ from gym_assets.outputs.targets import Roots, Target
 ALERT_LOG = "check_alerts.jsonl"
 
 
-def append_alerts(directory: Path, roots: Roots, alerts: Sequence[CheckAlert]) -> Path:
+def append_alerts(directory: Path, roots: Roots, alerts: Sequence[Alert]) -> Path:
     """Append one line per alert to the log in ``directory``; returns the log's path."""
     target = Target.of(directory, ALERTS, roots)
     path = target.path / ALERT_LOG

@@ -1,6 +1,7 @@
 """Declarative automation: a plan follows a re-collated taskset even when the collation was
 started by hand, and only once every blocking check upstream has passed; the conformance matrix
-follows the harness runs (once none is still in progress, so a sweep renders it once)."""
+follows every harness run (once none is still in progress, so a sweep renders it once; a harness
+never run does not hold it back)."""
 
 import dagster as dg
 
@@ -19,6 +20,7 @@ conformance_automation_sensor = dg.AutomationConditionSensorDefinition(
     target=dg.AssetSelection.assets("conformance_matrix"),
     default_status=dg.DefaultSensorStatus.RUNNING,
     minimum_interval_seconds=30,
-    description="Re-renders `conformance_matrix` after harness conformance runs, once none is "
-    "still in progress (a nightly sweep renders it once, not once per harness).",
+    description="Re-renders `conformance_matrix` after any harness conformance run, once none "
+    "is still queued or running (a nightly sweep renders it once, not once per harness); "
+    "harnesses never run do not hold it back.",
 )

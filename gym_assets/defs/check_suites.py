@@ -7,8 +7,10 @@ event log lean (docs/operations.md, "What a run writes").
 
 Each check is partitioned like its asset (``AssetCheckSpec(partitions_def=...)``, a preview
 feature of Dagster 1.13): an evaluation records the partition it judged, so a check's history
-reads per benchmark or per harness, and a run of the checks alone (the UI's "Execute" on a
-check) targets one partition like any run of the asset.
+reads per benchmark or per harness. A run of the checks alone judges the partition it was
+launched for; Dagster 1.13's "Execute all" on an asset's Checks tab launches them with none, and
+such a run is declined with a warning that says how to run them (docs/operations.md, "Checks per
+partition"), never a crash in the checks and never a verdict.
 """
 
 import warnings
@@ -63,9 +65,14 @@ class CheckSuite(Generic[Inputs]):
             ]
 
     def results(
-        self, context: dg.AssetCheckExecutionContext, inputs: Inputs
+        self, context: dg.AssetCheckExecutionContext, read: Callable[[str], Inputs]
     ) -> Iterator[dg.AssetCheckResult]:
-        """The results of the checks this run selected (the UI can run one check alone)."""
+        """The results of the checks this run selected (a run may select one check alone), on
+        the inputs ``read`` gives for the run's partition."""
+        if not context.has_partition_key:
+            context.log.warning(self.no_partition_message())
+            return
+        inputs = read(context.partition_key)
         selected = {key.name for key in context.selected_asset_check_keys}
         for check in self.checks:
             if check.name in selected:
@@ -76,3 +83,14 @@ class CheckSuite(Generic[Inputs]):
                     # No evaluation: the UI shows the check as skipped for this partition, and
                     # the run's log says why.
                     context.log.info(f"{check.name}: {outcome.description}")
+
+    def no_partition_message(self) -> str:
+        asset = self.asset.key.to_user_string()
+        return (
+            f"No partition, so no check of {asset} ran: they judge one partition at a time, "
+            "and this run has none (Dagster 1.13's \"Execute all\" on an asset's Checks tab "
+            "launches a partitioned asset's checks without one). To check one partition: in "
+            f"the Launchpad of {asset}'s job pick the partition and select only the op "
+            f"`{self.asset.key.path[-1]}_checks`; or materialize {asset} for the partitions, "
+            'which runs their checks (docs/operations.md, "Checks per partition").'
+        )

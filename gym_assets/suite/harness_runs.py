@@ -113,9 +113,27 @@ def failing_by_scenario(harness: Mapping[str, Any]) -> dict[str, list[str]]:
     return failing
 
 
-def p0_gate(latest: LatestRun | None, harness: str) -> CheckOutcome:
+def p0_gate(latest: LatestRun | None, harness: str, expected_to_fail: bool = False) -> CheckOutcome:
     """Every scenario of the harness's latest suite run meets the P0 gate (every applicable P0
-    check passes) and its episode ran to completion."""
+    check passes) and its episode ran to completion. For a negative control (a harness the
+    registry marks ``expected_to_fail``) it is turned round: every scenario must fail the gate,
+    and one that meets it means the suite has stopped catching a harness that does nothing."""
+    outcome = _gate(latest, harness)
+    if not expected_to_fail or latest is None or latest.harness(harness)["verdict"] in NOT_RUN:
+        return outcome
+    met = [s["scenario"] for s in latest.harness(harness)["scenarios"]]
+    met = [scenario for scenario in met if scenario not in outcome.metadata.get("failing", {})]
+    if met:
+        return CheckOutcome(
+            False,
+            f"expected to fail the P0 gate in every scenario, but met it in {len(met)}: "
+            f"{', '.join(met)}; the suite no longer catches a harness that does nothing",
+            outcome.metadata,
+        )
+    return CheckOutcome(True, f"expected to fail, and did: {outcome.description}", outcome.metadata)
+
+
+def _gate(latest: LatestRun | None, harness: str) -> CheckOutcome:
     if latest is None:
         return CheckOutcome(False, f"no finished conformance run of {harness} yet")
     entry = latest.harness(harness)

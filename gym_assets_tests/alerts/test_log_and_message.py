@@ -4,7 +4,13 @@ import json
 
 import pytest
 
-from gym_assets.alerts.alert import MAX_CHAT_LINES, CheckAlert, chat_message
+from gym_assets.alerts.alert import (
+    MAX_CHAT_LINES,
+    MAX_ERROR_CHARS,
+    CheckAlert,
+    RunFailure,
+    chat_message,
+)
 from gym_assets.alerts.deliver import deliver
 from gym_assets.alerts.log import ALERT_LOG, append_alerts
 from gym_assets.alerts.webhook import Webhook
@@ -76,3 +82,26 @@ def test_a_long_list_is_cut_in_the_message_only():
     assert len(lines) == 1 + MAX_CHAT_LINES + 1
     assert lines[0].startswith(f"{MAX_CHAT_LINES + 5} asset checks failed")
     assert lines[-1] == "… and 5 more in the alert log"
+
+
+def test_a_failed_run_is_one_message_and_its_error_is_cut():
+    failure = RunFailure(
+        job="benchmark_job",
+        partition="units",
+        error="prepared_benchmark: <no config> & more\nTraceback ...\n" + "x" * 3000,
+        run_id="0123456789abcdef",
+        run_url="http://127.0.0.1:3000/runs/0123456789abcdef",
+        failed_at="2026-12-01T03:00:00+00:00",
+    )
+    assert len(failure.error) == MAX_ERROR_CHARS and failure.error.endswith("…")
+    assert failure.record()["kind"] == "run_failed"
+    alone = chat_message([], failure)["text"]
+    assert alone == (
+        "<http://127.0.0.1:3000/runs/0123456789abcdef|run 01234567> (benchmark_job[units]) "
+        "failed: prepared_benchmark: &lt;no config&gt; &amp; more"
+    )
+    with_checks = chat_message([_alert(), _alert("route_resolves")], failure)["text"]
+    assert with_checks.splitlines()[1:3] == [
+        "2 asset checks failed in it:",
+        "• ERROR: `task_data_valid` failed on `collated_taskset[units]`: 1/30 rows failed",
+    ]

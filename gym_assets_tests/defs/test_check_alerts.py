@@ -12,8 +12,8 @@ from gym_assets.alerts.log import ALERT_LOG
 from gym_assets.defs.alerts.resources import AlertSink
 from gym_assets.defs.alerts.sensors import (
     alert_run,
-    check_alerts_on_failure,
     check_alerts_on_success,
+    run_failure_alerts,
 )
 from gym_assets.defs.partitions import benchmark_partitions
 from gym_assets.defs.tasksets import assets, checks
@@ -75,17 +75,27 @@ def test_a_blocking_failure_is_logged_and_posted(configs, workspace, instance, m
     assert not result.success  # blocking ERROR: the run fails, the failure sensor sees it
     with webhook_server() as receiver:
         monkeypatch.setenv(HOOK_ENV, receiver.url)
-        assert _tick(check_alerts_on_failure, result, instance, workspace, _sink()) is None
+        assert _tick(run_failure_alerts, result, instance, workspace, _sink()) is None
     run_id = result.dagster_run.run_id
-    [line] = _log(workspace)
+    failure, line = _log(workspace)  # one alert for the run: its failure, then its checks
+    assert (failure["kind"], failure["job"], failure["partition"]) == (
+        "run_failed",
+        result.dagster_run.job_name,
+        "units",
+    )
+    assert "1 blocking asset check failed with ERROR severity" in failure["error"]
+    assert line["kind"] == "asset_check_failed"
     assert line["asset"] == "collated_taskset" and line["partition"] == "units"
     assert (line["check"], line["severity"]) == ("task_data_valid", "ERROR")
     assert "failed task-data validation" in line["reason"]
     assert line["run_url"] == f"http://127.0.0.1:3000/runs/{run_id}"
     assert line["job"] == result.dagster_run.job_name
-    [body] = receiver.bodies
-    assert f"/runs/{run_id}|run {run_id[:8]}>" in body["text"]
-    assert "`task_data_valid` failed on `collated_taskset[units]`" in body["text"]
+    [body] = receiver.bodies  # one message per run, not one for the run and one for checks
+    head, count, check = body["text"].splitlines()
+    assert head.startswith(f"<http://127.0.0.1:3000/runs/{run_id}|run {run_id[:8]}> (")
+    assert "[units]) failed: " in head
+    assert count == "1 asset check failed in it:"
+    assert "`task_data_valid` failed on `collated_taskset[units]`" in check
     assert "secret-token" not in json.dumps(line)
 
 
@@ -108,8 +118,8 @@ def test_a_webhook_that_is_down_keeps_the_line_and_the_tick(
     _edit_units(configs, _break_task_data)
     result = _materialize(workspace, instance)
     monkeypatch.setenv(HOOK_ENV, closed_port_url())
-    assert _tick(check_alerts_on_failure, result, instance, workspace, _sink()) is None
-    assert [line["check"] for line in _log(workspace)] == ["task_data_valid"]
+    assert _tick(run_failure_alerts, result, instance, workspace, _sink()) is None
+    assert [line.get("check") for line in _log(workspace)] == [None, "task_data_valid"]
 
 
 def test_a_failing_webhook_is_tried_once_per_tick(
@@ -137,6 +147,35 @@ def test_a_run_without_failed_checks_alerts_nothing(workspace, instance):
     assert not (Path(workspace.data_root) / "alerts").exists()
 
 
-@pytest.mark.parametrize("sensor", [check_alerts_on_success, check_alerts_on_failure])
+def test_a_failed_run_without_checks_is_alerted_with_its_error(workspace, instance, monkeypatch):
+    instance.add_dynamic_partitions(benchmark_partitions.name, ["no_such_benchmark"])
+    result = dg.materialize(
+        TASKSET,
+        resources={"workspace": workspace},
+        instance=instance,
+        partition_key="no_such_benchmark",
+        raise_on_error=False,
+    )
+    assert not result.success
+    with webhook_server() as receiver:
+        monkeypatch.setenv(HOOK_ENV, receiver.url)
+        assert _tick(run_failure_alerts, result, instance, workspace, _sink()) is None
+    run_id = result.dagster_run.run_id
+    [line] = _log(workspace)
+    assert (line["kind"], line["partition"], line["run_id"]) == (
+        "run_failed",
+        "no_such_benchmark",
+        run_id,
+    )
+    assert line["error"].startswith("prepared_benchmark: ")
+    assert "no_such_benchmark" in line["error"]
+    assert line["run_url"] == f"http://127.0.0.1:3000/runs/{run_id}"
+    [body] = receiver.bodies
+    [head] = body["text"].splitlines()
+    assert head.startswith(f"<http://127.0.0.1:3000/runs/{run_id}|run {run_id[:8]}> (")
+    assert "[no_such_benchmark]) failed: prepared_benchmark: " in head
+
+
+@pytest.mark.parametrize("sensor", [check_alerts_on_success, run_failure_alerts])
 def test_the_alert_sensors_run_by_default(sensor):
     assert sensor.default_status == dg.DefaultSensorStatus.RUNNING

@@ -1,6 +1,7 @@
 """Checks carry the partition they judged: history per benchmark, runs of the checks alone."""
 
 import json
+import logging
 
 import dagster as dg
 
@@ -70,3 +71,27 @@ def test_history_reads_per_benchmark_and_checks_run_alone(configs, workspace, in
     assert len(evaluations) == len(checks.SUITE.checks)
     assert {e.partition for e in evaluations} == {"support_dialogue"}
     assert _history(instance, "task_data_valid")[-1] == ("support_dialogue", True)
+
+
+def test_checks_launched_without_a_partition_are_declined_with_a_warning(workspace, instance):
+    """Dagster 1.13's "Execute all" on a partitioned asset's Checks tab launches its checks
+    with no partition (``make ui-check`` sends that very mutation); no check may crash on it."""
+    for key in defs.resolve_asset_graph().asset_check_keys:
+        assert defs.get_assets_def(key.asset_key).partitions_def is not None, key
+    suites = {key.asset_key for key in defs.resolve_asset_graph().asset_check_keys}
+    job = defs.resolve_implicit_global_asset_job_def()
+    for asset_key in sorted(suites):
+        keys = {k for k in defs.resolve_asset_graph().asset_check_keys if k.asset_key == asset_key}
+        run = job.get_subset(asset_selection=set(), asset_check_selection=keys).execute_in_process(
+            instance=instance, resources={"workspace": workspace}, raise_on_error=False
+        )
+        assert run.success, asset_key
+        assert run.get_asset_check_evaluations() == []  # no verdict, neither passed nor failed
+        [warning] = [e.message for e in instance.all_logs(run.run_id) if e.level == logging.WARNING]
+        name = asset_key.to_user_string()
+        assert warning.startswith(f"No partition, so no check of {name} ran: ")
+        assert f"select only the op `{name}_checks`" in warning
+        # the op the message names is the one the Launchpad lists
+        assert {op.name for op in job.get_subset(asset_check_selection=keys).nodes} >= {
+            f"{name}_checks"
+        }

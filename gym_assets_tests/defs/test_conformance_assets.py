@@ -3,6 +3,7 @@ sweep, and the alert a failed gate raises (a real instance; the built-in agents,
 scenarios to stay fast)."""
 
 import json
+import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -14,16 +15,17 @@ from gym_assets.alerts.log import ALERT_LOG
 from gym_assets.config.loader import load_configs
 from gym_assets.definitions import defs
 from gym_assets.defs.alerts.resources import AlertSink
-from gym_assets.defs.alerts.sensors import check_alerts_on_failure
+from gym_assets.defs.alerts.sensors import run_failure_alerts
 from gym_assets.defs.conformance import assets, checks
-from gym_assets.defs.conformance.schedules import conformance_sweep
-from gym_assets.defs.partitions import harness_partitions
+from gym_assets.defs.conformance.schedules import conformance_job, conformance_sweep
+from gym_assets.defs.partitions import PARTITION_TAG, harness_partitions
 from gym_assets.defs.rollouts.resources import HarnessRunner
 from gym_assets.defs.tasksets.sensors import config_change_sensor
 from gym_assets.rollouts.harnesses.install import unavailable_reason
 from gym_assets.rollouts.harnesses.registry import load_harnesses
 from gym_assets.suite.harness_runs import LATEST, MATRIX_HTML, MATRIX_JSON, MATRIX_MD
 from gym_assets_tests.alerts.webhook_server import webhook_server
+from gym_assets_tests.defs.conftest import REPO
 from gym_assets_tests.defs.links import linked_file
 from gym_assets_tests.rollouts.harnesses.adapters.fake_adapter import add_uninstalled
 
@@ -106,20 +108,33 @@ def test_a_failing_harness_fails_the_gate_and_raises_an_alert(workspace, instanc
     with webhook_server() as receiver:
         monkeypatch.setenv(HOOK_ENV, receiver.url)
         context = dg.build_run_status_sensor_context(
-            sensor_name=check_alerts_on_failure.name,
+            sensor_name=run_failure_alerts.name,
             dagster_event=result.get_run_failure_event(),
             dagster_instance=instance,
             dagster_run=result.dagster_run,
             resources={"workspace": workspace, "alert_sink": AlertSink(webhook_url_env=HOOK_ENV)},
         )
-        check_alerts_on_failure(context)
-    [line] = [json.loads(x) for x in (Path(workspace.data_root) / "alerts" / ALERT_LOG).open()]
+        run_failure_alerts(context)
+    failure, line = [
+        json.loads(x) for x in (Path(workspace.data_root) / "alerts" / ALERT_LOG).open()
+    ]
+    assert (failure["kind"], failure["partition"]) == ("run_failed", "user_simulator")
     assert (line["asset"], line["partition"], line["check"]) == (
         "harness_conformance",
         "user_simulator",
         "p0_gate",
     )
     assert "`p0_gate` failed on `harness_conformance[user_simulator]`" in receiver.bodies[0]["text"]
+
+
+def test_the_negative_control_failing_every_scenario_passes_its_gate(configs, workspace, instance):
+    shutil.copytree(REPO / "examples", configs.parent / "examples")  # the registry points there
+    result = _conformance(workspace, instance, "negative_control")
+    assert result.success  # expected to fail, and did: no failed run, so no nightly alert
+    gate = _gate(result)
+    assert gate.passed and gate.partition == "negative_control"
+    assert gate.description.startswith("expected to fail, and did: P0 not met in 2 scenario(s)")
+    assert _metadata(instance, "negative_control")["verdict"].value == "not_fulfilled"
 
 
 def test_the_matrix_puts_every_harness_side_by_side(workspace, instance):
@@ -132,7 +147,7 @@ def test_the_matrix_puts_every_harness_side_by_side(workspace, instance):
     assert before.total_requested == 0  # no harness has run yet
     _conformance(workspace, instance, "simple_agent")
     _conformance(workspace, instance, "user_simulator", ["tool_success"])
-    # the automation sensor renders the matrix once every harness partition has a run
+    # the automation sensor renders the matrix once the harness runs have finished
     automation = dg.evaluate_automation_conditions(
         defs=location, instance=instance, cursor=before.cursor
     )
@@ -165,6 +180,41 @@ def test_the_matrix_puts_every_harness_side_by_side(workspace, instance):
     assert document["harnesses"]["user_simulator"]["failing"]["tool_success"][0] == (
         "tool_calls.present"
     )
+
+
+def test_the_matrix_follows_one_harness_run_but_waits_for_runs_in_progress(
+    fakecli, workspace, instance
+):
+    location = dg.Definitions(
+        assets=[assets.harness_conformance, assets.conformance_matrix],
+        jobs=[conformance_job],
+        resources=_resources(workspace),
+    )
+    # three harnesses; fakecli is not installed and will never have a run
+    harnesses = ["simple_agent", "user_simulator", fakecli]
+    instance.add_dynamic_partitions(harness_partitions.name, harnesses)
+    before = dg.evaluate_automation_conditions(defs=location, instance=instance)
+    assert before.total_requested == 0  # no harness has run yet
+    assert _conformance(workspace, instance, "simple_agent").success
+    # another harness's run is still running (a sweep): the matrix waits for it
+    running = instance.create_run_for_job(
+        location.resolve_job_def(conformance_job.name),
+        tags={PARTITION_TAG: "user_simulator"},
+        status=dg.DagsterRunStatus.STARTED,
+    )
+    waiting = dg.evaluate_automation_conditions(
+        defs=location, instance=instance, cursor=before.cursor
+    )
+    assert waiting.total_requested == 0
+    instance.report_run_canceled(running)
+    # one harness run is enough: the two never run do not hold the matrix back
+    after = dg.evaluate_automation_conditions(
+        defs=location, instance=instance, cursor=waiting.cursor
+    )
+    assert after.get_requested_partitions(assets.conformance_matrix.key) == {None}
+    # handled: the next tick does not render it again
+    again = dg.evaluate_automation_conditions(defs=location, instance=instance, cursor=after.cursor)
+    assert again.total_requested == 0
 
 
 def test_a_harness_never_run_is_in_the_matrix_as_not_run(workspace, instance):

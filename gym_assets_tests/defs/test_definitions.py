@@ -34,7 +34,7 @@ def test_job_and_sensor_resolve():
         "plan_automation_sensor",
         "conformance_automation_sensor",
         "check_alerts_on_success",
-        "check_alerts_on_failure",
+        "run_failure_alerts",
     ):
         assert defs.resolve_sensor_def(name).default_status == dg.DefaultSensorStatus.RUNNING
 

@@ -107,3 +107,23 @@ def test_the_gate_passes_only_on_a_finished_clean_run():
     assert p0_gate(_latest(_scenario("tool_success")), "h").passed
     never = p0_gate(None, "h")
     assert not never.passed and never.description == "no finished conformance run of h yet"
+
+
+def test_a_negative_control_passes_its_gate_by_failing_every_scenario():
+    caught = _latest(_scenario("tool_success", ["tools.present"]), _scenario("retry_429", ["x"]))
+    gate = p0_gate(caught, "h", expected_to_fail=True)
+    assert gate.passed
+    assert gate.description.startswith("expected to fail, and did: P0 not met in 2 scenario(s)")
+    assert not p0_gate(caught, "h").passed  # the same run, for an ordinary harness
+
+
+def test_a_negative_control_that_meets_the_gate_anywhere_fails_it():
+    blind = _latest(_scenario("tool_success"), _scenario("retry_429", ["x"]))
+    gate = p0_gate(blind, "h", expected_to_fail=True)
+    assert not gate.passed
+    assert gate.description == (
+        "expected to fail the P0 gate in every scenario, but met it in 1: tool_success; "
+        "the suite no longer catches a harness that does nothing"
+    )
+    never = p0_gate(None, "h", expected_to_fail=True)  # no run: nothing is known, no pass
+    assert not never.passed and never.description == "no finished conformance run of h yet"

@@ -1,11 +1,13 @@
-"""Alert on every failed asset check of a finished run.
+"""Alert on every failed run and every failed asset check of a finished run.
 
 Dagster OSS has no "check failed" alert, and a failed check fails its run only when it blocks
 at ERROR severity: a WARN or non-blocking failure ends in a successful run. So two run-status
 sensors, one per way a run can finish, read the run's check evaluations and hand the failed
-ones to the ``alert_sink``. Each run is seen once (the sensors' cursors follow run-status
-events, and pass a run whose alerts raised: the error shows on the tick and on the run); a
-webhook that is down costs its bounded wait and a warning, never the tick.
+ones to the ``alert_sink``; the one on failures (a ``run_failure_sensor``) adds the run's own
+error, so a failed run is one alert however it failed: its error line, then its failed checks,
+in one webhook message. Each run is seen once (the sensors' cursors follow run-status events,
+and pass a run whose alerts raised: the error shows on the tick and on the run); a webhook that
+is down costs its bounded wait and a warning, never the tick.
 """
 
 import logging
@@ -13,7 +15,7 @@ from datetime import UTC, datetime
 
 import dagster as dg
 
-from gym_assets.alerts.alert import CheckAlert
+from gym_assets.alerts.alert import CheckAlert, RunFailure
 from gym_assets.alerts.deliver import deliver
 from gym_assets.defs.alerts.resources import AlertSink
 from gym_assets.defs.partitions import PARTITION_TAG
@@ -45,21 +47,52 @@ def failed_checks(
     return alerts
 
 
+def run_failure(context: dg.RunFailureSensorContext, sink: AlertSink) -> RunFailure:
+    """The failed run and its error: each failed step's error, or, when no step failed (the run
+    could not start, its process died), the run failure event's message."""
+    run = context.dagster_run
+    steps = [
+        f"{event.step_key}: {event.step_failure_data.error.message.strip()}"
+        for event in context.get_step_failure_events()
+        if event.step_failure_data.error is not None
+    ]
+    return RunFailure(
+        job=run.job_name,
+        partition=run.tags.get(PARTITION_TAG),
+        error="\n".join(steps) or context.failure_event.message or "the run gave no error",
+        run_id=run.run_id,
+        run_url=sink.run_url(run.run_id),
+        failed_at=_ended_at(context.instance, run.run_id).isoformat(),
+    )
+
+
+def _ended_at(instance: dg.DagsterInstance, run_id: str) -> datetime:
+    """When the run ended, as its record says (the sensor may read it much later)."""
+    record = instance.get_run_record_by_id(run_id)
+    ended = record.end_time if record is not None else None
+    return datetime.fromtimestamp(ended, UTC) if ended is not None else datetime.now(UTC)
+
+
 def alert_run(
     instance: dg.DagsterInstance,
     run: dg.DagsterRun,
     workspace: GymWorkspace,
     alert_sink: AlertSink,
     log: logging.Logger,
+    failure: RunFailure | None = None,
 ) -> None:
-    """Deliver the run's failed checks; say in the sensor's log where they went."""
+    """Deliver the run's failure (if it failed) and its failed checks as one alert; say in the
+    sensor's log where they went."""
     alerts = failed_checks(instance, run, alert_sink)
-    if not alerts:
+    if not alerts and failure is None:
         return
     paths = workspace.paths
     hook = None if alert_sink.unreachable else alert_sink.webhook()
-    delivered = deliver(alerts, paths.alerts_dir(), paths, hook)
-    where = f"{len(alerts)} failed check(s) of run {run.run_id} logged to {delivered.log}"
+    delivered = deliver(alerts, paths.alerts_dir(), paths, hook, failure)
+    what = f"{len(alerts)} failed check(s) of run {run.run_id}"
+    if failure is not None:
+        what = f"the failure and {what}"
+    where = f"{what} logged to {delivered.log}"
     webhook = delivered.webhook
     if alert_sink.unreachable:
         log.warning(f"{where}; not posted: the webhook failed earlier in this tick")
@@ -75,30 +108,31 @@ def alert_run(
         )
 
 
-def _alert_sensor(status: dg.DagsterRunStatus, description: str) -> dg.RunStatusSensorDefinition:
-    @dg.run_status_sensor(
-        run_status=status,
-        name=f"check_alerts_on_{status.value.lower()}",
-        default_status=dg.DefaultSensorStatus.RUNNING,
-        description=description,
-    )
-    def sensor(
-        context: dg.RunStatusSensorContext, workspace: GymWorkspace, alert_sink: AlertSink
-    ) -> None:
-        # None, not a SkipReason: Dagster then goes on to the next finished run in this tick
-        # (any other return value ends the tick after one run)
-        alert_run(context.instance, context.dagster_run, workspace, alert_sink, context.log)
-
-    return sensor
+# Both sensors return None, not a SkipReason: Dagster then goes on to the next finished run in
+# the tick (any other return value ends the tick after one run).
 
 
-check_alerts_on_success = _alert_sensor(
-    dg.DagsterRunStatus.SUCCESS,
-    "Alerts on the failed checks of a successful run (WARN and non-blocking ERROR failures "
-    "never fail a run).",
+@dg.run_status_sensor(
+    run_status=dg.DagsterRunStatus.SUCCESS,
+    name="check_alerts_on_success",
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    description="Alerts on the failed checks of a successful run (WARN and non-blocking ERROR "
+    "failures never fail a run).",
 )
-check_alerts_on_failure = _alert_sensor(
-    dg.DagsterRunStatus.FAILURE,
-    "Alerts on the failed checks of a failed run (a blocking check at ERROR severity fails "
-    "its run).",
+def check_alerts_on_success(
+    context: dg.RunStatusSensorContext, workspace: GymWorkspace, alert_sink: AlertSink
+) -> None:
+    alert_run(context.instance, context.dagster_run, workspace, alert_sink, context.log)
+
+
+@dg.run_failure_sensor(
+    name="run_failure_alerts",
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    description="Alerts on every failed run: one alert with the run's error and its failed "
+    "checks (a blocking check at ERROR severity fails its run), so a run is alerted once.",
 )
+def run_failure_alerts(
+    context: dg.RunFailureSensorContext, workspace: GymWorkspace, alert_sink: AlertSink
+) -> None:
+    failure = run_failure(context, alert_sink)
+    alert_run(context.instance, context.dagster_run, workspace, alert_sink, context.log, failure)

@@ -20,6 +20,15 @@ from gym_assets.suite.run import SuiteSummary
 
 GROUP = "conformance"
 
+AFTER_ANY_HARNESS_RUN = (
+    dg.AutomationCondition.eager()
+    .without(~dg.AutomationCondition.any_deps_missing())
+    .with_label("after any harness run")
+)
+"""``eager()`` but for its wait on missing dependencies: a harness partition never run (a CLI
+not installed here, a harness just added) must not hold the matrix back, which then lists it as
+not run. The waits on runs in progress stay, so a sweep's runs render the matrix once."""
+
 
 class ConformanceConfig(dg.Config):
     """The scenarios to run, by name (unset: the whole suite, as the nightly sweep runs it)."""
@@ -96,9 +105,10 @@ def harness_conformance(
     deps=[harness_conformance],
     kinds={"python", "html"},
     code_version="1",
-    automation_condition=dg.AutomationCondition.eager(),
+    automation_condition=AFTER_ANY_HARNESS_RUN,
     description="Every registered harness's latest conformance run in one report (markdown, "
-    "HTML, JSON) under `<data_root>/conformance/matrix/`; re-rendered once harness runs finish.",
+    "HTML, JSON) under `<data_root>/conformance/matrix/`; re-rendered after any harness run, "
+    "once no harness run is still queued or running. A harness never run shows as not run.",
 )
 def conformance_matrix(workspace: GymWorkspace) -> dg.MaterializeResult:
     try:

@@ -50,4 +50,4 @@ SUITE = CheckSuite[PlanInputs](
 def eval_plan_checks(
     context: dg.AssetCheckExecutionContext, workspace: GymWorkspace
 ) -> Iterator[dg.AssetCheckResult]:
-    yield from SUITE.results(context, PlanInputs(workspace, context.partition_key))
+    yield from SUITE.results(context, lambda name: PlanInputs(workspace, name))

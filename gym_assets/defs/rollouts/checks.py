@@ -61,4 +61,4 @@ def rollouts_checks(
     workspace: GymWorkspace,
     harness_runner: HarnessRunner,
 ) -> Iterator[dg.AssetCheckResult]:
-    yield from SUITE.results(context, RunInputs(workspace, harness_runner, context.partition_key))
+    yield from SUITE.results(context, lambda key: RunInputs(workspace, harness_runner, key))

@@ -60,4 +60,4 @@ SUITE = CheckSuite[TasksetInputs](
 def collated_taskset_checks(
     context: dg.AssetCheckExecutionContext, workspace: GymWorkspace
 ) -> Iterator[dg.AssetCheckResult]:
-    yield from SUITE.results(context, TasksetInputs(workspace, context.partition_key))
+    yield from SUITE.results(context, lambda name: TasksetInputs(workspace, name))

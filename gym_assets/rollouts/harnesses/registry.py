@@ -96,6 +96,8 @@ class Harness(BaseModel):
     ``adapter``, the pinned ``version``, the ``install`` recipe, the ``api`` and ``stream`` mode
     it is driven with and its ``offline`` profile; ``install_dir`` is filled by the loader
     (``$GYM_ASSETS_HARNESSES_DIR/<name>``, else ``.harnesses/<name>`` beside the configs folder).
+    ``expected_to_fail`` marks a negative control: a harness that must fail the P0 gate in
+    every scenario, so its gate check passes when it does and fails (alerts) when it does not.
     """
 
     model_config = _STRICT
@@ -114,6 +116,7 @@ class Harness(BaseModel):
     offline: OfflineProfile = OfflineProfile()
     install_dir: Path | None = None
     description: str = ""
+    expected_to_fail: bool = False
 
     @model_validator(mode="before")
     @classmethod
