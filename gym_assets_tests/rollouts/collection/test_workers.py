@@ -130,9 +130,7 @@ def test_a_worker_killed_mid_run_loses_and_duplicates_no_rollout(products, tmp_p
     records = RunFiles(out).records
     result: list[RunResult] = []
     run = threading.Thread(
-        target=lambda: result.append(
-            _run(products, out, latency_s=0.3, concurrency=8, workers=2)
-        )
+        target=lambda: result.append(_run(products, out, latency_s=0.3, concurrency=8, workers=2))
     )
     run.start()
     try:
