@@ -12,7 +12,12 @@ deadline is the model's when the model had answered (the time went on what it sa
 endpoint's. A call the gateway refused for its size names the failure after it
 (``agent_request_too_large``, the model's; ``agent_answer_too_large``, the endpoint's), from the
 gateway's capture rather than from what the agent made of the refusal. Rows are appended as
-each rollout finishes (completion order); at most ``concurrency`` rollouts run at once.
+each rollout finishes (completion order; a finished run sorts its logs, ``ledger.order_logs``);
+at most ``concurrency`` rollouts run at once.
+
+``Attempts`` runs one attempt and returns its rows; ``Keeper`` writes them (the ledger, the
+logs, the progress line). ``dispatch`` runs attempts on this event loop, and
+``workers.run_in_workers`` on worker processes, with the keeper in the run's process.
 """
 
 from __future__ import annotations

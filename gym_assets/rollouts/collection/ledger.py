@@ -4,6 +4,8 @@ A rollout with a success record is done; one with a terminal failure is done (re
 help); one with ``max_attempts`` failed attempts is done. Any other rollout is dispatched again
 with ``attempt`` = the number of failed attempts so far, so its capture key gains ``-a<N>``.
 A rollout killed in flight left no row at all, so it is re-dispatched without using an attempt.
+Rows are appended in completion order; once a run has dispatched everything, ``order_logs``
+sorts both logs by rollout, so the order of a run's files depends on nothing but its rows.
 """
 
 from __future__ import annotations

@@ -3,6 +3,8 @@ killed mid-run loses and duplicates nothing."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import os
 import re
@@ -12,13 +14,21 @@ import sys
 import threading
 import time
 from collections import Counter
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from gym_assets.rollouts.collection.files import RunFiles, read_jsonl
-from gym_assets.rollouts.collection.workers import shares, worker_count
+from gym_assets.rollouts.collection.inputs import RolloutInput
+from gym_assets.rollouts.collection.workers import (
+    MAX_LOSSES,
+    run_in_workers,
+    shares,
+    worker_count,
+)
 from gym_assets.rollouts.gateway.upstream_config import upstream_config
 from gym_assets.rollouts.harnesses.registry import load_harnesses
 from gym_assets.rollouts.options import RunOptions
@@ -209,3 +219,47 @@ def test_worker_count(requested, concurrency, pending, expected):
 
 def test_the_concurrency_is_split_evenly():
     assert shares(10, 3) == [4, 3, 3] and sum(shares(1024, 2)) == 1024
+
+
+@dataclass(frozen=True)
+class _Deadly:
+    """A worker setup (pickled to each worker, so module level) whose attempt of ``deadly``
+    kills its own worker and answers every other rollout with one row."""
+
+    inputs: list[RolloutInput]
+    deadly: tuple[int, int]
+
+    @contextlib.asynccontextmanager
+    async def attempts(self) -> AsyncIterator[Any]:
+        async def attempt(item: RolloutInput, number: int) -> list[dict[str, Any]]:
+            if item.key == self.deadly:
+                os.kill(os.getpid(), signal.SIGKILL)
+            await asyncio.sleep(0.05)
+            return [{"_ng_task_index": item.key[0], "_ng_rollout_index": 0, "attempt": number}]
+
+        yield attempt
+
+
+def test_a_rollout_that_kills_its_workers_becomes_one_worker_lost_row():
+    inputs = [
+        RolloutInput({"_ng_task_index": n, "_ng_rollout_index": 0}, "t", str(n)) for n in range(12)
+    ]
+    kept: list[dict[str, Any]] = []
+    lost: list[tuple[tuple[int, int], int, str]] = []
+
+    def lost_row(item: RolloutInput, attempt: int, message: str) -> dict[str, Any]:
+        lost.append((item.key, attempt, message))
+        return {"_ng_task_index": item.key[0], "_ng_rollout_index": 0, "lost": True}
+
+    todo = [(item, 1) for item in inputs]
+    setup = _Deadly(inputs, deadly=(5, 0))
+    asyncio.run(
+        run_in_workers(todo, setup, workers=2, concurrency=2, keep=kept.extend, lost=lost_row)
+    )
+    assert Counter(row["_ng_task_index"] for row in kept) == Counter(range(12))  # once each
+    assert [row for row in kept if row.get("lost")] == [
+        {"_ng_task_index": 5, "_ng_rollout_index": 0, "lost": True}
+    ]
+    assert lost == [((5, 0), 1, f"the worker process running it died {MAX_LOSSES} times")]
+    assert all(row["attempt"] == 1 for row in kept if not row.get("lost"))
+    assert not _workers(os.getpid())
