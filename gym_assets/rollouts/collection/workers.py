@@ -132,8 +132,7 @@ async def run_in_workers(
     except* (UserError, OSError) as stopped:
         raise stopped.exceptions[0] from None
     finally:
-        for slot in slots:
-            await slot.close()
+        await asyncio.gather(*(slot.close() for slot in slots))
 
 
 @dataclass
