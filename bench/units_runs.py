@@ -56,9 +56,16 @@ def units_catalog(root: Path) -> Catalog:
 
 
 def run_units(
-    catalog: Catalog, out: Path, *, concurrency: int, limit: int, latency_s: float = 0.0
+    catalog: Catalog,
+    out: Path,
+    *,
+    concurrency: int,
+    limit: int,
+    latency_s: float = 0.0,
+    workers: int | None = 1,
 ) -> RunResult:
-    """``limit`` rollouts of the generated units tasks with the simple agent."""
+    """``limit`` rollouts of the generated units tasks with the simple agent (``workers``:
+    the run's worker processes; None is the run's default)."""
     harness = load_harnesses(catalog.loaded.data)["simple_agent"]
     with open(os.devnull, "w") as quiet:
         return run_rollouts(
@@ -67,7 +74,7 @@ def run_units(
             harness,
             out,
             upstream_config(mode="reference", latency_s=latency_s),
-            RunOptions(concurrency=concurrency, limit=limit),
+            RunOptions(concurrency=concurrency, limit=limit, workers=workers),
             progress_stream=quiet,
         )
 
@@ -77,6 +84,31 @@ def cpu_seconds() -> tuple[float, float]:
     own = resource.getrusage(resource.RUSAGE_SELF)
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     return own.ru_utime + own.ru_stime, children.ru_utime + children.ru_stime
+
+
+def tree_cpu_seconds(root: int | None = None) -> float:
+    """User + system CPU seconds of ``root`` (this process) and every live descendant: the
+    run's worker processes and their gateway children, read from /proc while they run."""
+    root = os.getpid() if root is None else root
+    parents: dict[int, int] = {}
+    ticks: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # exited meanwhile
+        parents[int(entry)] = int(fields[1])
+        ticks[int(entry)] = int(fields[11]) + int(fields[12])  # utime, stime
+    tree, frontier = {root}, [root]
+    while frontier:
+        parent = frontier.pop()
+        children = [pid for pid, ppid in parents.items() if ppid == parent]
+        tree.update(children)
+        frontier.extend(children)
+    return sum(ticks.get(pid, 0) for pid in tree) / os.sysconf("SC_CLK_TCK")
 
 
 class CpuMeter:

@@ -4,7 +4,7 @@ re-score a finished run with the current verifiers, or compare two runs.
     gym-assets rollouts --benchmark B --harness H --out DIR
         [--upstream reference|scripted|openai] [--base-url URL --api-key-env VAR] [--model NAME]
         [--upstream-api auto|responses|chat]
-        [--script FILE] [--repeats N] [--concurrency C] [--limit N] [--timeout S]
+        [--script FILE] [--repeats N] [--concurrency C] [--workers N] [--limit N] [--timeout S]
         [--resume [--quarantine-corrupt]] [--allow-plan-drift] [--corrupt-fraction F --seed S]
         [--max-unmeasured-share F] [--no-rebuild]
         [--override +responses_create_params.FIELD=V | num_repeats_add_seed=true | skills=DIR]
@@ -485,6 +485,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--script", type=Path, metavar="FILE", help="scripted upstream: steps")
     _add_option(parser, "repeats", type=_count(MAX_REPEATS), metavar="N")
     _add_option(parser, "concurrency", type=_count(MAX_CONCURRENCY), metavar="C")
+    _add_option(parser, "workers", type=_count(), metavar="N")
     _add_option(parser, "limit", type=_count(), metavar="N")
     _add_option(parser, "timeout_s", type=_positive_float, metavar="S")
     _add_option(parser, "max_attempts", type=_count(MAX_ATTEMPTS), metavar="N")

@@ -57,6 +57,7 @@ FAILURE_KINDS = frozenset(
         "session_release_failed",
         "cancelled",
         "kill_shaped",
+        "worker_lost",
         "shutdown",
         "persistence_failed",
         "cohort_incomplete",

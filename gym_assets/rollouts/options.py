@@ -43,6 +43,12 @@ class RunOptions:
 
     repeats: int | None = _option(None, "rollouts per task")
     concurrency: int = _option(DEFAULT_CONCURRENCY)
+    # None: the cores this process may use, one worker per 32 rollouts in flight at most
+    workers: int | None = _option(
+        None,
+        "worker processes sharing the rollouts in flight, one event loop and model gateway "
+        "each (default: the cores, at most one per 32 in flight; 1: all in this process)",
+    )
     limit: int | None = _option(None, "first N tasks")
     resume: bool = _option(False, "continue the run in --out")
     allow_plan_drift: bool = _option(False, "dispatch tasks that differ from the plan")

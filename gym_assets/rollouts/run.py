@@ -21,7 +21,7 @@ import contextlib
 import json
 import shutil
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -43,7 +43,13 @@ from gym_assets.plans.model import Plan, load_plan
 from gym_assets.records.contracts import EnvironmentServer, ResourcesServer, Step
 from gym_assets.redaction import Redactor
 from gym_assets.rollouts.collection.corruption import corrupt, corrupted_keys
-from gym_assets.rollouts.collection.dispatch import Dispatcher, ScriptFor
+from gym_assets.rollouts.collection.dispatch import (
+    AttemptFn,
+    Attempts,
+    Keeper,
+    ScriptFor,
+    dispatch,
+)
 from gym_assets.rollouts.collection.files import (
     AppendLog,
     CorruptRunFile,
@@ -52,7 +58,7 @@ from gym_assets.rollouts.collection.files import (
 )
 from gym_assets.rollouts.collection.gateway_process import GatewayProcess
 from gym_assets.rollouts.collection.inputs import RolloutInput, materialize_inputs
-from gym_assets.rollouts.collection.ledger import Ledger
+from gym_assets.rollouts.collection.ledger import Ledger, order_logs
 from gym_assets.rollouts.collection.manifest import (
     Manifest,
     check_inventory,
@@ -67,6 +73,7 @@ from gym_assets.rollouts.collection.overrides import RunOverrides
 from gym_assets.rollouts.collection.plan_gate import PlanGate
 from gym_assets.rollouts.collection.progress import Progress
 from gym_assets.rollouts.collection.verification import reference_task_data
+from gym_assets.rollouts.collection.workers import run_in_workers, worker_count
 from gym_assets.rollouts.episodes.legacy import LEGACY_RELAY
 from gym_assets.rollouts.episodes.registry import build_environment, build_resources
 from gym_assets.rollouts.gateway.bodies import BodyLimits
@@ -375,41 +382,102 @@ def _build_servers(
     )
 
 
+def _attempts(servers: _Servers, options: RunOptions, gate: PlanGate | None) -> Attempts:
+    return Attempts(
+        servers=servers.environments,
+        agents=servers.agents,
+        gateway=servers.gateway,
+        gate=gate,
+        verifiers=servers.verifiers,
+        script_for=servers.script_for,
+        timeout_s=options.timeout_s,
+    )
+
+
+@dataclass(frozen=True)
+class _WorkerSide:
+    """What a worker process builds its servers from (``workers.WorkerSetup``), pickled to
+    it: the run's own catalog, harness and settings, so each worker runs what the run's
+    process has already built and checked. The plan gate stays with the run's process."""
+
+    catalog: Catalog
+    harness: Harness
+    upstream: UpstreamConfig
+    options: RunOptions
+    files: RunFiles
+    inputs: list[RolloutInput]
+
+    @contextlib.asynccontextmanager
+    async def attempts(self) -> AsyncIterator[AttemptFn]:
+        with SandboxPolicy(allow_unsandboxed=self.options.allow_unsandboxed) as sandbox:
+            servers = _build_servers(
+                self.catalog,
+                self.harness,
+                self.upstream,
+                self.options,
+                self.files,
+                self.inputs,
+                [],
+                sandbox,
+            )
+            async with servers.gateway:
+                yield _attempts(servers, self.options, None).attempt
+
+
+async def _in_workers(
+    attempts: Attempts,
+    keeper: Keeper,
+    setup: _WorkerSide,
+    todo: list[tuple[RolloutInput, int]],
+    workers: int,
+) -> None:
+    """The plan gate here (its drift report is the run's), every other rollout on workers."""
+    sent = []
+    for item, attempt in todo:
+        refused = attempts.refused(item, attempt)
+        if refused is None:
+            sent.append((item, attempt))
+        else:
+            keeper.keep(refused)
+    await run_in_workers(
+        sent,
+        setup,
+        workers=workers,
+        concurrency=setup.options.concurrency,
+        keep=keeper.keep,
+        lost=attempts.lost_row,
+    )
+
+
 def _dispatch(
     servers: _Servers,
-    options: RunOptions,
-    files: RunFiles,
+    setup: _WorkerSide,
     todo: list[tuple[RolloutInput, int]],
     ledger: Ledger,
     gate: PlanGate,
     progress_stream: TextIO | None,
     redactor: Redactor,
 ) -> None:
-    """Start the gateway, run ``todo`` on the environment servers, stop the gateway: all on
-    one event loop (Ctrl-C cancels the dispatch, and the gateway still stops cleanly). Rows
-    reach their files through ``redactor`` (the reports are made from those files)."""
+    """Run ``todo`` and keep each attempt's rows: in this process on one event loop, with the
+    gateway started for it (Ctrl-C cancels the dispatch, and the gateway still stops cleanly),
+    or on worker processes (``workers.py``). Rows reach their files through ``redactor`` (the
+    reports are made from those files); this process is their only writer either way."""
+    options, files = setup.options, setup.files
     progress = Progress(len(todo), progress_stream)
     records, failures = AppendLog(files.records, redactor), AppendLog(files.failures, redactor)
-    dispatcher = Dispatcher(
-        servers=servers.environments,
-        agents=servers.agents,
-        gateway=servers.gateway,
-        gate=gate,
-        ledger=ledger,
-        records=records,
-        failures=failures,
-        progress=progress,
-        verifiers=servers.verifiers,
-        script_for=servers.script_for,
-        timeout_s=options.timeout_s,
-    )
+    keeper = Keeper(ledger=ledger, records=records, failures=failures, progress=progress)
+    attempts = _attempts(servers, options, gate)
+    workers = worker_count(options.workers, options.concurrency, len(todo))
 
     async def serve_and_dispatch() -> None:
         async with servers.gateway:
-            await dispatcher.run(todo, options.concurrency)
+            await dispatch(attempts.attempt, todo, options.concurrency, keeper.keep)
 
     try:
-        asyncio.run(serve_and_dispatch())
+        if workers > 1:
+            asyncio.run(_in_workers(attempts, keeper, setup, todo, workers))
+        else:
+            asyncio.run(serve_and_dispatch())
     finally:
         for log in (records, failures):
             with contextlib.suppress(OSError):
@@ -435,6 +503,8 @@ def run_rollouts(
     options = options or RunOptions()
     if options.concurrency < 1:
         raise UserError(f"concurrency must be at least 1, got {options.concurrency}")
+    if options.workers is not None and options.workers < 1:
+        raise UserError(f"workers must be at least 1, got {options.workers}")
     if options.timeout_s is not None and options.timeout_s <= 0:
         raise UserError(f"timeout must be positive, got {options.timeout_s}")
     require_ready(upstream, options.script)
@@ -461,8 +531,10 @@ def run_rollouts(
         gate = PlanGate(plan, allow_drift=manifest.allow_plan_drift)
         started = time.monotonic()
         if todo:
+            setup = _WorkerSide(catalog, harness, upstream, options, files, inputs)
             redactor = upstream.redactor()
-            _dispatch(servers, options, files, todo, ledger, gate, progress_stream, redactor)
+            _dispatch(servers, setup, todo, ledger, gate, progress_stream, redactor)
+            order_logs(files)
         seconds = time.monotonic() - started
         from gym_assets.rollouts.analysis.results import Model
 

@@ -49,6 +49,7 @@ def test_the_command_line_the_resource_and_run_options_agree_on_every_option() -
 def test_the_resource_hands_a_run_every_option_it_sets() -> None:
     changed = {
         "concurrency": 3,
+        "workers": 2,
         "repeats": 2,
         "timeout_s": 5.0,
         "resume": True,
@@ -69,6 +70,7 @@ def test_the_resource_hands_a_run_every_option_it_sets() -> None:
 
 def test_the_command_line_hands_a_run_every_option_it_parses() -> None:
     argv = ["rollouts", "--repeats", "2", "--concurrency", "3", "--limit", "4", "--timeout", "5"]
+    argv += ["--workers", "2"]
     argv += ["--max-attempts", "6", "--resume", "--quarantine-corrupt", "--allow-plan-drift"]
     argv += ["--max-unmeasured-share", "0.25", "--max-request-bytes", "1024"]
     argv += ["--max-answer-bytes", "2048"]
@@ -77,6 +79,7 @@ def test_the_command_line_hands_a_run_every_option_it_parses() -> None:
     assert parsed == {
         "repeats": 2,
         "concurrency": 3,
+        "workers": 2,
         "limit": 4,
         "resume": True,
         "allow_plan_drift": True,

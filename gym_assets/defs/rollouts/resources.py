@@ -60,9 +60,12 @@ class HarnessRunner(dg.ConfigurableResource):
     (records then say `sandbox: none`); leave it off. `quarantine_corrupt` lets a resume move a
     damaged run file aside instead of failing. `resume` continues the partition's last run; a
     run that re-executes a failed run (Dagster's run retry) resumes whatever `resume` says.
-    `max_request_bytes` and `max_answer_bytes` cap the bodies through the model gateway."""
+    `max_request_bytes` and `max_answer_bytes` cap the bodies through the model gateway.
+    `workers` spreads a run's rollouts in flight over that many processes, one core each
+    (default: the cores, at most one per 32 in flight; 1: the step's own process)."""
 
     concurrency: int = _RUN.concurrency
+    workers: int | None = _RUN.workers
     repeats: int | None = _RUN.repeats
     timeout_s: float | None = _RUN.timeout_s
     resume: bool = _RUN.resume

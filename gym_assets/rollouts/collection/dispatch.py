@@ -12,14 +12,19 @@ deadline is the model's when the model had answered (the time went on what it sa
 endpoint's. A call the gateway refused for its size names the failure after it
 (``agent_request_too_large``, the model's; ``agent_answer_too_large``, the endpoint's), from the
 gateway's capture rather than from what the agent made of the refusal. Rows are appended as
-each rollout finishes (completion order); at most ``concurrency`` rollouts run at once.
+each rollout finishes (completion order; a finished run sorts its logs, ``ledger.order_logs``);
+at most ``concurrency`` rollouts run at once.
+
+``Attempts`` runs one attempt and returns its rows; ``Keeper`` writes them (the ledger, the
+logs, the progress line). ``dispatch`` runs attempts on this event loop, and
+``workers.run_in_workers`` on worker processes, with the keeper in the run's process.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -64,6 +69,7 @@ from gym_assets.rollouts.gateway.capture import (
 )
 
 ScriptFor = Callable[[RolloutInput], Sequence[Step]]
+WORKER_LOST = "worker_lost"  # the failure kind of an attempt whose worker process died
 # The failure kind of a call the gateway refused for its size, by its capture's error_category.
 _SIZE_KINDS = {
     REQUEST_TOO_LARGE: "agent_request_too_large",
@@ -71,67 +77,47 @@ _SIZE_KINDS = {
 }
 
 
-@dataclass
-class Dispatcher:
-    """Everything one run's rollouts share."""
+AttemptFn = Callable[[RolloutInput, int], Awaitable[list[dict[str, Any]]]]
+KeepFn = Callable[[list[dict[str, Any]]], None]
+
+
+@dataclass(kw_only=True)
+class Attempts:
+    """What running one rollout attempt needs: where it runs, and what grades a failed call."""
 
     servers: Mapping[str, EnvironmentServer]
     agents: Mapping[str, str | None]  # environment server -> the agent its results belong to
     gateway: RunGateway
     gate: PlanGate | None  # None: no plan pins the inputs (a conformance episode's own task)
-    ledger: Ledger
-    records: AppendLog
-    failures: AppendLog
-    progress: Progress
     # the resources server of each environment server, grading a failed call's evidence
     verifiers: Mapping[str, ResourcesServer] = field(default_factory=dict)
     script_for: ScriptFor | None = None  # set when the upstream replays reference scripts
     timeout_s: float | None = None
 
-    async def run(self, todo: Sequence[tuple[RolloutInput, int]], concurrency: int) -> None:
-        """Run ``todo`` in input order with at most ``concurrency`` rollouts in flight.
-
-        A fixed pool of workers pulls from one iterator, so memory does not grow with the
-        number of rollouts (only ``concurrency`` of them exist as tasks at a time). The agents'
-        model clients share one HTTP session of at most ``concurrency`` connections (the bundled
-        agents make one call at a time; a call beyond the bound waits for a free connection
-        rather than opening another file), closed when the run is done.
-        """
-        pending = iter(todo)
-        workers = min(concurrency, len(todo))
-
-        async def worker() -> None:
-            for item, attempt in pending:
-                self._keep(await self._attempt(item, attempt))
-
-        try:
-            async with shared_connections(max_connections=workers), asyncio.TaskGroup() as group:
-                for _ in range(workers):
-                    group.create_task(worker())
-        except* (UserError, OSError) as stopped:
-            # Each worker stops on the same cause (a full disk under the ledger): one says it.
-            raise stopped.exceptions[0] from None
-
-    def _keep(self, rows: list[dict[str, Any]]) -> None:
-        """Append one attempt's rows in order (a failure row before its masked record, so a
-        run killed in between re-dispatches the rollout rather than losing the failure)."""
-        for row in rows:
-            if keys.FAILURE_CLASS in row:
-                self.failures.write(row)
-                self.ledger.failed(row)
-            else:
-                self.records.write(row)
-                self.ledger.succeeded(row)
-        self.progress.tick(failed=any(keys.FAILURE_CLASS in row for row in rows))
-
-    async def _attempt(self, item: RolloutInput, attempt: int) -> list[dict[str, Any]]:
-        """The rows one attempt leaves: a record, a failure row, or a failure row and then the
-        masked record of a failed model call (the rollout counts as done once it has a record)."""
+    def refused(self, item: RolloutInput, attempt: int) -> list[dict[str, Any]] | None:
+        """The row of a rollout the plan gate refuses (it is never sent), or None."""
+        refusal = None if self.gate is None else self.gate.refusal(item)
+        if refusal is None:
+            return None
         server = self.servers[item.server]
         stamped = stamps(item, attempt, server.implementation, self.agents.get(item.server))
-        refusal = None if self.gate is None else self.gate.refusal(item)
-        if refusal is not None:
-            return [failure_row(stamped, PLAN_MISMATCH, refusal, terminal=True, kind=PLAN_MISMATCH)]
+        return [failure_row(stamped, PLAN_MISMATCH, refusal, terminal=True, kind=PLAN_MISMATCH)]
+
+    def lost_row(self, item: RolloutInput, attempt: int, message: str) -> dict[str, Any]:
+        """The failure row of an attempt our own machinery lost (a worker process that died
+        under it): never the model's, so not terminal, and dispatched again on resume."""
+        server = self.servers[item.server]
+        stamped = stamps(item, attempt, server.implementation, self.agents.get(item.server))
+        return failure_row(stamped, WORKER_LOST, message, terminal=False, kind=WORKER_LOST)
+
+    async def attempt(self, item: RolloutInput, attempt: int) -> list[dict[str, Any]]:
+        """The rows one attempt leaves: a record, a failure row, or a failure row and then the
+        masked record of a failed model call (the rollout counts as done once it has a record)."""
+        refused = self.refused(item, attempt)
+        if refused is not None:
+            return refused
+        server = self.servers[item.server]
+        stamped = stamps(item, attempt, server.implementation, self.agents.get(item.server))
         episode_id = EpisodeId(rollout_id=item.rollout_id(), attempt=attempt)
         key = episode_id.capture_key
         self._discard_capture(key)
@@ -305,6 +291,66 @@ class Dispatcher:
         for path in (capture_path(capture_dir, key), incomplete_marker(capture_dir, key)):
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
+
+
+@dataclass(kw_only=True)
+class Keeper:
+    """Where an attempt's rows go: the run's two logs, the ledger and the progress line."""
+
+    ledger: Ledger
+    records: AppendLog
+    failures: AppendLog
+    progress: Progress
+
+    def keep(self, rows: list[dict[str, Any]]) -> None:
+        """Append one attempt's rows in order (a failure row before its masked record, so a
+        run killed in between re-dispatches the rollout rather than losing the failure)."""
+        for row in rows:
+            if keys.FAILURE_CLASS in row:
+                self.failures.write(row)
+                self.ledger.failed(row)
+            else:
+                self.records.write(row)
+                self.ledger.succeeded(row)
+        self.progress.tick(failed=any(keys.FAILURE_CLASS in row for row in rows))
+
+
+async def dispatch(
+    attempt: AttemptFn,
+    todo: Sequence[tuple[RolloutInput, int]],
+    concurrency: int,
+    keep: KeepFn,
+) -> None:
+    """Run ``todo`` in input order on this event loop, at most ``concurrency`` at once.
+
+    A fixed pool of tasks pulls from one iterator, so memory does not grow with the number
+    of rollouts (only ``concurrency`` of them exist as tasks at a time). The agents' model
+    clients share one HTTP session of at most ``concurrency`` connections (the bundled agents
+    make one call at a time; a call beyond the bound waits for a free connection rather than
+    opening another file), closed when the run is done.
+    """
+    pending = iter(todo)
+    tasks = min(concurrency, len(todo))
+
+    async def pull() -> None:
+        for item, number in pending:
+            keep(await attempt(item, number))
+
+    try:
+        async with shared_connections(max_connections=tasks), asyncio.TaskGroup() as group:
+            for _ in range(tasks):
+                group.create_task(pull())
+    except* (UserError, OSError) as stopped:
+        # Each task stops on the same cause (a full disk under the ledger): one says it.
+        raise stopped.exceptions[0] from None
+
+
+@dataclass(kw_only=True)
+class Dispatcher(Attempts, Keeper):
+    """A run whose attempts run in this process (one worker, a conformance episode)."""
+
+    async def run(self, todo: Sequence[tuple[RolloutInput, int]], concurrency: int) -> None:
+        await dispatch(self.attempt, todo, concurrency, self.keep)
 
 
 def _violation(stamped: RolloutStamps, message: str) -> dict[str, Any]:

@@ -307,6 +307,29 @@ def repair_tail(path: Path) -> bool:
             end = start
 
 
+def sort_jsonl(path: Path, key: Callable[[dict[str, Any]], Any]) -> bool:
+    """Rewrite a run log with its lines in ``key`` order (stable), atomically; False when they
+    already are (nothing written). Holds a key and an offset per line, never the rows."""
+    if not path.is_file():
+        return False
+    index: list[tuple[Any, int, int]] = []
+    with reported(path), path.open("rb") as handle:
+        offset = 0
+        for raw in handle:
+            if raw.endswith(b"\n") and not raw.isspace():
+                row = parse_json_bytes(raw, MAX_PRODUCT_NESTING)
+                index.append((key(row), offset, len(raw)))
+            offset += len(raw)
+    ordered = sorted(index, key=lambda entry: entry[0])
+    if ordered == index:
+        return False
+    with reported(path), path.open("rb") as source, atomic_writer(path, "wb") as target:
+        for _, start, size in ordered:
+            source.seek(start)
+            target.write(source.read(size))
+    return True
+
+
 class AppendLog:
     """An append-only JSONL file: each row goes to the kernel as one ``write`` of a whole line.
 

@@ -4,6 +4,8 @@ A rollout with a success record is done; one with a terminal failure is done (re
 help); one with ``max_attempts`` failed attempts is done. Any other rollout is dispatched again
 with ``attempt`` = the number of failed attempts so far, so its capture key gains ``-a<N>``.
 A rollout killed in flight left no row at all, so it is re-dispatched without using an attempt.
+Rows are appended in completion order; once a run has dispatched everything, ``order_logs``
+sorts both logs by rollout, so the order of a run's files depends on nothing but its rows.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any
 from gym_assets.limits import DEFAULT_MAX_ATTEMPTS
 from gym_assets.records import keys
 from gym_assets.records.keys import ROLLOUT_INDEX, TASK_INDEX
-from gym_assets.rollouts.collection.files import RunFiles, read_jsonl, repair_tail
+from gym_assets.rollouts.collection.files import RunFiles, read_jsonl, repair_tail, sort_jsonl
 from gym_assets.rollouts.collection.inputs import RolloutInput
 
 Key = tuple[int, int]
@@ -35,6 +37,24 @@ def key_of(row: dict[str, Any]) -> Key | None:
     if isinstance(task, int) and isinstance(rollout, int):
         return task, rollout
     return None
+
+
+def order_of(row: dict[str, Any]) -> tuple[int, int, int, int]:
+    """Where a row goes in a finished run's logs: by ``(task, rollout)``, then attempt; a row
+    naming no rollout last. The order does not depend on when each rollout finished, so
+    neither the concurrency nor the number of workers changes a run's files."""
+    key = key_of(row)
+    if key is None:
+        return (1, 0, 0, 0)
+    attempt = row.get(keys.ATTEMPT_INDEX)
+    return (0, *key, attempt if isinstance(attempt, int) else 0)
+
+
+def order_logs(files: RunFiles) -> None:
+    """Sort both logs of a run by rollout (``order_of``), atomically; a log already in order
+    is left as it is."""
+    for path in (files.records, files.failures):
+        sort_jsonl(path, order_of)
 
 
 @dataclass
