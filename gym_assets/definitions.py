@@ -12,7 +12,11 @@ import dagster as dg
 
 from gym_assets.defs.alerts.resources import AlertSink
 from gym_assets.defs.alerts.sensors import check_alerts_on_success, run_failure_alerts
-from gym_assets.defs.automation import conformance_automation_sensor, plan_automation_sensor
+from gym_assets.defs.automation import (
+    conformance_automation_sensor,
+    plan_automation_sensor,
+    scoreboard_automation_sensor,
+)
 from gym_assets.defs.conformance import assets as conformance_assets
 from gym_assets.defs.conformance import checks as conformance_checks
 from gym_assets.defs.conformance.schedules import conformance_job, conformance_sweep
@@ -25,7 +29,6 @@ from gym_assets.defs.rollouts import shards as rollout_shards
 from gym_assets.defs.rollouts.jobs import rollouts_job
 from gym_assets.defs.rollouts.resources import HarnessRunner, ModelEndpoint
 from gym_assets.defs.scoreboard import assets as scoreboard_assets
-from gym_assets.defs.scoreboard.sensors import scoreboard_automation_sensor
 from gym_assets.defs.tasksets import assets as taskset_assets
 from gym_assets.defs.tasksets import checks as taskset_checks
 from gym_assets.defs.tasksets.sensors import config_change_sensor

@@ -1,7 +1,7 @@
 """Declarative automation: a plan follows a re-collated taskset even when the collation was
 started by hand, and only once every blocking check upstream has passed; the conformance matrix
 follows every harness run (once none is still in progress, so a sweep renders it once; a harness
-never run does not hold it back)."""
+never run does not hold it back); the scoreboard follows every rollouts run."""
 
 import dagster as dg
 
@@ -23,4 +23,14 @@ conformance_automation_sensor = dg.AutomationConditionSensorDefinition(
     description="Re-renders `conformance_matrix` after any harness conformance run, once none "
     "is still queued or running (a nightly sweep renders it once, not once per harness); "
     "harnesses never run do not hold it back.",
+)
+
+scoreboard_automation_sensor = dg.AutomationConditionSensorDefinition(
+    "scoreboard_automation_sensor",
+    target=dg.AssetSelection.assets("scoreboard"),
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    minimum_interval_seconds=30,
+    description="Re-renders `scoreboard` after any partition of `rollouts` materializes "
+    "(partitions never run or still running do not hold it back), so each finished run "
+    "shows up and is kept in the scoreboard's history.",
 )

@@ -4,11 +4,11 @@ from pathlib import Path
 
 import dagster as dg
 
+from gym_assets.defs.automation import scoreboard_automation_sensor
 from gym_assets.defs.partitions import harness_partitions
 from gym_assets.defs.rollouts import assets as rollout_assets
 from gym_assets.defs.rollouts.resources import HarnessRunner, ModelEndpoint
 from gym_assets.defs.scoreboard.assets import scoreboard
-from gym_assets.defs.scoreboard.sensors import scoreboard_automation_sensor
 from gym_assets.rollouts.analysis.scoreboard import COLUMNS
 from gym_assets_tests.defs.benchmark_runs import materialize_benchmark
 from gym_assets_tests.defs.links import linked_file
