@@ -248,7 +248,8 @@ def _fan_out_and_kill(instance: dg.DagsterInstance, local: LocalHome, logs: Path
             assert sorted(step for _, step in on_workers) == ["rollouts", "rollouts_checks"]
         outcome = RunOutcome(instance, run)
         assert outcome.ok, f"{run.job_name} {run.tags.get(PARTITION_TAG)}: {run.status}"
-        assert outcome.checks and all(passed for _, passed, _ in outcome.checks), outcome.checks
+        if run.job_name in {"benchmark_job", "rollouts_job"}:  # a sensor's scoreboard has none
+            assert outcome.checks and all(passed for _, passed, _ in outcome.checks), outcome.checks
     assert {host.partition("@")[0] for host, _ in worker_steps} == set(WORKERS)
 
     # The retried step resumed: it dispatched only what the killed one had not recorded, and
