@@ -3,6 +3,9 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
+# dg run from the project's venv without activating it: it is told which venv is in use, so it
+# does not warn that the active one differs from the project's.
+DG := VIRTUAL_ENV=$(abspath $(VENV)) $(BIN)/dg
 export DAGSTER_HOME := $(CURDIR)/.dagster_home
 # The instance settings live here, not at the root (Dagster warns about a dagster.yaml in the
 # directory it starts in); each target copies them into its own DAGSTER_HOME.
@@ -65,7 +68,7 @@ test-fast: setup  ## the suite without the slow tests (gym_assets_tests/conftest
 	$(BIN)/python -m pytest -m "not slow"
 
 ui: setup $(DAGSTER_HOME)/dagster.yaml  ## serve the Dagster UI on 127.0.0.1:$(PORT) (dg dev, [tool.dg] in pyproject.toml)
-	$(BIN)/dg dev -h 127.0.0.1 -p $(PORT)
+	$(DG) dev -h 127.0.0.1 -p $(PORT)
 
 # The UI on an instance whose storage is the project's own Postgres cluster (started if it is not
 # running; `scripts/postgres.sh stop` stops it): dagster.postgres.yaml in its own DAGSTER_HOME.
@@ -74,7 +77,7 @@ ui-postgres: setup scale-tools  ## serve the Dagster UI on 127.0.0.1:$(PORT) wit
 	mkdir -p $(PG_DAGSTER_HOME)
 	cp $(INSTANCE_DIR)/dagster.postgres.yaml $(PG_DAGSTER_HOME)/dagster.yaml
 	eval "export $$(scripts/postgres.sh start)" && DAGSTER_HOME=$(PG_DAGSTER_HOME) \
-		$(BIN)/dg dev -h 127.0.0.1 -p $(PORT)
+		$(DG) dev -h 127.0.0.1 -p $(PORT)
 
 ui-check: setup browser  ## the UI on a throwaway instance: launch a partition, check it through GraphQL, screenshot it
 	$(BIN)/python scripts/ui_check.py
@@ -106,7 +109,7 @@ lint: setup $(DAGSTER_HOME)/dagster.yaml  ## ruff, pyright, and dg check defs (e
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/pyright
-	$(BIN)/dg check defs
+	$(DG) check defs
 
 format: setup
 	$(BIN)/ruff format .
