@@ -29,7 +29,8 @@ def test_the_ui_and_its_alert_links_follow_the_port(given, port):
     seen = _make(*given, "--eval", f"show-url: ; @echo $${UI_URL_ENV}", "show-url")
     assert seen.strip() == f"http://127.0.0.1:{port}"
     planned = _make(*given, "-n", "--always-make", "ui").splitlines()
-    assert f".venv/bin/dg dev -h 127.0.0.1 -p {port}" in planned
+    venv = REPO / ".venv"
+    assert f"VIRTUAL_ENV={venv} {venv.name}/bin/dg dev -h 127.0.0.1 -p {port}" in planned
 
 
 def test_the_alert_links_read_the_exported_address(monkeypatch):
