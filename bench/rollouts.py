@@ -78,6 +78,7 @@ WAVES = 8
 RATE_BARS = {2048: 0.8}  # share of the ideal rollouts/s; any other level: RATE_BAR
 RATE_BAR = 0.9
 CPU_BAR = 1.3  # steady CPU a rollout, against the base level's
+SPREAD = 0.5  # the comparison runs: each call's latency uniform in 1–3 s
 MEMORY_BAR_MB = 1.0
 OVERHEAD_ROLLOUTS, OVERHEAD_CONCURRENCY = 1000, 32
 PROMPT = [{"role": "user", "content": "Convert 168 kilometres to metres."}]
@@ -99,12 +100,12 @@ def _open_files() -> int:
 
 
 def _level(
-    root: Path, concurrency: int, waves: int, latency: float, workers: int | None
+    root: Path, concurrency: int, waves: int, latency: float, spread: float, workers: int | None
 ) -> dict[str, Any]:
     """One level, in this (fresh) process: the numbers the parent prints."""
     rollouts = concurrency * waves
     marks = {concurrency - 1: 0, rollouts - concurrency - 1: 1}  # the steady state's ends
-    steady_at: list[tuple[float, float]] = [(0.0, 0.0), (0.0, 0.0)]  # (wall, tree CPU)
+    steady_at: list[tuple[float, dict[str, float]]] = [(0.0, {}), (0.0, {})]  # wall, CPU by role
     finished = [0]
     most_files = [0]
     keep = dispatch.Keeper.keep
@@ -125,17 +126,21 @@ def _level(
             concurrency=concurrency,
             limit=rollouts,
             latency_s=latency,
+            latency_spread=spread,
             workers=workers,
         )
     (wall_0, cpu_0), (wall_1, cpu_1) = steady_at
     steady = rollouts - 2 * concurrency
+    by_role = {role: 1000 * (cpu_1[role] - cpu_0[role]) / steady for role in cpu_1}
     return {
         "concurrency": concurrency,
+        "spread": spread,
         "workers": worker_count(workers, concurrency, rollouts),
         "rollouts": result.dispatched,
         "produced": result.totals.outcomes.produced,
         "rate": steady / (wall_1 - wall_0),
-        "cpu_steady_ms": 1000 * (cpu_1 - cpu_0) / steady,
+        "cpu_steady_ms": sum(by_role.values()),
+        "cpu_steady_by_role_ms": by_role,
         "cpu_here_ms": 1000 * cpu.own / rollouts,
         "cpu_children_ms": 1000 * cpu.children / rollouts,
         "rss_here_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
@@ -145,10 +150,10 @@ def _level(
 
 
 def _run_level(
-    root: Path, concurrency: int, waves: int, latency: float, workers: int | None
+    root: Path, concurrency: int, waves: int, latency: float, spread: float, workers: int | None
 ) -> dict[str, Any]:
     command = [sys.executable, __file__, "--root", str(root), "--level", str(concurrency)]
-    command += ["--waves", str(waves), "--latency", str(latency)]
+    command += ["--waves", str(waves), "--latency", str(latency), "--spread", str(spread)]
     command += [] if workers is None else ["--workers", str(workers)]
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode != 0:
@@ -176,8 +181,8 @@ def _report_levels(levels: list[dict[str, Any]], latency: float) -> bool:
               "open at most")  # fmt: skip
         print(f"        CPU a rollout {level['cpu_here_ms']:.2f} ms run + "
               f"{level['cpu_children_ms']:.2f} ms workers and gateways (whole run); steady "
-              f"state {level['cpu_steady_ms']:.2f} ms in all, so {cores} busy cores would allow "
-              f"{ceiling:.0f} rollouts/s")  # fmt: skip
+              f"state {level['cpu_steady_ms']:.2f} ms in all ({_by_role(level)}), so {cores} "
+              f"busy cores would allow {ceiling:.0f} rollouts/s")  # fmt: skip
         ok &= level["produced"] == level["rollouts"]
         if level is base:
             continue
@@ -195,6 +200,28 @@ def _report_levels(levels: list[dict[str, Any]], latency: float) -> bool:
           f"steady CPU a rollout ≤ {CPU_BAR:g}× the base's, peak memory < {MEMORY_BAR_MB:g} MB "
           "per rollout in flight beyond the base, a record for every rollout")  # fmt: skip
     return ok
+
+
+def _by_role(level: dict[str, Any]) -> str:
+    """The steady CPU a rollout of each kind of process that spent any."""
+    roles = level["cpu_steady_by_role_ms"].items()
+    return ", ".join(f"{role} {ms:.2f}" for role, ms in roles if ms >= 0.005)
+
+
+def _report_spread(levels: list[dict[str, Any]], latency: float) -> None:
+    """The same levels with each call's latency spread around its mean (not a bar): with one
+    fixed latency every rollout in flight finishes at once, and each waits in that burst for
+    the CPU to reach it; spread, they arrive as the CPU frees up."""
+    spread = levels[0]["spread"]
+    print(f"  the same, each call's latency uniform in {latency * (1 - spread):g}–"
+          f"{latency * (1 + spread):g} s (mean {latency:g} s; not a bar):")  # fmt: skip
+    for level in levels:
+        concurrency, rate = level["concurrency"], level["rate"]
+        ideal = concurrency / (CALLS_PER_ROLLOUT * latency)
+        print(f"  {concurrency:5d} in flight, {level['workers']} worker(s): {rate:7.1f} "
+              f"rollouts/s of {ideal:.0f} ideal ({rate / ideal:.0%}), {level['produced']} of "
+              f"{level['rollouts']} recorded; steady state {level['cpu_steady_ms']:.2f} ms CPU "
+              f"a rollout ({_by_role(level)})")  # fmt: skip
 
 
 _marks: ContextVar[list[float]] = ContextVar("marks")
@@ -320,13 +347,20 @@ def main() -> int:
     parser.add_argument("--waves", type=int, default=WAVES, help="rollouts per level ÷ level")
     parser.add_argument("--latency", type=float, default=LATENCY_S, help="seconds a model call")
     parser.add_argument("--workers", type=int, help="worker processes (default: the run's)")
+    parser.add_argument(
+        "--spread",
+        type=float,
+        default=SPREAD,
+        help="each level again with the latency spread ±this fraction, not a bar (0: skip)",
+    )
     parser.add_argument("--root", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--level", type=int, help=argparse.SUPPRESS)  # one level, in a child
     args = parser.parse_args()
     if args.waves < 3:
         parser.error("--waves must be at least 3 (a steady state between two waves)")
     if args.level is not None:
-        print(json.dumps(_level(args.root, args.level, args.waves, args.latency, args.workers)))
+        level = _level(args.root, args.level, args.waves, args.latency, args.spread, args.workers)
+        print(json.dumps(level))
         return 0
     note = _raise_open_files(4 * max(args.levels) + 1024)
     if note:
@@ -335,10 +369,16 @@ def main() -> int:
         root = Path(tmp)
         make_units(root, max(args.waves * max(args.levels), OVERHEAD_ROLLOUTS))
         levels = [
-            _run_level(root, c, args.waves, args.latency, args.workers)
+            _run_level(root, c, args.waves, args.latency, 0.0, args.workers)
             for c in [args.base, *args.levels]
         ]
         ok = _report_levels(levels, args.latency)
+        if args.spread:
+            spread = [
+                _run_level(root, c, args.waves, args.latency, args.spread, args.workers)
+                for c in args.levels
+            ]
+            _report_spread(spread, args.latency)
         print()
         ok &= _report_overhead(root)
     print("PASS" if ok else "FAIL")

@@ -62,6 +62,7 @@ def run_units(
     concurrency: int,
     limit: int,
     latency_s: float = 0.0,
+    latency_spread: float = 0.0,
     workers: int | None = 1,
 ) -> RunResult:
     """``limit`` rollouts of the generated units tasks with the simple agent (``workers``:
@@ -73,7 +74,7 @@ def run_units(
             BENCHMARK,
             harness,
             out,
-            upstream_config(mode="reference", latency_s=latency_s),
+            upstream_config(mode="reference", latency_s=latency_s, latency_spread=latency_spread),
             RunOptions(concurrency=concurrency, limit=limit, workers=workers),
             progress_stream=quiet,
         )
@@ -86,9 +87,14 @@ def cpu_seconds() -> tuple[float, float]:
     return own.ru_utime + own.ru_stime, children.ru_utime + children.ru_stime
 
 
-def tree_cpu_seconds(root: int | None = None) -> float:
-    """User + system CPU seconds of ``root`` (this process) and every live descendant: the
-    run's worker processes and their gateway children, read from /proc while they run."""
+ROLES = {b"collection.workers": "workers", b"collection.gateway_process": "gateways"}
+
+
+def tree_cpu_seconds(root: int | None = None) -> dict[str, float]:
+    """User + system CPU seconds of ``root`` (this process: ``run``) and of every live
+    descendant, by role: the run's ``workers``, the model ``gateways`` (their children, or
+    the run's own with one process), anything else (harness programs) ``other``; read from
+    /proc while they run."""
     root = os.getpid() if root is None else root
     parents: dict[int, int] = {}
     ticks: dict[int, int] = {}
@@ -108,7 +114,20 @@ def tree_cpu_seconds(root: int | None = None) -> float:
         children = [pid for pid, ppid in parents.items() if ppid == parent]
         tree.update(children)
         frontier.extend(children)
-    return sum(ticks.get(pid, 0) for pid in tree) / os.sysconf("SC_CLK_TCK")
+    seconds: dict[str, float] = dict.fromkeys(("run", "workers", "gateways", "other"), 0.0)
+    for pid in tree:
+        role = "run" if pid == root else _role(pid)
+        seconds[role] += ticks.get(pid, 0) / os.sysconf("SC_CLK_TCK")
+    return seconds
+
+
+def _role(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            command = handle.read()
+    except OSError:
+        return "other"
+    return next((role for module, role in ROLES.items() if module in command), "other")
 
 
 class CpuMeter:

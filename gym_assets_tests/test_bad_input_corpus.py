@@ -886,6 +886,12 @@ INPUT_CASES = [
         r"upstream: latency_s: Input should be a finite number",
     ),
     Case(
+        "rollouts-latency-spread-without-latency",
+        rollouts_cmd("--upstream-latency-spread", "0.5"),
+        2,
+        r"upstream: a latency spread needs a latency \(--upstream-latency\)",
+    ),
+    Case(
         "plan-task-ids-empty",
         command(*PLAN, "plan.json", "--task-ids", " , "),
         2,

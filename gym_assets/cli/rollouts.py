@@ -204,6 +204,7 @@ def _rollouts(args: argparse.Namespace) -> int:
             corrupt_fraction=args.corrupt_fraction,
             seed=args.seed,
             latency_s=args.upstream_latency,
+            latency_spread=args.upstream_latency_spread,
         )
     except UserError as exc:
         parser.error(exc.message)
@@ -513,6 +514,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=0.0,
         metavar="S",
         help="offline upstreams: seconds each answer takes (tests, benches)",
+    )
+    parser.add_argument(
+        "--upstream-latency-spread",
+        type=_fraction,
+        default=0.0,
+        metavar="F",
+        help="draw each answer's latency uniformly from S × (1 ± F), as a real model's vary",
     )
     parser.add_argument(
         "--shard",

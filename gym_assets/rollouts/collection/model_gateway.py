@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import random
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -27,16 +28,23 @@ from gym_assets.rollouts.gateway.upstream_config import UpstreamConfig
 
 
 class _Latency:
-    """Mixin for the offline upstreams: think ``latency_s`` seconds before each answer.
+    """Mixin for the offline upstreams: think before each answer, ``latency_s`` seconds
+    times a uniform draw from 1 ± ``latency_spread``.
 
     A mixin rather than a wrapper, so the gateway still sees a ``ReferenceUpstream``.
     """
 
     latency_s: float = 0.0
+    latency_spread: float = 0.0
+
+    def delay(self) -> float:
+        """Seconds the next answer waits (timing only: what it says does not depend on it)."""
+        spread = self.latency_spread
+        return self.latency_s * (random.uniform(1 - spread, 1 + spread) if spread else 1.0)
 
     async def answer(self, request: ModelRequest) -> UpstreamReply:
         if self.latency_s:
-            await asyncio.sleep(self.latency_s)
+            await asyncio.sleep(self.delay())
         return await super().answer(request)  # type: ignore[misc]
 
 
@@ -64,7 +72,7 @@ def _upstream(
         upstream: _Latency = _Scripted(script or (), model=model)
     else:
         upstream = _Reference(model=model)
-    upstream.latency_s = config.latency_s
+    upstream.latency_s, upstream.latency_spread = config.latency_s, config.latency_spread
     return upstream  # type: ignore[return-value]
 
 

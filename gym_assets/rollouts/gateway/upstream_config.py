@@ -26,7 +26,9 @@ class UpstreamConfig(BaseModel):
 
     ``corrupt_fraction``/``seed``: replace the final answer of that share of reference
     rollouts with a wrong one. ``latency_s``: delay every offline answer (a stand-in for a
-    model's think time in tests and benches). ``api``: which API the openai upstream speaks;
+    model's think time in tests and benches); ``latency_spread``: draw each delay uniformly
+    from ``latency_s`` × (1 ± spread), as a real model's vary (with one fixed delay every call
+    in flight finishes in lockstep, the worst case for a run). ``api``: which API the openai upstream speaks;
     calls in the other one are translated (``auto``: ask the server when the gateway starts).
     """
 
@@ -40,6 +42,7 @@ class UpstreamConfig(BaseModel):
     corrupt_fraction: float = Field(default=0.0, ge=0.0, le=1.0, strict=True)
     seed: int = Field(default=0, strict=True)
     latency_s: float = Field(default=0.0, ge=0.0, allow_inf_nan=False, strict=True)
+    latency_spread: float = Field(default=0.0, ge=0.0, le=1.0, strict=True)
 
     @model_validator(mode="after")
     def _consistent(self) -> UpstreamConfig:
@@ -61,6 +64,8 @@ class UpstreamConfig(BaseModel):
             raise ValueError("corrupting answers only applies to the reference upstream")
         if self.latency_s and self.mode == "openai":
             raise ValueError("simulated latency only applies to the offline upstreams")
+        if self.latency_spread and not self.latency_s:
+            raise ValueError("a latency spread needs a latency (--upstream-latency)")
         return self
 
     def api_key(self) -> str | None:
