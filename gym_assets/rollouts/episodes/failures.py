@@ -7,11 +7,11 @@ and timeout errors. Everything else â€” 4xx, schema or identity problems, bugs â
 from __future__ import annotations
 
 import signal
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-import openai
 from pydantic import BaseModel, ValidationError
 
 from gym_assets.records.episode import (
@@ -118,12 +118,15 @@ def classify(exc: BaseException, stage: str) -> tuple[bool, str]:
     if isinstance(exc, ModelRequestFailed):
         status = exc.status_code
         return status is not None and not is_retryable_status(status), "agent_request_failed"
-    if isinstance(exc, openai.APIStatusError):
-        return not is_retryable_status(exc.status_code), "agent_request_failed"
-    if isinstance(exc, openai.APITimeoutError):
-        return False, "agent_request_failed"
-    if isinstance(exc, openai.APIConnectionError | openai.APIResponseValidationError):
-        return False, "agent_request_failed"  # no answer, or a 2xx body that is not one
+    if "openai" in sys.modules:  # its errors exist once it is loaded; importing it costs ~0.4 s
+        import openai
+
+        if isinstance(exc, openai.APIStatusError):
+            return not is_retryable_status(exc.status_code), "agent_request_failed"
+        if isinstance(exc, openai.APITimeoutError):
+            return False, "agent_request_failed"
+        if isinstance(exc, openai.APIConnectionError | openai.APIResponseValidationError):
+            return False, "agent_request_failed"  # no answer, or a 2xx body that is not one
     if isinstance(exc, TimeoutError):
         return False, "transport_timeout"
     if isinstance(exc, ConnectionError):

@@ -28,26 +28,19 @@ import math
 import random
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
 import httpx2
-import openai
 import orjson
+
+if TYPE_CHECKING:  # imported only to build a failed call's exception: it costs start-up ~0.4 s
+    import openai
 
 RETRYABLE_STATUSES = frozenset({408, 409, 429})
 FIRST_WAIT_S, LONGEST_WAIT_S = 0.5, 8.0
 LONGEST_RETRY_AFTER_S = 120.0
 _INFINITY = ("inf", "+inf", "infinity", "+infinity")  # written out: a wait without end
-_ERRORS: dict[int, type[openai.APIStatusError]] = {
-    400: openai.BadRequestError,
-    401: openai.AuthenticationError,
-    403: openai.PermissionDeniedError,
-    404: openai.NotFoundError,
-    409: openai.ConflictError,
-    422: openai.UnprocessableEntityError,
-    429: openai.RateLimitError,
-}
 
 
 async def post_json(
@@ -70,6 +63,8 @@ async def post_json(
                 answer_headers = answer.headers
         except (TimeoutError, aiohttp.ClientError) as exc:
             if retry >= max_retries:
+                import openai
+
                 request = httpx2.Request("POST", url)
                 if isinstance(exc, TimeoutError | aiohttp.ClientConnectionError):
                     raise openai.APITimeoutError(request) from exc
@@ -129,6 +124,8 @@ def _status_error(
     url: str, status: int, headers: Mapping[str, str], content: bytes
 ) -> openai.APIStatusError:
     """The SDK's exception for an error status, its message and ``body`` as the SDK makes them."""
+    import openai
+
     response = _response(url, status, headers, content)
     message = f"Error code: {status}"
     body: object = response.text.strip()
@@ -142,7 +139,16 @@ def _status_error(
         if isinstance(text, str) and text:
             message += f" - {text}"
     data = body.get("error", body) if isinstance(body, Mapping) else body
-    kind = _ERRORS.get(status, openai.InternalServerError if status >= 500 else None)
+    errors: dict[int, type[openai.APIStatusError]] = {
+        400: openai.BadRequestError,
+        401: openai.AuthenticationError,
+        403: openai.PermissionDeniedError,
+        404: openai.NotFoundError,
+        409: openai.ConflictError,
+        422: openai.UnprocessableEntityError,
+        429: openai.RateLimitError,
+    }
+    kind = errors.get(status, openai.InternalServerError if status >= 500 else None)
     if kind is None:
         return openai.APIStatusError(message, response=response, body=data)
     return kind(message, response=response, body=data)
@@ -155,6 +161,8 @@ def _object_of(url: str, status: int, headers: Mapping[str, str], content: bytes
     except orjson.JSONDecodeError:
         value = None
     if not isinstance(value, dict):
+        import openai
+
         response = _response(url, status, headers, content)
         raise openai.APIResponseValidationError(
             response, response.text, message="the model answer is not a JSON object"

@@ -11,8 +11,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from openai.types.chat import ChatCompletion
-from openai.types.responses import Response
 from pydantic import ValidationError
 
 from gym_assets.rollouts.gateway.capture import normalise_usage
@@ -59,6 +57,9 @@ def _said_why(choices: Any) -> Any:
 
 
 def chat_turn(body: Mapping[str, Any]) -> AssistantTurn:
+    # Deferred (also below): only a translated answer needs openai, ~0.5 s of gateway start-up.
+    from openai.types.chat import ChatCompletion
+
     said = {**body, "choices": _said_why(body.get("choices")), "usage": None}
     completion = ChatCompletion.model_validate(said)
     if not completion.choices:
@@ -86,6 +87,8 @@ def chat_turn(body: Mapping[str, Any]) -> AssistantTurn:
 
 
 def responses_turn(body: Mapping[str, Any]) -> AssistantTurn:
+    from openai.types.responses import Response
+
     response = Response.model_validate({**body, "usage": None})
     texts: list[str] = []
     reasoning: list[str] = []

@@ -221,6 +221,19 @@ def test_the_concurrency_is_split_evenly():
     assert shares(10, 3) == [4, 3, 3] and sum(shares(1024, 2)) == 1024
 
 
+@pytest.mark.parametrize(
+    "module", [WORKER_MODULE.decode(), "gym_assets.rollouts.collection.gateway_process"]
+)
+def test_worker_and_gateway_processes_start_without_the_openai_sdk(module):
+    """Every run starts these per worker: the SDK (~0.5 s) is imported only once a model call
+    fails or an answer is translated."""
+    probe = f"import sys, {module}; print('openai' in sys.modules)"
+    found = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO, check=True
+    )
+    assert found.stdout == "False\n"
+
+
 @dataclass(frozen=True)
 class _Deadly:
     """A worker setup (pickled to each worker, so module level) whose attempt of ``deadly``
