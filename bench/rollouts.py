@@ -3,6 +3,7 @@
     python bench/rollouts.py                        # base 32, then 1,024 and 2,048 in flight
     python bench/rollouts.py --workers 1            # the same in the run's own process
     python bench/rollouts.py --levels 1024 --waves 4 # quicker
+    python bench/rollouts.py --spread 0              # without the spread-latency runs
 
 Scale of concurrency. Each level runs ``waves × concurrency`` rollouts of generated ``units``
 tasks (one model call each, exact-match verifier; see ``units_runs.py``) on the ``reference``
@@ -16,9 +17,16 @@ cores, one per 32 in flight at most). Printed per level:
 - peak RSS of the run's process and of its children (the largest worker or gateway), and per
   rollout in flight beyond the base level's (measured in the same run at low concurrency);
 - CPU per rollout over the whole run (the run's process; its workers and gateways) and in the
-  steady state (the run's process and every process under it, read from /proc), the open file
-  descriptors of the run's process at most, and the most rollouts/s the CPU allows: the
-  steady CPU a rollout over the cores the run may use.
+  steady state (the run's process and every process under it, read from /proc, in all and
+  split into the run's process, its workers and their gateways), the open file descriptors of
+  the run's process at most, and the most rollouts/s the CPU allows: the steady CPU a rollout
+  over the cores the run may use.
+
+Then each level above the base again with every call's latency drawn uniformly from
+``latency × (1 ± spread)`` (``--spread``, default ±50%; printed, not a bar). With one fixed
+latency every rollout in flight finishes at once, so the ones at the back of that burst wait
+for the CPU to get through the ones before; spread, completions arrive as the CPU frees up.
+The gap between the two rates is what the lockstep costs, not the run.
 
 Bars, at each level above the base: rollouts/s ≥ 90% of the ideal at 1,024 in flight and 80% at
 2,048, steady CPU a rollout within 1.3× the base's, peak memory under 1 MB per rollout in flight

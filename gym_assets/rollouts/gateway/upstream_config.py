@@ -28,8 +28,9 @@ class UpstreamConfig(BaseModel):
     rollouts with a wrong one. ``latency_s``: delay every offline answer (a stand-in for a
     model's think time in tests and benches); ``latency_spread``: draw each delay uniformly
     from ``latency_s`` × (1 ± spread), as a real model's vary (with one fixed delay every call
-    in flight finishes in lockstep, the worst case for a run). ``api``: which API the openai upstream speaks;
-    calls in the other one are translated (``auto``: ask the server when the gateway starts).
+    in flight finishes in lockstep, the worst case for a run). ``api``: which API the openai
+    upstream speaks; calls in the other one are translated (``auto``: ask the server when the
+    gateway starts).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
