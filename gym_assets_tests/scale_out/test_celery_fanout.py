@@ -13,14 +13,11 @@ from the ledger. 2.5 to 3 minutes on a 2-core machine.
 from __future__ import annotations
 
 import collections
-import contextlib
 import os
-import shutil
 import signal
-import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
@@ -32,35 +29,34 @@ from gym_assets.defs.demo import RunOutcome
 from gym_assets.defs.executors import CELERY_CONFIG
 from gym_assets.defs.partitions import BENCHMARK, HARNESS, PARTITION_TAG
 from gym_assets.defs.services import dagster_services, wait_for_runs
-from gym_assets.errors import UserError
-from gym_assets.local_dagster import INSTANCE_DIR, LocalHome
+from gym_assets.local_dagster import LocalHome
 from gym_assets.local_services.celery_workers import celery_workers
-from gym_assets.local_services.postgres import LocalPostgres
-from gym_assets.local_services.redis import LocalRedis
 from gym_assets.process_tree import alive
 from gym_assets.rollouts.collection.files import RunFiles, read_jsonl
 from gym_assets.rollouts.collection.inputs import ROLLOUT_INDEX, TASK_INDEX
+from gym_assets_tests.scale_out.local_servers import (
+    REPO,
+    SESSION_TAG,
+    WORKERS,
+    celery_steps,
+    home,
+    leftovers,
+    partition_tags,
+    servers,
+)
 
 pytestmark = pytest.mark.slow
 T = TypeVar("T")
 
-REPO = Path(__file__).resolve().parents[2]
 BENCHMARKS = ["arith", "humaneval", "support_dialogue", "units"]
 HARNESSES = ["simple_agent", "minimal_agent"]
 VICTIM = {BENCHMARK: "arith", HARNESS: "minimal_agent"}
 # One rollout at a time, each task twice: the step runs long enough to be killed mid-way.
 VICTIM_CONFIG = {"resources": {"harness_runner": {"config": {"concurrency": 1, "repeats": 2}}}}
-WORKERS = ("alpha", "beta")
-SESSION_TAG = "gym_assets/test_session"
 RUN_TIMEOUT_S = 900.0
 RETRY_NUMBER_TAG = "dagster/retry_number"
 KILL_AFTER_RECORDS = 5
 WAIT_S = 300.0
-
-
-def _partition_tags(keys: dict[str, str]) -> dict[str, str]:
-    tags = {PARTITION_TAG: str(dg.MultiPartitionKey(keys))}
-    return tags | {f"{PARTITION_TAG}/{dimension}": key for dimension, key in keys.items()}
 
 
 def _wait(condition: Callable[[], T], what: str, timeout_s: float = WAIT_S) -> T:
@@ -72,77 +68,13 @@ def _wait(condition: Callable[[], T], what: str, timeout_s: float = WAIT_S) -> T
     return value
 
 
-def _mentions(process: psutil.Process, root: str) -> bool:
-    """The process was started for this test: its command line or environment names ``root``."""
-    with contextlib.suppress(psutil.Error):
-        if any(root in part for part in process.cmdline()):
-            return True
-        return any(root in value for value in process.environ().values())
-    return False
-
-
-def _leftovers(root: Path, redis: LocalRedis) -> list[str]:
-    ours = [p for p in psutil.process_iter() if p.pid != os.getpid() and _mentions(p, str(root))]
-    names = [f"{p.pid} {' '.join(p.cmdline())[:120]}" for p in ours if p.is_running()]
-    return names + (["redis-server"] if redis.running() else [])
-
-
-@pytest.fixture
-def scratch() -> Iterator[Path]:
-    """A directory the ``postgres`` user can reach (it runs the server when we are root)."""
-    root = Path(tempfile.mkdtemp(prefix="gym-celery-", dir="/tmp"))
-    root.chmod(0o711)
-    yield root
-    shutil.rmtree(root, ignore_errors=True)
-
-
-@contextlib.contextmanager
-def _servers(root: Path) -> Iterator[tuple[str, str, LocalRedis]]:
-    """Postgres and Redis for the block (the test skips, saying why, when either cannot start)."""
-    postgres, redis = LocalPostgres(root / "pg"), LocalRedis(root / "redis")
-    if shutil.which("redis-server") is None:
-        pytest.skip("redis-server is not installed (make scale-tools installs it as root)")
-    try:
-        try:
-            database = postgres.start()
-        except UserError as exc:
-            pytest.skip(f"Postgres cannot start here: {exc}")
-        try:
-            broker = redis.start()
-        except UserError as exc:
-            pytest.skip(f"Redis cannot start here: {exc}")
-        yield database, broker, redis
-    finally:
-        redis.stop()
-        postgres.stop()
-
-
-def _home(root: Path) -> LocalHome:
-    """The repo's Postgres instance config, a copy of the configs and of the example harness
-    program they name (``minimal_agent``), and an empty data root."""
-    local = LocalHome.create(root, REPO)
-    shutil.copy(REPO / INSTANCE_DIR / "dagster.postgres.yaml", local.home / "dagster.yaml")
-    shutil.copytree(REPO / "examples" / "harnesses", root / "examples" / "harnesses")
-    return local
-
-
 def _worker_of_step(instance: dg.DagsterInstance, run_id: str, step: str) -> str:
     """The Celery worker (``name@host``) that took ``step`` of the run, from the engine event
     the Celery task writes when it starts executing it."""
-    for hostname, step_key in _celery_steps(instance, run_id):
+    for hostname, step_key in celery_steps(instance, run_id):
         if step_key == step:
             return hostname
     return ""
-
-
-def _celery_steps(instance: dg.DagsterInstance, run_id: str) -> list[tuple[str, str]]:
-    """(worker hostname, step key) for each step a Celery worker executed in the run."""
-    found = []
-    for entry in instance.all_logs(run_id, of_type=dg.DagsterEventType.ENGINE_EVENT):
-        metadata = entry.get_dagster_event().engine_event_data.metadata
-        if "Celery worker" in metadata:
-            found.append((str(metadata["Celery worker"].value), entry.step_key or ""))
-    return found
 
 
 def _failure_message(instance: dg.DagsterInstance, run_id: str) -> str:
@@ -167,8 +99,8 @@ def _keys(path: Path) -> list[tuple[int, int]]:
 def test_rollouts_fan_out_over_two_workers_and_survive_a_killed_one(
     scratch: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    local = _home(scratch)
-    with _servers(scratch / "services") as (database, broker, redis):
+    local = home(scratch)
+    with servers(scratch / "services") as (database, broker, redis):
         env = local.environ() | {
             "DAGSTER_PG_URL": database,
             "GYM_ASSETS_CELERY_BROKER": broker,
@@ -178,13 +110,13 @@ def test_rollouts_fan_out_over_two_workers_and_survive_a_killed_one(
             monkeypatch.setenv(name, value)
         with dg.DagsterInstance.get() as instance:
             _fan_out_and_kill(instance, local, scratch / "logs")
-    leftovers = _leftovers(scratch, redis)
-    assert not leftovers, f"processes of the test outlived it: {leftovers}"
+    outlived = leftovers(scratch, redis)
+    assert not outlived, f"processes of the test outlived it: {outlived}"
 
 
 def _fan_out_and_kill(instance: dg.DagsterInstance, local: LocalHome, logs: Path) -> None:
     session = {SESSION_TAG: uuid.uuid4().hex[:12]}
-    victim_tags = _partition_tags(VICTIM)
+    victim_tags = partition_tags(VICTIM)
     files = RunFiles(local.workspace.rollouts_run_dir(VICTIM[BENCHMARK], VICTIM[HARNESS]))
     with (
         dagster_services(("-m", "gym_assets.definitions"), logs) as dagster,
@@ -222,7 +154,7 @@ def _fan_out_and_kill(instance: dg.DagsterInstance, local: LocalHome, logs: Path
             for harness in HARNESSES:
                 keys = {BENCHMARK: benchmark, HARNESS: harness}
                 if keys != VICTIM:
-                    dagster.launch("rollouts_job", session | _partition_tags(keys))
+                    dagster.launch("rollouts_job", session | partition_tags(keys))
 
         # Four benchmark runs, eight rollouts runs and the victim's retry.
         runs = list(wait_for_runs(instance, session, len(BENCHMARKS) + 9, RUN_TIMEOUT_S))
@@ -240,7 +172,7 @@ def _fan_out_and_kill(instance: dg.DagsterInstance, local: LocalHome, logs: Path
     assert retry.tags[PARTITION_TAG] == victim_tags[PARTITION_TAG]
     worker_steps: list[tuple[str, str]] = []
     for run in instance.get_runs():  # the session's runs and any a sensor launched
-        on_workers = _celery_steps(instance, run.run_id)
+        on_workers = celery_steps(instance, run.run_id)
         worker_steps += on_workers
         if run.run_id == victim.run_id:
             continue

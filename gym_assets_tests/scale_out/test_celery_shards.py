@@ -30,16 +30,15 @@ from gym_assets.rollouts.options import RunOptions
 from gym_assets.rollouts.run import run_rollouts
 from gym_assets.tasks.catalog import load_catalog
 from gym_assets_tests.rollouts.same_run import assert_same_run
-from gym_assets_tests.scale_out.test_celery_fanout import (
+from gym_assets_tests.scale_out.local_servers import (
     REPO,
     SESSION_TAG,
     WORKERS,
-    _celery_steps,
-    _home,
-    _leftovers,
-    _partition_tags,
-    _servers,
-    scratch,  # noqa: F401 (the fixture, shared)
+    celery_steps,
+    home,
+    leftovers,
+    partition_tags,
+    servers,
 )
 
 pytestmark = pytest.mark.slow
@@ -52,11 +51,11 @@ RUN_TIMEOUT_S = 600.0
 
 
 def test_one_partition_runs_as_shards_on_two_workers(
-    scratch: Path,  # noqa: F811
+    scratch: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    local = _home(scratch)
-    with _servers(scratch / "services") as (database, broker, redis):
+    local = home(scratch)
+    with servers(scratch / "services") as (database, broker, redis):
         env = local.environ() | {
             "DAGSTER_PG_URL": database,
             "GYM_ASSETS_CELERY_BROKER": broker,
@@ -67,8 +66,8 @@ def test_one_partition_runs_as_shards_on_two_workers(
             monkeypatch.setenv(name, value)
         with dg.DagsterInstance.get() as instance:
             _shard_and_compare(instance, local, scratch)
-    leftovers = _leftovers(scratch, redis)
-    assert not leftovers, f"processes of the test outlived it: {leftovers}"
+    outlived = leftovers(scratch, redis)
+    assert not outlived, f"processes of the test outlived it: {outlived}"
 
 
 def _shard_and_compare(instance: dg.DagsterInstance, local: LocalHome, root: Path) -> None:
@@ -84,14 +83,14 @@ def _shard_and_compare(instance: dg.DagsterInstance, local: LocalHome, root: Pat
         dagster.start_daemon()
         (prepared,) = wait_for_runs(instance, session, 1, RUN_TIMEOUT_S)
         assert prepared.status == dg.DagsterRunStatus.SUCCESS
-        dagster.launch("rollouts_job", session | _partition_tags(PARTITION), CONFIG)
+        dagster.launch("rollouts_job", session | partition_tags(PARTITION), CONFIG)
         (run,) = (r for r in wait_for_runs(instance, session, 2, RUN_TIMEOUT_S) if r != prepared)
 
     outcome = RunOutcome(instance, run)
     assert outcome.ok, f"the sharded run ended {run.status}"
     assert outcome.checks and all(passed for _, passed, _ in outcome.checks), outcome.checks
     steps = dict(
-        (step, host.partition("@")[0]) for host, step in _celery_steps(instance, run.run_id)
+        (step, host.partition("@")[0]) for host, step in celery_steps(instance, run.run_id)
     )
     assert sorted(steps) == sorted(
         [*SHARD_STEPS, "rollouts.merge_rollout_shards", "rollouts_checks"]

@@ -33,11 +33,16 @@ def _histogram(bins: Sequence[HistogramBin]) -> str:
     )
 
 
-def _metadata(result: RunResult) -> dict[str, dg.MetadataValue]:
+def run_metadata(
+    result: RunResult, resumed_from: str | None, shards: int | None = None
+) -> dict[str, dg.MetadataValue]:
+    """The metadata of a ``rollouts`` materialization, one step or ``shards`` shards merged, so
+    that both read the same: its counts, statistics, files and analysis, the shard count, and
+    the failed run it continued (``resumed_from``), if any."""
     totals = result.totals
     files = result.files
     kinds, masked = totals.failure_kinds, totals.masked_kinds
-    metadata = {
+    metadata: dict[str, dg.MetadataValue] = {
         "summary": dg.MetadataValue.text(totals.headline),
         "rollouts": dg.MetadataValue.int(result.rollouts),
         "passed": dg.MetadataValue.int(totals.passed),
@@ -62,7 +67,12 @@ def _metadata(result: RunResult) -> dict[str, dg.MetadataValue]:
     for name, value in (("reward_mean", totals.reward_mean), ("pass@1", totals.pass_at_1)):
         if value is not None:
             metadata[name] = dg.MetadataValue.float(value)
-    return metadata | analysis_metadata(result.analysis)
+    metadata |= analysis_metadata(result.analysis)
+    if shards is not None:
+        metadata["shards"] = dg.MetadataValue.int(shards)
+    if resumed_from is not None:
+        metadata["resumed_from_run"] = dg.MetadataValue.text(resumed_from)
+    return metadata
 
 
 def failed_parent(context: dg.AssetExecutionContext) -> str | None:
@@ -130,7 +140,4 @@ def rollouts(
         raise as_failure(exc) from None
     for note in result.notes:
         context.log.info(note)
-    metadata = _metadata(result)
-    if parent is not None:
-        metadata["resumed_from_run"] = dg.MetadataValue.text(parent)
-    return dg.MaterializeResult(metadata=metadata)
+    return dg.MaterializeResult(metadata=run_metadata(result, parent))

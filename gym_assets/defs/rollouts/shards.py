@@ -131,11 +131,8 @@ def _merge_op(count: int) -> dg.OpDefinition:
         for note in result.notes:
             context.log.info(note)
         dispatched, seconds = _dispatched_by_shards(context)
-        metadata = assets._metadata(replace(result, dispatched=dispatched, seconds=seconds))
-        metadata["shards"] = dg.MetadataValue.int(count)
-        if parent is not None:
-            metadata["resumed_from_run"] = dg.MetadataValue.text(parent)
-        return dg.Output(None, metadata=metadata)
+        merged = replace(result, dispatched=dispatched, seconds=seconds)
+        return dg.Output(None, metadata=assets.run_metadata(merged, parent, shards=count))
 
     return merge_rollout_shards
 
