@@ -178,12 +178,11 @@ def _report_levels(levels: list[dict[str, Any]], latency: float) -> bool:
     ok = True
     for level in levels:
         concurrency, rate = level["concurrency"], level["rate"]
-        ideal = concurrency / (CALLS_PER_ROLLOUT * latency)
+        ideal = _ideal(level, latency)
         bar = RATE_BARS.get(concurrency, RATE_BAR)
         ceiling = 1000 * cores / level["cpu_steady_ms"]
-        print(f"  {concurrency:5d} in flight, {level['workers']} worker(s): {rate:7.1f} "
-              f"rollouts/s of {ideal:.0f} ideal ({rate / ideal:.0%}), {level['rollouts']} "
-              f"rollouts, {level['produced']} records")  # fmt: skip
+        print(f"{_rate(level, latency)}, {level['rollouts']} rollouts, {level['produced']} "
+              "records")  # fmt: skip
         print(f"        peak RSS {level['rss_here_mb']:.1f} MB run + "
               f"{level['rss_children_mb']:.1f} MB its largest child, {level['open_files']} files "
               "open at most")  # fmt: skip
@@ -210,6 +209,18 @@ def _report_levels(levels: list[dict[str, Any]], latency: float) -> bool:
     return ok
 
 
+def _ideal(level: dict[str, Any], latency: float) -> float:
+    """Rollouts/s if nothing but the model's latency took time."""
+    return level["concurrency"] / (CALLS_PER_ROLLOUT * latency)
+
+
+def _rate(level: dict[str, Any], latency: float) -> str:
+    """A level's steady rate against its ideal, as its report's first line begins."""
+    rate, ideal = level["rate"], _ideal(level, latency)
+    return (f"  {level['concurrency']:5d} in flight, {level['workers']} worker(s): {rate:7.1f} "
+            f"rollouts/s of {ideal:.0f} ideal ({rate / ideal:.0%})")  # fmt: skip
+
+
 def _by_role(level: dict[str, Any]) -> str:
     """The steady CPU a rollout of each kind of process that spent any."""
     roles = level["cpu_steady_by_role_ms"].items()
@@ -224,12 +235,9 @@ def _report_spread(levels: list[dict[str, Any]], latency: float) -> None:
     print(f"  the same, each call's latency uniform in {latency * (1 - spread):g}–"
           f"{latency * (1 + spread):g} s (mean {latency:g} s; not a bar):")  # fmt: skip
     for level in levels:
-        concurrency, rate = level["concurrency"], level["rate"]
-        ideal = concurrency / (CALLS_PER_ROLLOUT * latency)
-        print(f"  {concurrency:5d} in flight, {level['workers']} worker(s): {rate:7.1f} "
-              f"rollouts/s of {ideal:.0f} ideal ({rate / ideal:.0%}), {level['produced']} of "
-              f"{level['rollouts']} recorded; steady state {level['cpu_steady_ms']:.2f} ms CPU "
-              f"a rollout ({_by_role(level)})")  # fmt: skip
+        print(f"{_rate(level, latency)}, {level['produced']} of {level['rollouts']} recorded; "
+              f"steady state {level['cpu_steady_ms']:.2f} ms CPU a rollout "
+              f"({_by_role(level)})")  # fmt: skip
 
 
 _marks: ContextVar[list[float]] = ContextVar("marks")
@@ -366,6 +374,8 @@ def main() -> int:
     args = parser.parse_args()
     if args.waves < 3:
         parser.error("--waves must be at least 3 (a steady state between two waves)")
+    if not 0 <= args.spread <= 1:
+        parser.error("--spread must be a fraction from 0 to 1 (0: no spread-latency runs)")
     if args.level is not None:
         level = _level(args.root, args.level, args.waves, args.latency, args.spread, args.workers)
         print(json.dumps(level))

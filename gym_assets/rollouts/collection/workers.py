@@ -228,7 +228,8 @@ class _Slot:
         started = set(list(self.in_flight)[: self.share])
         back = []
         for index, attempt in sorted(self.in_flight.items()):
-            self.queue.losses[index] += index in started
+            if index in started:
+                self.queue.losses[index] += 1
             if self.queue.losses[index] >= MAX_LOSSES:
                 message = f"the worker process running it died {MAX_LOSSES} times"
                 self.keep([self.lost(self.inputs[index], attempt, message)])
