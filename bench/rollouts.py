@@ -13,7 +13,8 @@ cores, one per 32 in flight at most). Printed per level:
 
 - steady-state rollouts/s: rollouts finished between the end of the first wave and the start
   of the last one, over that time (no worker or gateway start or stop, no ramp-up, no drain),
-  against the ideal ``concurrency ÷ (calls per rollout × latency)``;
+  against the ideal ``concurrency ÷ (calls per rollout × latency)``, and the rate over each
+  wave after the first (how long the start-up's lockstep takes to wear off);
 - peak RSS of the run's process and of its children (the largest worker or gateway), and per
   rollout in flight beyond the base level's (measured in the same run at low concurrency);
 - CPU per rollout over the whole run (the run's process; its workers and gateways) and in the
@@ -45,6 +46,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import os
 import resource
@@ -116,12 +118,15 @@ def _level(
     steady_at: list[tuple[float, dict[str, float]]] = [(0.0, {}), (0.0, {})]  # wall, CPU by role
     finished = [0]
     most_files = [0]
+    wave_ends: list[float] = []  # when each wave's worth of rollouts had finished
     keep = dispatch.Keeper.keep
 
     def timed_keep(self: Any, rows: list[dict]) -> None:  # bench only: when each rollout ends
         keep(self, rows)
         if finished[0] in marks:
             steady_at[marks[finished[0]]] = (time.perf_counter(), tree_cpu_seconds())
+        if finished[0] % concurrency == concurrency - 1:
+            wave_ends.append(time.perf_counter())
         finished[0] += 1
         if finished[0] % 32 == 0:
             most_files[0] = max(most_files[0], _open_files())
@@ -147,6 +152,7 @@ def _level(
         "rollouts": result.dispatched,
         "produced": result.totals.outcomes.produced,
         "rate": steady / (wall_1 - wall_0),
+        "wave_rates": [concurrency / (b - a) for a, b in itertools.pairwise(wave_ends)],
         "cpu_steady_ms": sum(by_role.values()),
         "cpu_steady_by_role_ms": by_role,
         "cpu_here_ms": 1000 * cpu.own / rollouts,
@@ -183,6 +189,7 @@ def _report_levels(levels: list[dict[str, Any]], latency: float) -> bool:
         ceiling = 1000 * cores / level["cpu_steady_ms"]
         print(f"{_rate(level, latency)}, {level['rollouts']} rollouts, {level['produced']} "
               "records")  # fmt: skip
+        print(f"        {_waves(level)}")
         print(f"        peak RSS {level['rss_here_mb']:.1f} MB run + "
               f"{level['rss_children_mb']:.1f} MB its largest child, {level['open_files']} files "
               "open at most")  # fmt: skip
@@ -221,6 +228,13 @@ def _rate(level: dict[str, Any], latency: float) -> str:
             f"rollouts/s of {ideal:.0f} ideal ({rate / ideal:.0%})")  # fmt: skip
 
 
+def _waves(level: dict[str, Any]) -> str:
+    """Rollouts/s over each wave after the first: how long one fixed latency's lockstep takes
+    to wear off (the steady rate covers every wave but the first and the last)."""
+    rates = " ".join(f"{rate:.0f}" for rate in level["wave_rates"])
+    return f"rollouts/s wave by wave from the second: {rates}"
+
+
 def _by_role(level: dict[str, Any]) -> str:
     """The steady CPU a rollout of each kind of process that spent any."""
     roles = level["cpu_steady_by_role_ms"].items()
@@ -238,6 +252,7 @@ def _report_spread(levels: list[dict[str, Any]], latency: float) -> None:
         print(f"{_rate(level, latency)}, {level['produced']} of {level['rollouts']} recorded; "
               f"steady state {level['cpu_steady_ms']:.2f} ms CPU a rollout "
               f"({_by_role(level)})")  # fmt: skip
+        print(f"        {_waves(level)}")
 
 
 _marks: ContextVar[list[float]] = ContextVar("marks")
