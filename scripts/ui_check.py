@@ -306,9 +306,14 @@ MATRIX_SENSOR = "conformance_automation_sensor"
 FAILING_BENCHMARK = "no_such_benchmark"
 ALERT_TIMEOUT_S = 120.0
 MATRIX_TIMEOUT_S = 240.0
+SENSOR_TICK_TIMEOUT_S = 120.0
 
 START_SENSOR = """mutation($selector: SensorSelector!) { startSensor(sensorSelector: $selector) {
   __typename ... on Sensor { sensorState { status } } ... on PythonError { message } } }"""
+
+LATEST_TICK = """query($selector: SensorSelector!, $after: Float) {
+  sensorOrError(sensorSelector: $selector) { __typename ... on Sensor { sensorState {
+    ticks(limit: 1, afterTimestamp: $after) { status error { message } } } } } }"""
 
 RUN_LOG = """query($id: ID!) { logsForRun(runId: $id) { __typename
   ... on EventConnection { events { __typename ... on MessageEvent { message level } } } } }"""
@@ -420,6 +425,16 @@ def start_sensor(gql: GraphQL, name: str) -> None:
         raise CannotStart(f"cannot start {name}: {started}")
 
 
+def evaluated_since(gql: GraphQL, name: str, since: float) -> bool:
+    """Whether sensor ``name`` finished a tick that started after ``since`` (epoch seconds);
+    a failed one is the check's failure."""
+    found = gql(LATEST_TICK, selector={**selector(), "sensorName": name}, after=since)
+    ticks = found["sensorOrError"].get("sensorState", {}).get("ticks", [])
+    if ticks and ticks[0]["status"] == "FAILURE":
+        raise CheckFailed(f"{name} failed a tick: {ticks[0]['error']['message']}")
+    return bool(ticks) and ticks[0]["status"] in ("SKIPPED", "SUCCESS")
+
+
 def latest_materialization(gql: GraphQL, key: tuple[str, ...]) -> dict[str, Any] | None:
     found = gql(LATEST_MATERIALIZATION, key={"path": list(key)})["assetOrError"]
     materializations = found.get("assetMaterializations") or []
@@ -432,7 +447,12 @@ def verify_matrix_follows_one_harness(server: UiServer, gql: GraphQL, report: Re
     run. The matrix's run id."""
     for harness in (HARNESS, NEVER_RUN_HARNESS):
         add_partition(gql, "harness", harness)
+    since = time.time()
     start_sensor(gql, MATRIX_SENSOR)
+    # An automation condition's first evaluation is its baseline: a harness run that finished
+    # before the sensor's first tick would never count as new (on a busy machine it can).
+    if not server.wait(lambda: evaluated_since(gql, MATRIX_SENSOR, since), SENSOR_TICK_TIMEOUT_S):
+        raise CheckFailed(f"{MATRIX_SENSOR} did not tick within {SENSOR_TICK_TIMEOUT_S:.0f}s")
     params = {
         "selector": {**selector(), "jobName": "conformance_job"},
         "runConfigData": {"ops": {"harness_conformance": {"config": {"scenarios": SCENARIOS}}}},
