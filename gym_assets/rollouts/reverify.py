@@ -57,7 +57,7 @@ from gym_assets.rollouts.collection.files import RunFiles, read_jsonl
 from gym_assets.rollouts.collection.inputs import RolloutInput
 from gym_assets.rollouts.collection.ledger import Key
 from gym_assets.rollouts.collection.manifest import Run, read_run
-from gym_assets.rollouts.collection.metrics import RunTotals, latest_rows, summarize
+from gym_assets.rollouts.collection.metrics import RunTotals, summarize, summary_rows
 from gym_assets.rollouts.collection.plan_gate import departure
 from gym_assets.rollouts.collection.records import (
     AGENT_REQUEST_FAILED,
@@ -240,7 +240,7 @@ async def _rescore_all(
                 tally.add(change)
         batch.clear()
 
-    for record in run.records.values():  # file order; read_run refused a rollout written twice
+    for record in read_jsonl(run.files.records):  # read_run refused a rollout written twice
         batch.append(record)
         if len(batch) >= concurrency:
             await flush()
@@ -291,7 +291,7 @@ def reverify_run(
             if path.is_file():
                 with reported(staging):
                     shutil.copyfile(path, staging / path.name)
-        new_records = latest_rows(read_jsonl(new.records))
+        new_records = summary_rows(read_jsonl(new.records))
         before = summarize(run.inputs, run.records, run.failures)
         after = summarize(run.inputs, new_records, run.failures)
         # Imported here, as in ``run``: pandas is for the commands that analyse.

@@ -67,7 +67,7 @@ from gym_assets.rollouts.collection.manifest import (
     publish_inventory,
     read_manifest,
 )
-from gym_assets.rollouts.collection.metrics import RunTotals, latest_rows, summarize
+from gym_assets.rollouts.collection.metrics import RunTotals, summarize, summary_rows
 from gym_assets.rollouts.collection.model_gateway import require_ready
 from gym_assets.rollouts.collection.overrides import RunOverrides
 from gym_assets.rollouts.collection.plan_gate import PlanGate
@@ -565,8 +565,8 @@ def publish_results(
     scoreboard: ``model`` ran it in ``seconds``), made from its files (a run ends with these,
     and so does a merge of shards); ``notes`` gain the analysis's. The result dispatched
     nothing; its caller says what it did."""
-    done = latest_rows(read_jsonl(files.records))
-    failed = latest_rows(read_jsonl(files.failures))
+    done = summary_rows(read_jsonl(files.records))
+    failed = summary_rows(read_jsonl(files.failures))
     totals = summarize(inputs, done, failed)
     # Imported here: pandas and matplotlib cost a second, which loading the Dagster
     # definitions or a command that runs nothing should not pay.

@@ -9,6 +9,7 @@ entries (a run's, and a re-verified run's).
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -32,10 +33,10 @@ from gym_assets.rollouts.analysis.estimates import (
 from gym_assets.rollouts.analysis.history import read_snapshot, snapshots, write_snapshot
 from gym_assets.rollouts.analysis.report import ReportInput, render
 from gym_assets.rollouts.analysis.tables import table_rows, task_table
-from gym_assets.rollouts.collection.files import RunFiles, report_name
+from gym_assets.rollouts.collection.files import RunFiles, read_jsonl, report_name
 from gym_assets.rollouts.collection.inputs import RolloutInput
 from gym_assets.rollouts.collection.ledger import Key
-from gym_assets.rollouts.collection.metrics import RunTotals, aggregate
+from gym_assets.rollouts.collection.metrics import RunTotals, aggregate, row_key
 
 WORST_SHOWN = 50  # tasks in the Dagster table metadata
 
@@ -73,16 +74,19 @@ def _links(
     return links
 
 
-def _write_rollout_files(files: RunFiles, rows: dict[Key, dict[str, Any]], roots: Roots) -> None:
-    """One JSON file per rollout with a record or a failure row (the report's links), the
-    row as the run file has it. The directory is rebuilt beside and swapped in whole, so a
-    run with thousands of rollouts pays no fsync per file and never leaves half a set."""
+def _write_rollout_files(files: RunFiles, recorded: set[Key], roots: Roots) -> None:
+    """One JSON file per rollout with a record or a failure row (the report's links): its
+    record when it has one (``recorded``), else its latest failure row, as the run file has
+    it. The rows are streamed from the run's files, so a run of any size never holds them.
+    The directory is rebuilt beside and swapped in whole, so a run with thousands of
+    rollouts pays no fsync per file and never leaves half a set."""
     with (
         rebuilt_dir(Target.of(files.report_dir, RUN_REPORT, roots)) as staging,
         reported(staging),
     ):
-        for (task, rollout), row in sorted(rows.items()):
-            (staging / report_name(task, rollout)).write_bytes(json_line(row))
+        failures = (row for row in read_jsonl(files.failures) if row_key(row) not in recorded)
+        for row in itertools.chain(failures, read_jsonl(files.records)):  # a later row wins
+            (staging / report_name(*row_key(row))).write_bytes(json_line(row))
 
 
 def aggregate_entries(
@@ -125,15 +129,14 @@ def analyse(
             notes.append(f"{exc.render()}; this run is not compared with it")
             previous = None
     snapshot = write_snapshot(files, table, roots, now)
-    rows = {**failures, **records}  # a rollout with a record links to it, not its failures
-    _write_rollout_files(files, rows, roots)
+    _write_rollout_files(files, set(records), roots)
     page = ReportInput(
         benchmark=benchmark,
         harness=harness,
         totals=totals,
         statistics=statistics,
         table=table,
-        links=_links(inputs, set(rows)),
+        links=_links(inputs, set(records) | set(failures)),
         comparison=comparison,
         previous=None if previous is None else previous.name,
     )

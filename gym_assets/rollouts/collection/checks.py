@@ -11,7 +11,7 @@ from gym_assets.records import keys
 from gym_assets.rollouts.collection.files import RunFiles, read_jsonl
 from gym_assets.rollouts.collection.inputs import RolloutInput
 from gym_assets.rollouts.collection.ledger import Key
-from gym_assets.rollouts.collection.metrics import latest_rows, summarize
+from gym_assets.rollouts.collection.metrics import row_key, summarize, summary_rows
 from gym_assets.rollouts.collection.plan_gate import PlanGate
 
 MAX_LISTED = 20
@@ -30,9 +30,7 @@ def rollouts_cover_plan(plan: Plan, files: RunFiles, flat_taskset: str) -> Check
     rollouts: dict[tuple[str, str], list[Key]] = defaultdict(list)
     for item in _inventory(files, flat_taskset):
         rollouts[item.task_key].append(item.key)
-    ended = set(latest_rows(read_jsonl(files.records))) | set(
-        latest_rows(read_jsonl(files.failures))
-    )
+    ended = {row_key(row) for path in (files.records, files.failures) for row in read_jsonl(path)}
     planned = {(t.taskset, t.task_id) for t in plan.tasks}
     never_run = planned - set(rollouts)
     unfinished = {task for task in planned & set(rollouts) if not set(rollouts[task]) <= ended}
@@ -75,7 +73,7 @@ def unmeasured_share(
     the kinds that cost the measurements."""
     inputs = _inventory(files, flat_taskset)
     totals = summarize(
-        inputs, latest_rows(read_jsonl(files.records)), latest_rows(read_jsonl(files.failures))
+        inputs, summary_rows(read_jsonl(files.records)), summary_rows(read_jsonl(files.failures))
     )
     outcomes, kinds = totals.outcomes, totals.unmeasured_kinds
     share = outcomes.unmeasured_share

@@ -30,7 +30,7 @@ from gym_assets.plans.model import Plan, load_plan
 from gym_assets.rollouts.collection.files import RunFiles, read_jsonl
 from gym_assets.rollouts.collection.inputs import RolloutInput
 from gym_assets.rollouts.collection.ledger import Key, key_of
-from gym_assets.rollouts.collection.metrics import latest_rows
+from gym_assets.rollouts.collection.metrics import summary_rows
 from gym_assets.rollouts.collection.overrides import RunOverrides
 
 MANIFEST_FORMAT = 1
@@ -156,7 +156,9 @@ def read_manifest(files: RunFiles) -> Manifest:
 
 @dataclass(frozen=True)
 class Run:
-    """A run read whole and checked: what compare and reverify read."""
+    """A run read and checked: what compare and reverify read. Its rows are what the
+    summaries read of them (``metrics.summary_rows``); whoever needs a record whole streams
+    ``files.records``."""
 
     files: RunFiles
     manifest: Manifest
@@ -217,7 +219,7 @@ def check_rows(files: RunFiles, inputs: list[RolloutInput]) -> None:
 
 
 def read_run(run_dir: Path) -> Run:
-    """The run in ``run_dir`` read whole and checked (module docstring); a directory that is
+    """The run in ``run_dir`` read and checked (module docstring); a directory that is
     no run, or whose files are not the run's own any more, is a ``UserError``."""
     files = RunFiles(Path(run_dir))
     if not files.out_dir.is_dir():
@@ -231,9 +233,9 @@ def read_run(run_dir: Path) -> Run:
     manifest = read_manifest(files)
     inputs = check_inventory(files, manifest)
     check_rows(files, inputs)
-    records = latest_rows(read_jsonl(files.records))
+    records = summary_rows(read_jsonl(files.records))
     _check_rewards(records, files.records)
-    return Run(files, manifest, inputs, records, latest_rows(read_jsonl(files.failures)))
+    return Run(files, manifest, inputs, records, summary_rows(read_jsonl(files.failures)))
 
 
 def _check_rewards(records: dict[Key, dict[str, Any]], path: Path) -> None:

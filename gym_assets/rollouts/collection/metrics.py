@@ -160,7 +160,8 @@ def pass_at_k_estimate(measured: int, passes: int, k: int) -> float:
     return 1.0 - math.comb(measured - passes, k) / math.comb(measured, k)
 
 
-def _key(row: dict[str, Any]) -> Key:
+def row_key(row: dict[str, Any]) -> Key:
+    """A run file row's ``(task, rollout)``."""
     return row[keys.TASK_INDEX], row[keys.ROLLOUT_INDEX]
 
 
@@ -248,7 +249,7 @@ def summarize(
         elif outcome == "masked":
             masked_kinds[kind] += 1
         if record is not None and outcome != "masked":
-            unmasked.append({k: v for k, v in record.items() if k not in STRIPPED_FIELDS})
+            unmasked.append(_summarized(record))
         if record is not None and outcome == "measured":
             passes[item.key[0]].append(passed(record))
             if record.get("failure_kind") is not None:
@@ -272,9 +273,16 @@ def summarize(
     )
 
 
-def latest_rows(rows: Iterable[dict[str, Any]]) -> dict[Key, dict[str, Any]]:
-    """The last row per ``(task, rollout)`` (for records: there is only one)."""
-    return {_key(row): row for row in rows}
+def summary_rows(rows: Iterable[dict[str, Any]]) -> dict[Key, dict[str, Any]]:
+    """The last row per ``(task, rollout)`` (for records: there is only one), without the
+    fields no summary reads (``STRIPPED_FIELDS``: the payloads and the evidence), dropped as
+    each row is read. They are nearly all of a record, so summing up a run of many rollouts
+    holds a few hundred bytes a rollout rather than every record whole."""
+    return {row_key(row): _summarized(row) for row in rows}
+
+
+def _summarized(row: dict[str, Any]) -> dict[str, Any]:
+    return {name: value for name, value in row.items() if name not in STRIPPED_FIELDS}
 
 
 def aggregate(

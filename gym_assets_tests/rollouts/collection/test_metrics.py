@@ -11,9 +11,9 @@ from gym_assets.rollouts.collection.metrics import (
     HistogramBin,
     Outcomes,
     aggregate,
-    latest_rows,
     pass_at_k,
     summarize,
+    summary_rows,
 )
 
 
@@ -40,7 +40,7 @@ def _record(task, rollout, **fields):
 def test_per_server_metrics_match_hand_computed_values():
     inputs = [_input(t, r, "s1") for t in (0, 1) for r in range(3)]
     inputs += [_input(2, 0, "s2"), _input(3, 0, "s2")]
-    records = latest_rows(
+    records = summary_rows(
         [
             _record(0, 0, reward=1.0, score=2, mask_sample=False),
             _record(0, 1, reward=0.0, score=4, mask_sample=False),
@@ -50,7 +50,7 @@ def test_per_server_metrics_match_hand_computed_values():
             _record(2, 0, tokens=5),
         ]
     )
-    failures = latest_rows(
+    failures = summary_rows(
         [
             _record(1, 2, _ng_failure_class="environment_server_failed"),
             _record(1, 2, _ng_failure_class="agent_timeout", _ng_failure_kind="agent_timeout"),
@@ -88,6 +88,29 @@ def test_per_server_metrics_match_hand_computed_values():
     assert second["pass_at_k"] == {} and "mean/reward" not in second["key_metrics"]
 
 
+def test_summary_rows_drop_the_payloads_and_evidence_and_sum_up_the_same():
+    evidence = {"ng_trajectory": {"turns": [1]}, "ng_model_call_capture": {"calls": []},
+                "ng_agent_observations": {}, "responses_create_params": {"input": "q"},
+                "response": {"usage": {"total_tokens": 9}}}  # fmt: skip
+    inputs = [_input(0, r, "s") for r in range(3)]
+    records = [
+        _record(0, 0, reward=1.0, tokens=3, **evidence),
+        _record(0, 1, reward=0.0, tokens=5, mask_sample=False, **evidence),
+    ]
+    failures = [
+        _record(0, 2, _ng_failure_class="environment_server_failed"),
+        _record(0, 2, _ng_failure_class="agent_timeout", **evidence),
+    ]
+    slim = summary_rows(records)
+    assert all(not set(evidence) & set(row) for row in slim.values())
+    assert slim[(0, 1)] == _record(0, 1, reward=0.0, tokens=5, mask_sample=False)
+    assert summary_rows(failures)[(0, 2)]["_ng_failure_class"] == "agent_timeout"
+    whole = {(row["_ng_task_index"], row["_ng_rollout_index"]): row for row in records}
+    (entry,) = aggregate(inputs, slim, summary_rows(failures))
+    assert entry == aggregate(inputs, whole, summary_rows(failures))[0]
+    assert entry["agent_metrics"]["mean/tokens"] == 4 and entry["outcomes"]["failed"] == 1
+
+
 def test_pass_at_k_is_the_unbiased_estimator():
     # n=5, c=2: pass@2 = 1 - C(3,2)/C(5,2) = 1 - 3/10
     assert pass_at_k({0: [True, True, False, False, False]}, 2) == pytest.approx(
@@ -97,7 +120,7 @@ def test_pass_at_k_is_the_unbiased_estimator():
 
 def test_rewards_out_of_range_get_their_own_bins():
     inputs = [_input(0, r, "s") for r in range(3)]
-    records = latest_rows([_record(0, r, reward=v) for r, v in enumerate((-1.0, 1.0, 2.5))])
+    records = summary_rows([_record(0, r, reward=v) for r, v in enumerate((-1.0, 1.0, 2.5))])
     (entry,) = aggregate(inputs, records, {})
     bins = entry["reward_histogram"]
     assert (bins[0]["lo"], bins[0]["count"]) == (None, 1)
@@ -107,14 +130,14 @@ def test_rewards_out_of_range_get_their_own_bins():
 
 def test_run_totals_are_typed_and_write_the_files_entry():
     inputs = [_input(0, r, "s") for r in range(4)]
-    records = latest_rows(
+    records = summary_rows(
         [
             _record(0, 0, reward=1.0),
             _record(0, 1, reward=0.0),
             _record(0, 2, mask_sample=True, failure_kind="agent_request_failed"),
         ]
     )
-    failures = latest_rows([_record(0, 3, _ng_failure_class="agent_timeout")])
+    failures = summary_rows([_record(0, 3, _ng_failure_class="agent_timeout")])
     totals = summarize(inputs, records, failures)
     assert totals.masked_kinds == {"agent_request_failed": 1}
     assert totals.outcomes == Outcomes(measured=2, masked=1, failed=1)
