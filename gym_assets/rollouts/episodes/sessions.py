@@ -4,9 +4,12 @@ Rules: a seed binds a session id to an immutable seed body; the
 identical seed again reuses the session, a different one is refused; closing stores a receipt
 and repeated closes return a copy of that same receipt; a seed after close is refused, so a
 late or retried seed cannot resurrect a closed session. A close whose release raises keeps the
-session (and stores no receipt), so the caller can retry. Receipts and the closed marker live
-for ``retry_window_seconds`` after the close and are then pruned (session ids are fresh UUIDs;
-the window only has to outlast retries).
+session (and stores no receipt), so the caller can retry; so does one whose receipt is not
+JSON. Receipts and the closed marker live for ``retry_window_seconds`` after the close and are
+then pruned (session ids are fresh UUIDs; the window only has to outlast retries). A receipt
+is kept as compressed JSON: a worker closes hundreds of sessions a second, and a window's
+worth of receipts as objects (several KB each, the agent's observations and last response)
+would cost it hundreds of MB; compressed, a receipt is a few hundred bytes.
 
 A request may also carry the caller's session cookie: the session id its cookie jar names (NeMo
 Gym's agents bind later calls by that cookie as well as by id). A cookie naming another session,
@@ -18,9 +21,13 @@ from __future__ import annotations
 
 import copy
 import time
+import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar, cast
+
+from gym_assets.fileio import json_line, parse_json_bytes
+from gym_assets.limits import MAX_PRODUCT_NESTING
 
 S = TypeVar("S")
 T = TypeVar("T")
@@ -42,7 +49,7 @@ class _Open(Generic[S]):
 @dataclass
 class _Closed:
     episode_id: str | None
-    receipt: dict[str, Any]
+    receipt: bytes  # compressed JSON; each repeat parses a copy of its own
     expires_at: float
 
 
@@ -120,7 +127,7 @@ class SessionBook(Generic[S]):
         if closed is not None:
             if closed.episode_id not in (None, episode_id):
                 raise SessionConflict(f"session {session_id!r} belongs to another episode")
-            return data_copy(closed.receipt)
+            return parse_json_bytes(zlib.decompress(closed.receipt), MAX_PRODUCT_NESTING)
         current = self._open.get(session_id)
         if current is None and has_cookie:
             raise SessionConflict(f"session {session_id!r}: receipt expired")
@@ -132,9 +139,10 @@ class SessionBook(Generic[S]):
             if owner != episode_id:
                 raise SessionConflict(f"session {session_id!r} belongs to another episode")
             receipt = dict(release(current.state))  # raises: session stays open for a retry
-            del self._open[session_id]
+        stored = zlib.compress(json_line(receipt), 1)  # not JSON: raises, still open
+        self._open.pop(session_id, None)
         expires = self._clock() + self._window  # measured after the release finished
-        self._closed[session_id] = _Closed(owner, data_copy(receipt), expires)
+        self._closed[session_id] = _Closed(owner, stored, expires)
         return receipt
 
     def owned_state(self, session_id: str, episode_id: str, cookie: object = None) -> S | None:

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import copy
+import json
+import tracemalloc
+
 import pytest
 
 from gym_assets.rollouts.episodes.sessions import SessionBook, SessionConflict
@@ -91,6 +95,37 @@ def test_a_close_that_cannot_release_keeps_the_session_for_a_retry() -> None:
         book.close("s", "e1", broken)
     assert book.is_open("s")
     assert book.close("s", "e1", lambda st: {"ok": True}) == {"ok": True}
+
+
+def test_a_receipt_that_is_not_json_keeps_the_session_for_a_retry() -> None:
+    book: SessionBook[None] = SessionBook()
+    book.seed("s", BINDING, lambda: None)
+    with pytest.raises(TypeError):
+        book.close("s", "e1", lambda st: {"ids": {1, 2}})
+    assert book.is_open("s")
+    assert book.close("s", "e1", lambda st: {"ids": [1, 2]}) == {"ids": [1, 2]}
+
+
+def test_kept_receipts_cost_less_than_their_json() -> None:
+    """A worker keeps every receipt of the retry window: a conversation's worth of items each."""
+    book: SessionBook[None] = SessionBook()
+    items = [{"type": "message", "role": "user", "content": f"turn {i}: 17 km"} for i in range(50)]
+    size = len(json.dumps({"observations": items}))
+
+    def release(state: None) -> dict:
+        return {"observations": copy.deepcopy(items)}
+
+    tracemalloc.start()
+    try:
+        for n in range(200):
+            book.seed(f"s{n}", {"episode_id": f"e{n}"}, lambda: None)
+            receipt = book.close(f"s{n}", f"e{n}", release)
+            del receipt  # the caller is done with it; the book keeps its own
+        kept = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert kept < 200 * size / 2
+    assert book.close("s7", "e7", lambda st: {}) == {"observations": items}
 
 
 def test_receipts_expire_after_the_retry_window() -> None:
