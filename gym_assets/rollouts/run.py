@@ -58,7 +58,7 @@ from gym_assets.rollouts.collection.files import (
 )
 from gym_assets.rollouts.collection.gateway_process import GatewayProcess
 from gym_assets.rollouts.collection.inputs import RolloutInput, materialize_inputs
-from gym_assets.rollouts.collection.ledger import Ledger, order_logs
+from gym_assets.rollouts.collection.ledger import Key, Ledger, order_logs
 from gym_assets.rollouts.collection.manifest import (
     Manifest,
     check_inventory,
@@ -288,23 +288,20 @@ def _episode_resources(instances: Mapping[str, ServerInstance], server: str) -> 
 
 def _reference_scripts(
     resources: Mapping[str, ResourcesServer],
-    servers: Sequence[str],
-    inputs: Sequence[RolloutInput],
-    upstream: UpstreamConfig,
+    served: _Served,
     finish_command: str | None,
 ) -> ScriptFor:
-    unbound = [server for server in servers if server not in resources]
+    unbound = [server for server in served.servers if server not in resources]
     if unbound:  # refused before any rollout runs, not as each rollout's script is built
         raise UserError(
             f"environment server(s) {', '.join(unbound)} bind no resources server, so the "
             "reference model has no answers to script for their tasks; bind one "
             "(resources_server) or run them against another upstream (--upstream)"
         )
-    wrong = corrupted_keys((i.key for i in inputs), upstream.corrupt_fraction, upstream.seed)
 
     def script_for(item: RolloutInput) -> list[Step]:
         steps = resources[item.server].reference_script(reference_task_data(item.task_input()))
-        steps = corrupt(steps) if item.key in wrong else list(steps)
+        steps = corrupt(steps) if item.key in served.corrupted else list(steps)
         return finishing(steps, finish_command)
 
     return script_for
@@ -327,6 +324,25 @@ def _finish_command(harness: Harness) -> str | None:
     return adapter_named(harness.adapter).finish_command if harness.adapter else None
 
 
+@dataclass(frozen=True)
+class _Served:
+    """What building a run's servers takes from its inventory: its environment servers, in
+    the order the inventory first names them, and the rollouts the reference model answers
+    wrongly (``corrupt_fraction``; chosen over the whole inventory). A worker is sent this,
+    not the inventory: each rollout comes with its own command."""
+
+    servers: tuple[str, ...]
+    corrupted: frozenset[Key]
+
+    @classmethod
+    def of(cls, inputs: Sequence[RolloutInput], upstream: UpstreamConfig) -> _Served:
+        servers = tuple(dict.fromkeys(item.server for item in inputs))
+        if upstream.mode != "reference":
+            return cls(servers, frozenset())
+        keys = (item.key for item in inputs)
+        return cls(servers, corrupted_keys(keys, upstream.corrupt_fraction, upstream.seed))
+
+
 @dataclass
 class _Servers:
     """What a run dispatches to, built (and so validated) before the run writes anything."""
@@ -344,13 +360,13 @@ def _build_servers(
     upstream: UpstreamConfig,
     options: RunOptions,
     files: RunFiles,
-    inputs: list[RolloutInput],
+    served: _Served,
     notes: list[str],
     sandbox: SandboxPolicy,
 ) -> _Servers:
     """The gateway (not started) and the environment servers running ``harness``: a bad
     server setting, or no sandbox for model-written code, is refused here."""
-    servers = list(dict.fromkeys(item.server for item in inputs))
+    servers = list(served.servers)
     config, unchanged = with_harness(catalog.loaded.data, harness, servers)
     notes += [
         f"environment server '{server}' credits no single agent, so harness '{harness.name}' "
@@ -375,7 +391,7 @@ def _build_servers(
         agents=agents,
         verifiers=verifiers,
         script_for=(
-            _reference_scripts(verifiers, servers, inputs, upstream, _finish_command(harness))
+            _reference_scripts(verifiers, served, _finish_command(harness))
             if upstream.mode == "reference"
             else None
         ),
@@ -405,7 +421,7 @@ class _WorkerSide:
     upstream: UpstreamConfig
     options: RunOptions
     files: RunFiles
-    inputs: list[RolloutInput]
+    served: _Served
 
     @contextlib.asynccontextmanager
     async def attempts(self) -> AsyncIterator[AttemptFn]:
@@ -416,7 +432,7 @@ class _WorkerSide:
                 self.upstream,
                 self.options,
                 self.files,
-                self.inputs,
+                self.served,
                 [],
                 sandbox,
             )
@@ -522,7 +538,8 @@ def run_rollouts(
         if options.resume:
             _check_logs(files, options.quarantine_corrupt, notes)
         inputs, manifest = _planned_inputs(files, benchmark, catalog, options, identity, notes)
-        servers = _build_servers(catalog, harness, upstream, options, files, inputs, notes, sandbox)
+        served = _Served.of(inputs, upstream)
+        servers = _build_servers(catalog, harness, upstream, options, files, served, notes, sandbox)
         if manifest is None:
             manifest = _publish_inventory(files, inputs, plan_path, identity)
         claim_dir(Target.of(files.capture_dir, CAPTURES, catalog.workspace))
@@ -531,7 +548,7 @@ def run_rollouts(
         gate = PlanGate(plan, allow_drift=manifest.allow_plan_drift)
         started = time.monotonic()
         if todo:
-            setup = _WorkerSide(catalog, harness, upstream, options, files, inputs)
+            setup = _WorkerSide(catalog, harness, upstream, options, files, served)
             redactor = upstream.redactor()
             _dispatch(servers, setup, todo, ledger, gate, progress_stream, redactor)
             order_logs(files)

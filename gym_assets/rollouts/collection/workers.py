@@ -8,8 +8,13 @@ is handed on its own loop and sends the rows of each attempt back::
 
     parent → worker   two frames (8-byte length, then pickled): the setup, then its share
     worker → parent   {"ready": true}                         or  {"error": "..."}
-    parent → worker   {"i": <index in setup.inputs>, "a": <attempt>}    (one a rollout)
+    parent → worker   {"i": <n>, "a": <attempt>, "input": [<row>, <taskset>, <task id>]}
     worker → parent   {"i": ..., "rows": [...]}               or  {"i": ..., "error": "..."}
+
+There is one command a rollout; ``n`` is its place in the parent's list of what to run. A
+command carries its rollout's input, so a worker holds the rollouts it was handed and no more,
+not the run's inventory: a large partition's inventory is hundreds of MB, and it would be sent
+again to each worker started after a death.
 
 The parent closes a worker's stdin when nothing is left for it; the worker finishes what it
 holds, stops its gateway and exits. A worker's share of the run's ``concurrency`` is how
@@ -28,16 +33,14 @@ instead (our machinery failed, never the model's; not terminal, so a resume trie
 rather than taking down worker after worker. Nothing a worker sent is lost: each row reaches
 the logs before the rollout counts as finished.
 
-``WorkerSetup`` is what a worker builds its side from; the parent pickles it once per worker
-(it names the inputs, so a command is an index and an attempt). ``run_in_workers`` is the
-parent's side; ``worker_count`` says how many workers a run uses.
+``WorkerSetup`` is what a worker builds its side from; the parent pickles it once per worker.
+``run_in_workers`` is the parent's side; ``worker_count`` says how many workers a run uses.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import pickle
 import signal
@@ -68,11 +71,6 @@ LostFn = Callable[[RolloutInput, int, str], dict[str, Any]]
 
 class WorkerSetup(Protocol):
     """What a worker process builds its side from; pickled (a module-level class)."""
-
-    @property
-    def inputs(self) -> Sequence[RolloutInput]:
-        """The run's inventory: a command names a rollout by its index here."""
-        ...
 
     def attempts(self) -> AbstractAsyncContextManager[AttemptFn]:
         """Build the servers, start a gateway, and yield what runs one attempt."""
@@ -125,15 +123,14 @@ async def run_in_workers(
     keep: KeepFn,
     lost: LostFn,
 ) -> None:
-    """Run ``todo`` (rollouts of ``setup.inputs`` with their attempt) on ``workers`` worker
-    processes, ``concurrency`` in flight in all; ``keep`` gets each attempt's rows as they
-    come back, ``lost`` makes the row of a rollout lost with ``MAX_LOSSES`` workers."""
-    index = {item.key: n for n, item in enumerate(setup.inputs)}
-    queue = _Queue(deque((index[item.key], attempt) for item, attempt in todo))
+    """Run ``todo`` (rollouts with their attempt) on ``workers`` worker processes,
+    ``concurrency`` in flight in all; ``keep`` gets each attempt's rows as they come back,
+    ``lost`` makes the row of a rollout lost with ``MAX_LOSSES`` workers."""
+    queue = _Queue(deque((n, attempt) for n, (_, attempt) in enumerate(todo)))
     payload = pickle.dumps(setup, protocol=pickle.HIGHEST_PROTOCOL)
+    items = [item for item, _ in todo]
     slots = [
-        _Slot(payload, share, queue, setup.inputs, keep, lost)
-        for share in shares(concurrency, workers)
+        _Slot(payload, share, queue, items, keep, lost) for share in shares(concurrency, workers)
     ]
     try:
         async with asyncio.TaskGroup() as group:
@@ -156,7 +153,7 @@ class _Slot:
     keep: KeepFn
     lost: LostFn
     process: asyncio.subprocess.Process | None = None
-    in_flight: dict[int, int] = field(default_factory=dict)  # index -> attempt, as handed over
+    in_flight: dict[int, int] = field(default_factory=dict)  # n -> attempt, as handed over
 
     async def drive(self) -> None:
         """Start a worker and feed it until nothing is left; again after a death that lost
@@ -200,7 +197,9 @@ class _Slot:
         while len(self.in_flight) < self.share + ahead(self.share) and self.queue.items:
             index, attempt = self.queue.items.popleft()
             self.in_flight[index] = attempt
-            process.stdin.write(json.dumps({"i": index, "a": attempt}).encode() + b"\n")
+            item = self.inputs[index]
+            rollout = [item.row, item.taskset, item.task_id]
+            process.stdin.write(json_line({"i": index, "a": attempt, "input": rollout}))
 
     async def _serve(self, process: asyncio.subprocess.Process) -> bool:
         """Keep what comes back and hand out more; True when the worker died holding
@@ -315,7 +314,7 @@ async def _serve(setup: WorkerSetup, share: int, out: BinaryIO) -> None:
     main = asyncio.current_task()
     assert main is not None
     loop.add_signal_handler(signal.SIGTERM, main.cancel)
-    reader = asyncio.StreamReader(limit=1 << 20)
+    reader = asyncio.StreamReader(limit=1 << 30)  # a command carries its input row
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
     async with contextlib.AsyncExitStack() as stack:
         try:
@@ -327,10 +326,10 @@ async def _serve(setup: WorkerSetup, share: int, out: BinaryIO) -> None:
 
         turns = asyncio.Semaphore(share)  # first come, first served
 
-        async def one(index: int, number: int) -> None:
+        async def one(index: int, item: RolloutInput, number: int) -> None:
             try:
                 async with turns:
-                    rows = await attempt(setup.inputs[index], number)
+                    rows = await attempt(item, number)
             except Exception as exc:  # the in-process run stops on it too
                 reply({"i": index, "error": f"{type(exc).__name__}: {exc}"})
             else:
@@ -340,8 +339,9 @@ async def _serve(setup: WorkerSetup, share: int, out: BinaryIO) -> None:
         tasks: set[asyncio.Task[None]] = set()
         async with asyncio.TaskGroup() as group:
             while line := await reader.readline():
-                command = json.loads(line)
-                task = group.create_task(one(command["i"], command["a"]))
+                command = parse_json_bytes(line, MAX_PRODUCT_NESTING + 2)
+                item = RolloutInput(*command["input"])
+                task = group.create_task(one(command["i"], item, command["a"]))
                 tasks.add(task)
                 task.add_done_callback(tasks.discard)
             for task in tasks:  # the run closes our input only when we hold nothing: it is gone

@@ -237,9 +237,9 @@ def test_worker_and_gateway_processes_start_without_the_openai_sdk(module):
 @dataclass(frozen=True)
 class _Deadly:
     """A worker setup (pickled to each worker, so module level) whose attempt of ``deadly``
-    kills its own worker and answers every other rollout with one row."""
+    kills its own worker and answers every other rollout with one row, naming the task its
+    command carried (the setup holds no inventory)."""
 
-    inputs: list[RolloutInput]
     deadly: tuple[int, int]
 
     @contextlib.asynccontextmanager
@@ -248,14 +248,16 @@ class _Deadly:
             if item.key == self.deadly:
                 os.kill(os.getpid(), signal.SIGKILL)
             await asyncio.sleep(0.05)
-            return [{"_ng_task_index": item.key[0], "_ng_rollout_index": 0, "attempt": number}]
+            row = {"_ng_task_index": item.key[0], "_ng_rollout_index": 0, "attempt": number}
+            return [{**row, "task": [item.taskset, item.task_id, item.row["text"]]}]
 
         yield attempt
 
 
 def test_a_rollout_that_kills_its_workers_becomes_one_worker_lost_row():
     inputs = [
-        RolloutInput({"_ng_task_index": n, "_ng_rollout_index": 0}, "t", str(n)) for n in range(12)
+        RolloutInput({"_ng_task_index": n, "_ng_rollout_index": 0, "text": f"é{n}"}, "t", f"id-{n}")
+        for n in range(12)
     ]
     kept: list[dict[str, Any]] = []
     lost: list[tuple[tuple[int, int], int, str]] = []
@@ -265,7 +267,7 @@ def test_a_rollout_that_kills_its_workers_becomes_one_worker_lost_row():
         return {"_ng_task_index": item.key[0], "_ng_rollout_index": 0, "lost": True}
 
     todo = [(item, 1) for item in inputs]
-    setup = _Deadly(inputs, deadly=(5, 0))
+    setup = _Deadly(deadly=(5, 0))
     asyncio.run(
         run_in_workers(todo, setup, workers=2, concurrency=2, keep=kept.extend, lost=lost_row)
     )
@@ -274,5 +276,8 @@ def test_a_rollout_that_kills_its_workers_becomes_one_worker_lost_row():
         {"_ng_task_index": 5, "_ng_rollout_index": 0, "lost": True}
     ]
     assert lost == [((5, 0), 1, f"the worker process running it died {MAX_LOSSES} times")]
-    assert all(row["attempt"] == 1 for row in kept if not row.get("lost"))
+    answered = [row for row in kept if not row.get("lost")]
+    assert all(row["attempt"] == 1 for row in answered)
+    tasks = {row["_ng_task_index"]: row["task"] for row in answered}  # as each command carried
+    assert tasks == {n: ["t", f"id-{n}", f"é{n}"] for n in range(12) if n != 5}
     assert not _workers(os.getpid())
