@@ -31,10 +31,11 @@ _LINE_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allo
 def json_line(value: Any) -> bytes:
     """One compact JSONL line: key order kept, non-ASCII written as itself, newline-terminated.
 
-    orjson writes it; what orjson cannot (integers beyond 64 bits, lone surrogates) goes through
-    the stdlib encoder with the same settings. The two may spell a float differently (``1e-06``
-    vs ``1e-6``) but parse back to the same value, and the bytes depend only on the values, so
-    outputs stay deterministic.
+    orjson writes it; integers beyond 64 bits, which orjson cannot, go through the stdlib
+    encoder with the same settings. The two may spell a float differently (``1e-06`` vs
+    ``1e-6``) but parse back to the same value, and the bytes depend only on the values, so
+    outputs stay deterministic. A string holding a lone surrogate has no UTF-8 form and raises
+    ``UnicodeEncodeError`` (collate and the plan refuse such input before any run writes it).
     """
     try:
         return orjson.dumps(value, option=orjson.OPT_APPEND_NEWLINE)
