@@ -249,7 +249,7 @@ def summarize(
         elif outcome == "masked":
             masked_kinds[kind] += 1
         if record is not None and outcome != "masked":
-            unmasked.append(_summarized(record))
+            unmasked.append(record)  # field_stats skips STRIPPED_FIELDS itself
         if record is not None and outcome == "measured":
             passes[item.key[0]].append(passed(record))
             if record.get("failure_kind") is not None:
