@@ -39,10 +39,11 @@ import sys
 from collections import deque
 from collections.abc import Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from gym_assets.errors import UserError
 from gym_assets.records.contracts import Step
+from gym_assets.rollouts.collection.channel import send_line, take_stdout
 from gym_assets.rollouts.collection.model_gateway import build_gateway
 from gym_assets.rollouts.gateway.bodies import DEFAULT_LIMITS, BodyLimits
 from gym_assets.rollouts.gateway.capabilities import CapabilityPaths, new_key
@@ -203,9 +204,8 @@ class GatewayProcess:
                 waiter.set_exception(GatewayProcessError(self._broken))
 
 
-def _reply(out: IO[str], answer: dict[str, Any]) -> None:
-    out.write(json.dumps(answer) + "\n")
-    out.flush()
+def _reply(channel: int, answer: dict[str, Any]) -> None:
+    send_line(channel, json.dumps(answer).encode() + b"\n")
 
 
 def main() -> int:
@@ -213,8 +213,7 @@ def main() -> int:
     # Ctrl-C reaches the whole process group; the run answers it by closing our stdin, which
     # stops the gateway cleanly, so the child itself ignores it (no second traceback).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    control_in, control_out = sys.stdin, sys.stdout
-    sys.stdout = sys.stderr  # nothing but replies may reach the control channel
+    control_in, control_out = sys.stdin, take_stdout()  # nothing but replies may reach it
     spec = json.loads(control_in.readline())
     upstream = UpstreamConfig.model_validate(spec["upstream"])
     # The log quotes upstream errors (a malformed answer's header, say): it goes to the run's

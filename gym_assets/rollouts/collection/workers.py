@@ -55,6 +55,7 @@ from typing import Any, BinaryIO, Protocol
 from gym_assets.errors import UserError
 from gym_assets.fileio import json_line, parse_json_bytes
 from gym_assets.limits import MAX_PRODUCT_NESTING
+from gym_assets.rollouts.collection.channel import take_stdout
 from gym_assets.rollouts.collection.dispatch import AttemptFn, KeepFn
 from gym_assets.rollouts.collection.inputs import RolloutInput
 from gym_assets.rollouts.episodes.model_calls import shared_connections
@@ -302,20 +303,45 @@ def _read_exactly(stream: BinaryIO, size: int) -> bytes:
     return data
 
 
-async def _serve(setup: WorkerSetup, share: int, out: BinaryIO) -> None:
+class _Replies(asyncio.BaseProtocol):
+    """The worker's end of its reply pipe (channel.py). The transport writes without blocking
+    the loop and keeps what the pipe cannot take yet, so a full pipe holds up no rollout and
+    a reply is never cut short; ``gone`` is done once everything written has left, or the run
+    closed its end."""
+
+    def __init__(self) -> None:
+        self.gone: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self.gone.done():
+            self.gone.set_result(None)
+
+
+async def _serve(setup: WorkerSetup, share: int, channel: int) -> None:
     """Run each rollout the parent hands over as a task of its own, ``share`` at once in the
     order they came (those beyond wait their turn); answer as each ends."""
-
-    def reply(message: dict[str, Any]) -> None:
-        out.write(json_line(message))
-        out.flush()
-
     loop = asyncio.get_running_loop()
     main = asyncio.current_task()
     assert main is not None
     loop.add_signal_handler(signal.SIGTERM, main.cancel)
     reader = asyncio.StreamReader(limit=1 << 30)  # a command carries its input row
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    out, replies = await loop.connect_write_pipe(_Replies, os.fdopen(channel, "wb", 0))
+
+    def reply(message: dict[str, Any]) -> None:
+        out.write(json_line(message))
+
+    await _answer(setup, share, reader, reply)  # SIGTERM cancels it: no reply is awaited then
+    out.close()  # once what is still buffered has been written
+    await replies.gone
+
+
+async def _answer(
+    setup: WorkerSetup,
+    share: int,
+    reader: asyncio.StreamReader,
+    reply: Callable[[dict[str, Any]], None],
+) -> None:
     async with contextlib.AsyncExitStack() as stack:
         try:
             attempt = await stack.enter_async_context(setup.attempts())
@@ -351,12 +377,11 @@ async def _serve(setup: WorkerSetup, share: int, out: BinaryIO) -> None:
 def main() -> int:
     """A worker: read its setup, serve rollouts until stdin closes."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the run stops its workers itself
-    control_in, control_out = sys.stdin.buffer, sys.stdout.buffer
-    sys.stdout = sys.stderr  # nothing but replies may reach the control channel
-    setup = _read_frame(control_in)
-    share = _read_frame(control_in)
+    channel = take_stdout()  # nothing but replies may reach it
+    setup = _read_frame(sys.stdin.buffer)
+    share = _read_frame(sys.stdin.buffer)
     with contextlib.suppress(asyncio.CancelledError):
-        asyncio.run(_serve(setup, share, control_out))
+        asyncio.run(_serve(setup, share, channel))
     return 0
 
 

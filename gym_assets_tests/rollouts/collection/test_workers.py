@@ -281,3 +281,96 @@ def test_a_rollout_that_kills_its_workers_becomes_one_worker_lost_row():
     tasks = {row["_ng_task_index"]: row["task"] for row in answered}  # as each command carried
     assert tasks == {n: ["t", f"id-{n}", f"é{n}"] for n in range(12) if n != 5}
     assert not _workers(os.getpid())
+
+
+@dataclass(frozen=True)
+class _Bulky:
+    """A worker setup whose every rollout answers one row of ``size`` characters, more than
+    a pipe holds, so each reply is written while the run reads it."""
+
+    size: int
+
+    @contextlib.asynccontextmanager
+    async def attempts(self) -> AsyncIterator[Any]:
+        async def attempt(item: RolloutInput, number: int) -> list[dict[str, Any]]:
+            await asyncio.sleep(0.01)
+            text = f"{item.task_id}:" + "x" * self.size
+            return [{"_ng_task_index": item.key[0], "_ng_rollout_index": 0, "text": text}]
+
+        yield attempt
+
+
+def _stop_and_continue(until: threading.Event) -> None:
+    """Stop and continue every worker of this process, over and over (Ctrl-Z then fg; a
+    sampling profiler): a write to a full pipe returns part of what it was given."""
+    while not until.is_set():
+        for pid in _workers(os.getpid()):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGSTOP)
+                os.kill(pid, signal.SIGCONT)
+        time.sleep(0.001)
+
+
+def test_replies_stay_whole_when_a_worker_is_stopped_and_continued_mid_write():
+    inputs = [
+        RolloutInput({"_ng_task_index": n, "_ng_rollout_index": 0}, "t", f"id-{n}")
+        for n in range(48)
+    ]
+    kept: list[dict[str, Any]] = []
+
+    def keep(rows: list[dict[str, Any]]) -> None:
+        time.sleep(0.005)  # the run reads behind, so the replies fill the pipe
+        kept.extend(rows)
+
+    done = threading.Event()
+    stopper = threading.Thread(target=_stop_and_continue, args=(done,))
+    stopper.start()
+    try:
+        asyncio.run(
+            run_in_workers(
+                [(item, 1) for item in inputs],
+                _Bulky(size=200_000),
+                workers=2,
+                concurrency=8,
+                keep=keep,
+                lost=lambda item, attempt, message: pytest.fail(message),
+            )
+        )
+    finally:
+        done.set()
+        stopper.join()
+    assert sorted(row["_ng_task_index"] for row in kept) == list(range(48))  # once each
+    assert all(row["text"] == f"id-{row['_ng_task_index']}:" + "x" * 200_000 for row in kept)
+
+
+@dataclass(frozen=True)
+class _Noisy:
+    """A worker setup whose rollouts start a program that prints to the stdout it inherits."""
+
+    @contextlib.asynccontextmanager
+    async def attempts(self) -> AsyncIterator[Any]:
+        async def attempt(item: RolloutInput, number: int) -> list[dict[str, Any]]:
+            subprocess.run(["echo", f"stray output of {item.task_id}"], check=True)
+            return [{"_ng_task_index": item.key[0], "_ng_rollout_index": 0}]
+
+        yield attempt
+
+
+def test_what_a_worker_s_programs_print_goes_to_stderr_not_the_reply_channel(capfd):
+    inputs = [
+        RolloutInput({"_ng_task_index": n, "_ng_rollout_index": 0}, "t", f"id-{n}")
+        for n in range(6)
+    ]
+    kept: list[dict[str, Any]] = []
+    asyncio.run(
+        run_in_workers(
+            [(item, 1) for item in inputs],
+            _Noisy(),
+            workers=2,
+            concurrency=2,
+            keep=kept.extend,
+            lost=lambda item, attempt, message: pytest.fail(message),
+        )
+    )
+    assert sorted(row["_ng_task_index"] for row in kept) == list(range(6))
+    assert "stray output of id-3" in capfd.readouterr().err
