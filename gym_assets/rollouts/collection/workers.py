@@ -306,8 +306,9 @@ def _read_exactly(stream: BinaryIO, size: int) -> bytes:
 class _Replies(asyncio.BaseProtocol):
     """The worker's end of its reply pipe (channel.py). The transport writes without blocking
     the loop and keeps what the pipe cannot take yet, so a full pipe holds up no rollout and
-    a reply is never cut short; ``gone`` is done once everything written has left, or the run
-    closed its end."""
+    a reply is never cut short. What waits there is bounded: the run hands a worker its share
+    and those queued ahead, each answered once, and more only as it reads the answers.
+    ``gone`` is done once everything written has left, or the run closed its end."""
 
     def __init__(self) -> None:
         self.gone: asyncio.Future[None] = asyncio.get_running_loop().create_future()
