@@ -301,7 +301,7 @@ class _Bulky:
 
 
 def _stop_and_continue(until: threading.Event) -> None:
-    """Stop and continue every worker of this process, over and over (Ctrl-Z then fg; a
+    """Stop and continue every worker of this process, over and over (kill -STOP, -CONT; a
     sampling profiler): a write to a full pipe returns part of what it was given."""
     while not until.is_set():
         for pid in _workers(os.getpid()):
