@@ -67,6 +67,11 @@ class RunGateway(GatewayHandle, Protocol):
         gateway has the script, so the rollout's first model call finds it."""
         ...
 
+    def release_reference_script(self, rollout_id: str) -> None:
+        """The scripted rollout is over: the gateway may drop its script (at the latest with
+        the next script it is sent, so releasing costs no round trip)."""
+        ...
+
 
 class ResourcesServer(Protocol):
     """Owns task state and tools, and grades."""

@@ -121,8 +121,20 @@ class Attempts:
         episode_id = EpisodeId(rollout_id=item.rollout_id(), attempt=attempt)
         key = episode_id.capture_key
         self._discard_capture(key)
-        if self.script_for is not None:
-            await self.gateway.set_reference_script(key, self.script_for(item))
+        if self.script_for is None:
+            return await self._attempt(item, stamped, episode_id)
+        await self.gateway.set_reference_script(key, self.script_for(item))
+        try:
+            return await self._attempt(item, stamped, episode_id)
+        finally:
+            self.gateway.release_reference_script(key)
+
+    async def _attempt(
+        self, item: RolloutInput, stamped: RolloutStamps, episode_id: EpisodeId
+    ) -> list[dict[str, Any]]:
+        """The rows of an attempt whose capture is clear and whose script, if any, is set."""
+        server = self.servers[item.server]
+        key = episode_id.capture_key
         reply: EpisodeResponse | dict | None = None
         try:
             async with asyncio.timeout(self.timeout_s):

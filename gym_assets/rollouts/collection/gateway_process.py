@@ -10,7 +10,8 @@ The parent drives the child over its stdin/stdout, one JSON object a line:
                       "model_server_name": ..., "script": [...] | null,
                       "limits": {...}, "path_key": ...}
     child → parent   {"origin": "http://127.0.0.1:PORT"}        or  {"error": "..."}
-    parent → child   {"rollout_id": ..., "steps": [...]}         (set_reference_script)
+    parent → child   {"rollout_id": ..., "steps": [...],          (set_reference_script)
+                      "drop": [<rollout id>, ...]}              (released since the last one)
     child → parent   {"ok": true}                                or  {"error": "..."}
 
 The parent side runs on the run's event loop (asyncio subprocess streams): a command is
@@ -95,6 +96,7 @@ class GatewayProcess:
         self._waiting: deque[asyncio.Future[dict[str, Any]]] = deque()
         self._reader: asyncio.Task[None] | None = None
         self._broken: str | None = None  # why the channel can no longer be trusted
+        self._released: list[str] = []  # scripted rollouts over, dropped with the next script
 
     async def start(self) -> str:
         """Spawn the child and wait until it serves; returns the uncaptured base URL."""
@@ -143,7 +145,11 @@ class GatewayProcess:
     async def set_reference_script(self, rollout_id: str, steps: Sequence[Step]) -> None:
         """Script one rollout; returns once the child has it, so the agent's first call finds
         it. The child's refusals (a bad id, a non-reference upstream) raise here."""
-        await self._ask({"rollout_id": rollout_id, "steps": list(steps)})
+        released, self._released = self._released, []
+        await self._ask({"rollout_id": rollout_id, "steps": list(steps), "drop": released})
+
+    def release_reference_script(self, rollout_id: str) -> None:
+        self._released.append(rollout_id)
 
     async def _ask(self, message: dict[str, Any]) -> dict[str, Any]:
         process = self._process
@@ -239,6 +245,8 @@ def main() -> int:
         _reply(control_out, {"origin": gateway.origin})
         for line in control_in:
             command = json.loads(line)
+            for released in command.get("drop", ()):
+                gateway.drop_reference_script(released)
             try:
                 gateway.set_reference_script(command["rollout_id"], command["steps"])
             except (TypeError, ValueError) as exc:  # a bad id or script, a scripted upstream

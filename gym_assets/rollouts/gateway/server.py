@@ -276,6 +276,11 @@ class ModelGateway:
             )
         self.upstream.set_script(rollout_id, steps)
 
+    def drop_reference_script(self, rollout_id: str) -> None:
+        """The rollout is over: its script (``reference`` upstream) is no longer needed."""
+        if isinstance(self.upstream, ReferenceUpstream):
+            self.upstream.drop_script(rollout_id)
+
     # ------------------------------------------------------------------ HTTP
 
     def _build_app(self) -> Starlette:

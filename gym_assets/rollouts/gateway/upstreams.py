@@ -190,6 +190,12 @@ class ReferenceUpstream(_ScriptedBase):
         self._scripts[rollout_id] = compile_script(steps)
         self._runner.forget(rollout_id)
 
+    def drop_script(self, rollout_id: str) -> None:
+        """Forget a finished rollout's script and its budgets: a long run's gateway would
+        otherwise hold every rollout's for its whole life. A call under it then finds none."""
+        self._scripts.pop(rollout_id, None)
+        self._runner.forget(rollout_id)
+
     async def answer(self, request: ModelRequest) -> UpstreamReply:
         script = self._scripts.get(request.rollout_id or "")
         if script is None:

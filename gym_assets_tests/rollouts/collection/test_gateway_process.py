@@ -8,6 +8,7 @@ import json
 import os
 import signal
 import sys
+import urllib.error
 import urllib.request
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -16,10 +17,13 @@ from typing import Any
 import pytest
 
 from gym_assets.errors import UserError
+from gym_assets.rollouts import run
 from gym_assets.rollouts.collection import gateway_process
 from gym_assets.rollouts.collection.gateway_process import GatewayProcess, GatewayProcessError
 from gym_assets.rollouts.gateway.capture import capture_path
 from gym_assets.rollouts.gateway.upstream_config import upstream_config
+from gym_assets.rollouts.harnesses.registry import load_harnesses
+from gym_assets.rollouts.options import RunOptions
 
 BODY = {"model": "policy", "messages": [{"role": "user", "content": "hi"}]}
 # A stand-in child that answers the start-up, then holds the answer to the first command
@@ -93,6 +97,60 @@ def test_reference_scripts_reach_the_child_before_the_call(tmp_path: Path) -> No
             return [await _chat(gateway.url_for(key)) for key in reversed(keys)]
 
     assert _run(scenario) == [f"r-{k}" for k in reversed(range(50))]
+
+
+def _status(base_url: str) -> int:
+    try:
+        _chat_sync(base_url)
+    except urllib.error.HTTPError as error:
+        return error.code
+    return 200
+
+
+def test_a_released_script_is_dropped_with_the_next_script(tmp_path: Path) -> None:
+    async def scenario() -> list[int]:
+        async with _gateway(tmp_path, "reference") as gateway:
+            await gateway.set_reference_script("r-1", [{"text": "one"}])
+            gateway.release_reference_script("r-1")
+            statuses = [await asyncio.to_thread(_status, gateway.url_for("r-1"))]  # not sent yet
+            await gateway.set_reference_script("r-2", [{"text": "two"}])
+            statuses.append(await asyncio.to_thread(_status, gateway.url_for("r-1")))
+            statuses.append(await asyncio.to_thread(_status, gateway.url_for("r-2")))
+            return statuses
+
+    assert _run(scenario) == [200, 404, 200]
+
+
+def test_a_run_releases_every_script_it_sets(products, tmp_path: Path, monkeypatch) -> None:
+    scripted: list[str] = []
+    released: list[str] = []
+
+    class Watched(GatewayProcess):
+        async def set_reference_script(self, rollout_id: str, steps: Any) -> None:
+            assert rollout_id not in scripted  # each attempt's key once
+            scripted.append(rollout_id)
+            await super().set_reference_script(rollout_id, steps)
+
+        def release_reference_script(self, rollout_id: str) -> None:
+            assert rollout_id in scripted and rollout_id not in released
+            released.append(rollout_id)
+            super().release_reference_script(rollout_id)
+
+    monkeypatch.setattr(run, "GatewayProcess", Watched)
+    products.plan("units")
+    harness = load_harnesses(products.catalog.loaded.data)["simple_agent"]
+    with open(os.devnull, "w") as quiet:
+        done = run.run_rollouts(
+            products.catalog,
+            "units",
+            harness,
+            tmp_path / "run",
+            upstream_config(mode="reference"),
+            RunOptions(concurrency=4, workers=1),
+            progress_stream=quiet,
+        )
+    assert done.totals.outcomes.measured == len(scripted) == 30
+    assert sorted(released) == sorted(scripted)
 
 
 def test_each_answer_reaches_its_own_command(tmp_path: Path) -> None:

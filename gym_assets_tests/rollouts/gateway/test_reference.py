@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tracemalloc
 from pathlib import Path
 
 import openai
@@ -62,3 +63,34 @@ def test_set_reference_script_checks_its_inputs(start_gateway) -> None:
     scripted = start_gateway(ScriptedUpstream([{"text": "x"}]))
     with pytest.raises(TypeError, match="needs a ReferenceUpstream"):
         scripted.set_reference_script("r", [{"text": "x"}])
+
+
+def test_a_dropped_script_is_gone(start_gateway) -> None:
+    gateway = start_gateway(ReferenceUpstream())
+    gateway.set_reference_script("r", [{"text": "ok"}])
+    assert _ask(gateway, "r") == "ok"
+    gateway.drop_reference_script("r")
+    with pytest.raises(openai.NotFoundError, match="no reference script for rollout 'r'"):
+        _ask(gateway, "r")
+    gateway.drop_reference_script("never-scripted")  # nothing to drop: no error
+
+
+def test_dropping_each_finished_rollout_s_script_keeps_the_upstream_flat() -> None:
+    upstream = ReferenceUpstream()
+    script = [{"error": 500, "times": 1}, {"text": "x" * 2_000}]
+    tracemalloc.start()
+    try:
+        for n in range(200):  # warm: the first scripts allocate what every later one reuses
+            upstream.set_script(f"r-{n}", script)
+            upstream.drop_script(f"r-{n}")
+        before = tracemalloc.get_traced_memory()[0]
+        for n in range(5_000):
+            upstream.set_script(f"r-{n}", script)
+            upstream.drop_script(f"r-{n}")
+        grown = tracemalloc.get_traced_memory()[0] - before
+        for n in range(5_000):
+            upstream.set_script(f"kept-{n}", script)
+        kept = tracemalloc.get_traced_memory()[0] - before - grown
+    finally:
+        tracemalloc.stop()
+    assert grown < kept / 50  # dropped: next to nothing; kept: every script
