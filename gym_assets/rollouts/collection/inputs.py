@@ -10,11 +10,18 @@ already wrote ``num_repeats`` copies of each task, so by default every copy is o
 ``repeats`` overrides that with an exact number of rollouts per task. Order is ``aabbcc``;
 ``limit`` keeps the first N tasks. Run-level overrides (``overrides.py``) change flat rows and
 are refused for materialized ones.
+
+The repeats of a task share their values: each rollout's row is a dict of its own (its
+``_ng_rollout_index``), whose values are the task's, held once, whether the repeats come from
+``repeats`` or are the identical lines collation wrote, and when the inventory is read back
+(``shared_repeats``). A run holds its whole inventory, so ``num_repeats: 16`` would otherwise
+hold each task's prompt and data sixteen times. Nothing changes a row's values in place (the
+plan gate would refuse the rollout that saw them changed).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -81,6 +88,19 @@ class RolloutInput:
     def rollout_id(self, attempt: int = 0) -> str:
         task_index, rollout_index = self.key
         return make_rollout_id(task_index, rollout_index, attempt, self.row.get(ROLLOUT_ID))
+
+
+def shared_repeats(rows: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """``rows`` (an inventory as written, read back on resume and by each shard), each row
+    that differs from the one before only in its rollout index holding that row's values."""
+    previous: dict[str, Any] | None = None
+    for row in rows:
+        if previous is not None and ROLLOUT_INDEX in row:
+            same = {**previous, ROLLOUT_INDEX: row[ROLLOUT_INDEX]}
+            if same == row:
+                row = same
+        yield row
+        previous = row
 
 
 def _stamped(
@@ -169,8 +189,14 @@ def materialize_inputs(
             tasks[index] = []
         if is_materialized(row):
             overrides.refuse_materialized(taskset_path, line)
-        stamped = _stamped(row, config, benchmark, agents, line, taskset_path)
-        tasks[index].append((line, {**stamped, TASK_INDEX: index}))
+        stamped = {
+            **_stamped(row, config, benchmark, agents, line, taskset_path),
+            TASK_INDEX: index,
+        }
+        copies = tasks[index]
+        if copies and copies[-1][1] == stamped:  # a repeat collation wrote: share its values
+            stamped = copies[-1][1]
+        copies.append((line, stamped))
     flat_taskset = benchmark.taskset
     return [
         RolloutInput.of(row, flat_taskset)

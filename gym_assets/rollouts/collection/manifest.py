@@ -28,7 +28,7 @@ from gym_assets.fileio import atomic_write_text, atomic_writer, json_line
 from gym_assets.outputs.markers import read_small_json
 from gym_assets.plans.model import Plan, load_plan
 from gym_assets.rollouts.collection.files import RunFiles, read_jsonl
-from gym_assets.rollouts.collection.inputs import RolloutInput
+from gym_assets.rollouts.collection.inputs import RolloutInput, shared_repeats
 from gym_assets.rollouts.collection.ledger import Key, key_of
 from gym_assets.rollouts.collection.metrics import summary_rows
 from gym_assets.rollouts.collection.overrides import RunOverrides
@@ -188,7 +188,7 @@ def check_inventory(files: RunFiles, manifest: Manifest) -> list[RolloutInput]:
             f"({files.manifest.name}): the inventory was changed after the run; {_FRESH}",
             path=files.materialized_inputs,
         )
-    rows = read_jsonl(files.materialized_inputs)
+    rows = shared_repeats(read_jsonl(files.materialized_inputs))
     inputs = [RolloutInput.of(row, manifest.taskset) for row in rows]
     if not inputs or len(inputs) != manifest.rollouts:
         counted = f"{len(inputs)} planned rollouts, not the {manifest.rollouts} the run planned"

@@ -3,11 +3,23 @@
 from __future__ import annotations
 
 import json
+import os
+import tracemalloc
 
 import pytest
 
 from gym_assets.errors import UserError
-from gym_assets.rollouts.collection.inputs import RolloutInput, materialize_inputs
+from gym_assets.rollouts.collection.files import RunFiles
+from gym_assets.rollouts.collection.inputs import (
+    RolloutInput,
+    materialize_inputs,
+    shared_repeats,
+)
+from gym_assets.rollouts.collection.manifest import check_inventory, read_manifest
+from gym_assets.rollouts.gateway.upstream_config import upstream_config
+from gym_assets.rollouts.harnesses.registry import load_harnesses
+from gym_assets.rollouts.options import RunOptions
+from gym_assets.rollouts.run import run_rollouts
 
 
 def _inputs(products, name, **options):
@@ -70,3 +82,78 @@ def test_inventory_rows_read_back_the_same(products):
 def test_bad_options_are_refused(products, options):
     with pytest.raises(UserError):
         _inputs(products, "units", **options)
+
+
+def _repeated_taskset(products, tmp_path, repeats: int):
+    """The units taskset as collation writes it with ``num_repeats: repeats``: each line
+    ``repeats`` times in a row, byte for byte, with a prompt of some size."""
+    path = tmp_path / f"repeated-{repeats}.jsonl"
+    with path.open("w") as out:
+        for text in products.taskset("units").read_text().splitlines():
+            row = json.loads(text)
+            row["task_input"]["task_data"]["padding"] = "p" * 4_000
+            out.write((json.dumps(row) + "\n") * repeats)
+    return path
+
+
+def test_the_repeats_collation_wrote_share_their_values(products, tmp_path):
+    catalog = products.catalog
+    path = _repeated_taskset(products, tmp_path, 4)
+    inputs = materialize_inputs(path, catalog.get("units"), catalog.loaded.data)
+    assert [item.key for item in inputs[:5]] == [(0, 0), (0, 1), (0, 2), (0, 3), (1, 0)]
+    first, second = inputs[0].row, inputs[1].row
+    assert first is not second and first["_ng_rollout_index"] == 0
+    assert first["task_input"] is second["task_input"]  # one task, held once
+    assert {**first, "_ng_rollout_index": 1} == second
+
+
+def test_an_inventory_of_repeats_costs_about_one_copy_of_each_task(products, tmp_path):
+    catalog = products.catalog
+
+    def held(repeats: int) -> int:
+        path = _repeated_taskset(products, tmp_path, repeats)
+        tracemalloc.start()
+        try:
+            inputs = materialize_inputs(path, catalog.get("units"), catalog.loaded.data)
+            size = tracemalloc.get_traced_memory()[0]
+        finally:
+            tracemalloc.stop()
+        assert len(inputs) == 30 * repeats
+        return size
+
+    assert held(16) < 2 * held(1)  # each held sixteen times, it would be sixteen
+
+
+def test_an_inventory_read_back_shares_the_values_of_repeats():
+    task = {"task_input": {"prompt": "p" * 100}, "_ng_task_index": 0}
+    rows = [{**json.loads(json.dumps(task)), "_ng_rollout_index": n} for n in range(3)] + [
+        {"task_input": {"prompt": "other"}, "_ng_task_index": 1, "_ng_rollout_index": 0},
+        {"task_input": {"prompt": "changed"}, "_ng_task_index": 1, "_ng_rollout_index": 1},
+    ]
+    expected = json.loads(json.dumps(rows))
+    shared = list(shared_repeats(rows))
+    assert shared == expected  # the same rows, in the same key order
+    assert [list(row) for row in shared] == [list(row) for row in expected]
+    assert shared[0]["task_input"] is shared[1]["task_input"] is shared[2]["task_input"]
+    assert shared[3]["task_input"] is not shared[4]["task_input"]  # not a repeat: its own
+
+
+def test_a_resumed_run_reads_its_inventory_with_the_repeats_shared(products, tmp_path):
+    products.plan("units")
+    harness = load_harnesses(products.catalog.loaded.data)["simple_agent"]
+    out = tmp_path / "run"
+    with open(os.devnull, "w") as quiet:
+        run_rollouts(
+            products.catalog,
+            "units",
+            harness,
+            out,
+            upstream_config(mode="reference"),
+            RunOptions(repeats=3, limit=2, workers=1),
+            progress_stream=quiet,
+        )
+    files = RunFiles(out)
+    inputs = check_inventory(files, read_manifest(files))  # as a resume or a shard reads it
+    assert [item.key for item in inputs] == [(0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (1, 2)]
+    assert inputs[0].row["task_input"] is inputs[2].row["task_input"]
+    assert inputs[2].row["task_input"] is not inputs[3].row["task_input"]
