@@ -149,6 +149,7 @@ class GatewayProcess:
         await self._ask({"rollout_id": rollout_id, "steps": list(steps), "drop": released})
 
     def release_reference_script(self, rollout_id: str) -> None:
+        """The child drops the script with the next one it is sent: no round trip of its own."""
         self._released.append(rollout_id)
 
     async def _ask(self, message: dict[str, Any]) -> dict[str, Any]:

@@ -319,8 +319,8 @@ class _Replies(asyncio.BaseProtocol):
 
 
 async def _serve(setup: WorkerSetup, share: int, channel: int) -> None:
-    """Run each rollout the parent hands over as a task of its own, ``share`` at once in the
-    order they came (those beyond wait their turn); answer as each ends."""
+    """The worker's loop: commands from stdin, replies to ``channel``; what is still buffered
+    is written before it returns."""
     loop = asyncio.get_running_loop()
     main = asyncio.current_task()
     assert main is not None
@@ -343,6 +343,8 @@ async def _answer(
     reader: asyncio.StreamReader,
     reply: Callable[[dict[str, Any]], None],
 ) -> None:
+    """Run each rollout the parent hands over as a task of its own, ``share`` at once in the
+    order they came (those beyond wait their turn); answer as each ends."""
     async with contextlib.AsyncExitStack() as stack:
         try:
             attempt = await stack.enter_async_context(setup.attempts())
