@@ -16,9 +16,10 @@ so a retried partition re-runs only what did not finish.
 ``merge_shards`` refuses a missing, unfinished or foreign shard (of another run, another count,
 or holding a row outside its span), then writes the run directory as a run in one process
 would: the plan copy, manifest and inventory copied (so byte-identical), every shard's records
-and failures, their captures, and the metrics, statistics, snapshot and report made from
-those files (``publish_results``). Records differ from a one-process run's only where any two
-runs differ: timings, and the order in which rollouts finished.
+and failures, their captures (hard links), and the metrics, statistics, snapshot and report
+made from those files (``publish_results``). Records differ from a one-process run's only
+where any two runs differ: timings, and the order in which rollouts finished. The merge holds
+one parsed inventory however many shards there are: the others are checked by digest.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from pathlib import Path
 from typing import TextIO
 
 from gym_assets.errors import OutputError, UserError, reported
-from gym_assets.fileio import atomic_writer
+from gym_assets.fileio import atomic_link, atomic_writer
 from gym_assets.outputs.claims import claim_dir, claimed_dir
 from gym_assets.outputs.markers import CAPTURES, MARKER_NAME, ROLLOUTS_RUN
 from gym_assets.outputs.targets import Target
@@ -42,6 +43,7 @@ from gym_assets.rollouts.collection.ledger import Ledger, key_of
 from gym_assets.rollouts.collection.manifest import (
     Manifest,
     check_inventory,
+    check_inventory_digest,
     check_rows,
     read_manifest,
 )
@@ -174,16 +176,28 @@ class _Read:
 
     @classmethod
     def of(cls, files: RunFiles, shard: Shard) -> _Read:
-        if not files.materialized_inputs.is_file():
-            raise UserError(
-                f"shard {shard} has not run here (no {files.materialized_inputs.name}); run it "
-                f"(`gym-assets rollouts ... --shard {shard}`) before merging",
-                path=files.out_dir,
-            )
-        manifest = read_manifest(files)
+        manifest = _manifest(files, shard)
         inputs = check_inventory(files, manifest)
         check_rows(files, inputs)
         return cls(shard, files, manifest, inputs)
+
+    def sibling(self, files: RunFiles, shard: Shard) -> _Read:
+        """Another shard of this one's run, checked as ``of`` checks one. Its manifest must be
+        this one's and its inventory the bytes that manifest names, so the inventory is this
+        one's byte for byte and its parsed rows are shared: a merge of N shards holds one
+        inventory, not N."""
+        manifest = _manifest(files, shard)
+        if manifest != self.manifest:
+            raise UserError(
+                f"shard {shard} is of another run than shard {self.shard} (their manifests "
+                f"differ: inventory {manifest.inventory_sha256[:12]}… vs "
+                f"{self.manifest.inventory_sha256[:12]}…); run every shard of one run with the "
+                "same settings, or run this one afresh",
+                path=files.manifest,
+            )
+        check_inventory_digest(files, manifest)
+        check_rows(files, self.inputs)
+        return replace(self, shard=shard, files=files)
 
     @property
     def span(self) -> Sequence[RolloutInput]:
@@ -246,24 +260,16 @@ def _read_all(
     """Every shard of ``count`` (default: the count found), checked to be one run, the one
     asked, and finished."""
     count = count or shard_count(shards_root)
-    shards = [_Read.of(RunFiles(Path(shards_root) / s.name), s) for s in shards_of(count)]
-    first = shards[0]
+    first, *others = shards_of(count)
+    one = _Read.of(RunFiles(Path(shards_root) / first.name), first)
     asked = {
         "benchmark": benchmark,
         "harness": harness.name,
         "plan_digest": load_plan(catalog.workspace.plan_path(benchmark)).pins_digest,
         "config_fingerprint": benchmark_fingerprint(catalog, catalog.get(benchmark)),
     }
-    first.manifest.refuse_other(first.files, asked)
-    for other in shards[1:]:
-        if other.manifest != first.manifest:
-            raise UserError(
-                f"shard {other.shard} is of another run than shard {first.shard} (their "
-                f"manifests differ: inventory {other.manifest.inventory_sha256[:12]}… vs "
-                f"{first.manifest.inventory_sha256[:12]}…); run every shard of one run with "
-                "the same settings, or run this one afresh",
-                path=other.files.manifest,
-            )
+    one.manifest.refuse_other(one.files, asked)
+    shards = [one, *(one.sibling(RunFiles(Path(shards_root) / s.name), s) for s in others)]
     for read in shards:
         read.refuse_strays()
         left = read.unfinished(max_attempts)
@@ -335,6 +341,17 @@ def merge_shards(
     return replace(result, harness=resolved.metadata())
 
 
+def _manifest(files: RunFiles, shard: Shard) -> Manifest:
+    """The manifest of a shard that has run in ``files``."""
+    if not files.materialized_inputs.is_file():
+        raise UserError(
+            f"shard {shard} has not run here (no {files.materialized_inputs.name}); run it "
+            f"(`gym-assets rollouts ... --shard {shard}`) before merging",
+            path=files.out_dir,
+        )
+    return read_manifest(files)
+
+
 def _lines(path: Path) -> Iterator[bytes]:
     """The complete lines of a run file (a last line a killed writer cut short is not one)."""
     if not path.is_file():
@@ -351,8 +368,11 @@ def _copy(source: Path, destination: Path) -> None:
 
 
 def _copy_captures(source: Path, destination: Path) -> None:
-    """A shard's captures into the run's; the names are per rollout, so two shards never
-    write the same one (a clash is refused rather than overwritten)."""
+    """A shard's captures into the run's, as second names of the same files (finished: no
+    run appends to a capture of an attempt that has ended), so a merge neither doubles them
+    on disk nor syncs a copy of each; a copy where the filesystem has no hard links. The
+    names are per rollout, so two shards never write the same one (a clash is refused rather
+    than overwritten)."""
     if not source.is_dir():
         return
     with reported(source):
@@ -362,4 +382,4 @@ def _copy_captures(source: Path, destination: Path) -> None:
             raise OutputError(
                 f"two shards wrote the capture {name}; run the shards afresh", path=destination
             )
-        _copy(source / name, destination / name)
+        atomic_link(source / name, destination / name)

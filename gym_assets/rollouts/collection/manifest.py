@@ -179,8 +179,8 @@ class Run:
         return plan
 
 
-def check_inventory(files: RunFiles, manifest: Manifest) -> list[RolloutInput]:
-    """The run's inventory, refused unless it is the one the manifest describes."""
+def check_inventory_digest(files: RunFiles, manifest: Manifest) -> None:
+    """Refuse the run's inventory file unless its bytes are the ones the manifest describes."""
     found = _sha256_of(files.materialized_inputs)
     if found != manifest.inventory_sha256:
         raise UserError(
@@ -188,6 +188,11 @@ def check_inventory(files: RunFiles, manifest: Manifest) -> list[RolloutInput]:
             f"({files.manifest.name}): the inventory was changed after the run; {_FRESH}",
             path=files.materialized_inputs,
         )
+
+
+def check_inventory(files: RunFiles, manifest: Manifest) -> list[RolloutInput]:
+    """The run's inventory, refused unless it is the one the manifest describes."""
+    check_inventory_digest(files, manifest)
     rows = shared_repeats(read_jsonl(files.materialized_inputs))
     inputs = [RolloutInput.of(row, manifest.taskset) for row in rows]
     if not inputs or len(inputs) != manifest.rollouts:

@@ -3,6 +3,8 @@ bundled ``units`` benchmark against the reference model, offline)."""
 
 from __future__ import annotations
 
+import errno
+import os
 import shutil
 from pathlib import Path
 
@@ -10,7 +12,9 @@ import pytest
 
 from gym_assets.cli import main
 from gym_assets.errors import UserError
+from gym_assets.rollouts import shards
 from gym_assets.rollouts.collection.files import RunFiles
+from gym_assets.rollouts.gateway.capture import CAPTURE_SUFFIX
 from gym_assets.rollouts.gateway.upstream_config import upstream_config
 from gym_assets.rollouts.harnesses.registry import load_harnesses
 from gym_assets.rollouts.options import RunOptions
@@ -92,6 +96,44 @@ def test_merged_shards_are_the_run_one_process_makes(three):
     assert result.analysis.report.is_file()
     assert_same_run(three.root / "one", three.root / "merged")
     assert "merged 3 shards" in result.notes[0]
+
+
+def test_merge_parses_one_inventory_and_links_the_captures(three, monkeypatch):
+    parsed = []
+    check_inventory = shards.check_inventory
+    monkeypatch.setattr(
+        shards, "check_inventory", lambda *a: parsed.append(a) or check_inventory(*a)
+    )
+    three.merge(out="merged-once")
+    assert len(parsed) == 1  # shards 2 and 3 are checked by digest and share shard 1's rows
+    merged = RunFiles(three.root / "merged-once").capture_dir
+    names = sorted(p.name for p in merged.iterdir() if p.name.endswith(CAPTURE_SUFFIX))
+    assert len(names) == 30
+    for shard in shards_of(3):
+        own = RunFiles(three.root / "shards" / shard.name).capture_dir
+        for capture in own.glob(f"*{CAPTURE_SUFFIX}"):
+            assert os.path.samefile(capture, merged / capture.name)
+
+
+def test_merge_copies_the_captures_where_the_filesystem_has_no_links(three, monkeypatch):
+    def no_links(source, destination):
+        raise OSError(errno.EXDEV, "Invalid cross-device link")
+
+    monkeypatch.setattr(os, "link", no_links)
+    three.merge(out="merged-copied")
+    merged = RunFiles(three.root / "merged-copied").capture_dir
+    own = RunFiles(three.root / "shards" / "2-of-3").capture_dir
+    for capture in own.glob(f"*{CAPTURE_SUFFIX}"):
+        copy = merged / capture.name
+        assert copy.read_bytes() == capture.read_bytes() and not os.path.samefile(capture, copy)
+
+
+def test_merge_refuses_a_shard_whose_inventory_was_edited(three):
+    copy = _copy_shards(three, "edited")
+    inventory = RunFiles(copy / "3-of-3").materialized_inputs
+    inventory.write_bytes(inventory.read_bytes().replace(b"units", b"unitz", 1))
+    with pytest.raises(UserError, match="the inventory was changed after the run"):
+        three.merge("edited", "out-edited")
 
 
 def _copy_shards(three: Shards, name: str) -> Path:
