@@ -17,6 +17,7 @@ attachment, with provider token usage normalised and capture gaps named.
 
 from __future__ import annotations
 
+import asyncio
 import fcntl
 import json
 import logging
@@ -120,6 +121,39 @@ def _without_payloads(fields: Mapping[str, Any]) -> dict[str, Any]:
     return {**fields, **dict.fromkeys(_PAYLOADS), "upstream": upstream}
 
 
+_Done = Future[bool] | asyncio.Future[bool]  # how a line's writer learns it is on disk
+
+
+class _Waiters:
+    """The lines an event loop awaits. A writer thread hands over each file's results as the
+    file is written, and the loop takes all that arrived since its last turn in one call: one
+    wake-up (a write to its self-pipe, a turn of the loop) for many lines while the loop is
+    busy, and no wait when it is idle."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._lock = threading.Lock()
+        self._arrived: list[tuple[asyncio.Future[bool], bool]] = []
+
+    def settle(self, lines: list[tuple[asyncio.Future[bool], bool]]) -> None:
+        with self._lock:
+            wake = not self._arrived  # else a call is on its way and takes these too
+            self._arrived.extend(lines)
+        if wake:
+            try:
+                self._loop.call_soon_threadsafe(self._take)
+            except RuntimeError:  # the loop has closed: nobody waits any more
+                with self._lock:
+                    self._arrived.clear()
+
+    def _take(self) -> None:
+        with self._lock:
+            arrived, self._arrived = self._arrived, []
+        for done, ok in arrived:
+            if not done.done():  # a waiter that gave up cancelled its future
+                done.set_result(ok)
+
+
 class CaptureWriter:
     """Writes capture lines in background threads, in batches, each file in arrival order.
 
@@ -130,7 +164,10 @@ class CaptureWriter:
     flight be captured: one after another, this machine's disk syncs about 600 files a second,
     four at a time over 7,000. The next batch starts once this one is done, so a file's lines
     keep their order. Each line's future resolves once the line is on disk, or once writing it
-    failed (the gateway answers the client only then).
+    failed (the gateway answers the client only then); an event loop's futures
+    (``append_async``) resolve together, a turn of the loop for all that finished since its
+    last one. A waiter that gave up (its future cancelled) is skipped, never fatal to the
+    writer.
     """
 
     def __init__(
@@ -142,12 +179,13 @@ class CaptureWriter:
         self.capture_dir = capture_dir
         self._redactor = redactor
         self.max_line_bytes = max_line_bytes
-        self._queue: queue.SimpleQueue[tuple[str, bytes, Future[bool]] | None] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[tuple[str, bytes, _Done] | None] = queue.SimpleQueue()
         try:
             capture_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:  # every write will fail and leave its marker
             log.error("cannot create capture dir %s: %s", capture_dir, exc.strerror)
         self._pool = ThreadPoolExecutor(WRITER_THREADS, thread_name_prefix="capture-write")
+        self._waiters: dict[asyncio.AbstractEventLoop, _Waiters] = {}  # added on their loops
         self._thread = threading.Thread(target=self._write_loop, name="capture-writer", daemon=True)
         self._thread.start()
 
@@ -157,6 +195,20 @@ class CaptureWriter:
         (payloads whose JSON escaping outgrew the body caps) keeps everything but its payloads,
         and leaves the marker too."""
         done: Future[bool] = Future()
+        self._queue_line(rollout_id, fields, done)
+        return done
+
+    def append_async(self, rollout_id: str, fields: Mapping[str, Any]) -> asyncio.Future[bool]:
+        """``append`` for a caller on an event loop: the lines written while the loop is busy
+        are settled with one wake-up of it, not one each (``_Waiters``)."""
+        loop = asyncio.get_running_loop()
+        if loop not in self._waiters:
+            self._waiters[loop] = _Waiters(loop)
+        done: asyncio.Future[bool] = loop.create_future()
+        self._queue_line(rollout_id, fields, done)
+        return done
+
+    def _queue_line(self, rollout_id: str, fields: Mapping[str, Any], done: _Done) -> None:
         try:
             CaptureExchange.model_validate(fields)
             data = _encode(fields)
@@ -170,10 +222,9 @@ class CaptureWriter:
         except ValueError as exc:  # a ValidationError, or an unencodable payload
             log.error("capture line for rollout %s is invalid: %s", rollout_id, type(exc).__name__)
             self._mark_incomplete(rollout_id)
-            done.set_result(False)
-            return done
+            done.set_result(False)  # on the caller's thread
+            return
         self._queue.put((rollout_id, data, done))
-        return done
 
     def close(self) -> None:
         """Wait until every line queued so far is on disk, then stop the writer threads."""
@@ -189,17 +240,23 @@ class CaptureWriter:
             while not self._queue.empty():
                 batch.append(self._queue.get())
             running = None not in batch
-            by_file: dict[str, list[tuple[bytes, Future[bool]]]] = {}
+            by_file: dict[str, list[tuple[bytes, _Done]]] = {}
             for rollout_id, data, done in filter(None, batch):
                 by_file.setdefault(rollout_id, []).append((data, done))
             for _ in self._pool.map(self._write_lines, by_file.items()):
                 pass  # the batch is done when every file is
 
-    def _write_lines(self, lines_of_file: tuple[str, list[tuple[bytes, Future[bool]]]]) -> None:
+    def _write_lines(self, lines_of_file: tuple[str, list[tuple[bytes, _Done]]]) -> None:
         rollout_id, lines = lines_of_file
         ok = self._write(rollout_id, b"".join(data for data, _ in lines))
+        on_loops: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[bool], bool]]] = {}
         for _, done in lines:
-            done.set_result(ok)
+            if isinstance(done, asyncio.Future):
+                on_loops.setdefault(done.get_loop(), []).append((done, ok))
+            elif done.set_running_or_notify_cancel():  # False: its waiter cancelled it
+                done.set_result(ok)
+        for loop, waiting in on_loops.items():
+            self._waiters[loop].settle(waiting)
 
     def _write(self, rollout_id: str, data: bytes) -> bool:
         try:

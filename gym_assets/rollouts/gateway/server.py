@@ -463,18 +463,25 @@ class ModelGateway:
 
     # ------------------------------------------------------------------ capture
 
-    def _append(
+    def _append(self, rollout_id: str, exchange: _Exchange, *fields: Any) -> None:
+        """Hand the line off without waiting for it (the client is gone)."""
+        assert self._writer is not None
+        self._writer.append(rollout_id, self._line(exchange, *fields))
+
+    async def _capture(self, rollout_id: str, exchange: _Exchange, *fields: Any) -> None:
+        assert self._writer is not None
+        await self._writer.append_async(rollout_id, self._line(exchange, *fields))
+
+    def _line(
         self,
-        rollout_id: str,
         exchange: _Exchange,
         status: int | None,
         category: str | None,
         response: dict | None,
         response_raw: str | None,
-    ) -> Any:
-        assert self._writer is not None
+    ) -> dict[str, Any]:
         now = time.perf_counter()
-        line = {
+        return {
             "model_call_id": new_id("mc"),
             "dialect": exchange.dialect,
             "model_ref": self._model_ref,
@@ -493,10 +500,6 @@ class ModelGateway:
             "client_session_id": exchange.session,
             "upstream": None if exchange.upstream is None else exchange.upstream.fields(),
         }
-        return self._writer.append(rollout_id, line)
-
-    async def _capture(self, rollout_id: str, exchange: _Exchange, *fields: Any) -> None:
-        await asyncio.wrap_future(self._append(rollout_id, exchange, *fields))
 
 
 def _parsed(reply: UpstreamReply) -> tuple[dict | None, str | None]:

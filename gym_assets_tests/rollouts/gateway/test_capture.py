@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import logging
 import os
@@ -369,6 +370,63 @@ def test_many_files_at_once_keep_each_files_order(tmp_path: Path) -> None:
     for file in range(50):
         lines = capture_lines(tmp_path, f"r{file}")
         assert [line["model_call_id"] for line in lines] == [f"mc_{n}" for n in range(20)]
+
+
+def test_a_loop_s_lines_wake_it_once_for_many(tmp_path: Path) -> None:
+    """The gateway awaits each line on its event loop: the lines of a file, and those written
+    while the loop is busy, are settled with one wake-up of it, not one a line (each wake-up
+    is a write to the loop's self-pipe and a turn of the loop)."""
+    wakeups = []
+
+    class Counted(asyncio.SelectorEventLoop):
+        def call_soon_threadsafe(self, *args, **kwargs):  # type: ignore[override]
+            wakeups.append(args[0])
+            return super().call_soon_threadsafe(*args, **kwargs)
+
+    async def lines() -> list[bool]:
+        pending = [writer.append_async(f"r{n % 50}", _exchange(n)) for n in range(500)]
+        return await asyncio.gather(*pending)
+
+    writer = CaptureWriter(tmp_path)
+    loop = Counted()
+    try:
+        assert loop.run_until_complete(lines()) == [True] * 500
+    finally:
+        loop.close()
+        writer.close()
+    assert 1 <= len(wakeups) < 250  # 10 lines a file: at most one wake-up a file a batch
+    for file in range(50):
+        lines_of_file = capture_lines(tmp_path, f"r{file}")
+        assert [line["model_call_id"] for line in lines_of_file] == [
+            f"mc_{n}" for n in range(file, 500, 50)
+        ]
+
+
+def test_a_line_nobody_waits_for_any_more_does_not_stop_the_writer(tmp_path: Path) -> None:
+    """A waiter that gave up (its future cancelled: a streaming client that went away while
+    its line was being written) or whose loop has closed is skipped; the line is still
+    written and the writer goes on. (Setting a cancelled future's result raises: it had
+    stopped the writer thread, and every later capture, and so every later answer, waited
+    for ever.)"""
+    writer = CaptureWriter(tmp_path)
+    try:
+        writer.append("cancelled", _exchange(4)).cancel()
+
+        async def give_up() -> None:
+            writer.append_async("gave-up", _exchange(0)).cancel()
+            assert await writer.append_async("waited", _exchange(1)) is True
+
+        asyncio.run(give_up())
+
+        async def leave() -> None:
+            writer.append_async("left", _exchange(2))
+
+        asyncio.run(leave())  # closes its loop before the line is written
+        assert writer.append("after", _exchange(3)).result(timeout=30) is True
+    finally:
+        writer.close()
+    for name, n in (("gave-up", 0), ("waited", 1), ("left", 2), ("after", 3), ("cancelled", 4)):
+        assert [line["model_call_id"] for line in capture_lines(tmp_path, name)] == [f"mc_{n}"]
 
 
 def test_a_per_invocation_url_names_the_session_of_every_call(
