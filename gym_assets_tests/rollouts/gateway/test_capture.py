@@ -6,6 +6,8 @@ import asyncio
 import errno
 import logging
 import os
+import threading
+import time
 from pathlib import Path
 
 import httpx2
@@ -427,6 +429,35 @@ def test_a_line_nobody_waits_for_any_more_does_not_stop_the_writer(tmp_path: Pat
         writer.close()
     for name, n in (("gave-up", 0), ("waited", 1), ("left", 2), ("after", 3), ("cancelled", 4)):
         assert [line["model_call_id"] for line in capture_lines(tmp_path, name)] == [f"mc_{n}"]
+
+
+def test_a_streaming_client_gone_while_its_line_is_written_holds_up_no_later_call(
+    start_gateway, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stream's last line is on disk before its end goes out; a client that hangs up while
+    that line is being written has its wait cancelled, and the next client is answered."""
+    fsync, slow = os.fsync, threading.Event()
+
+    def slow_fsync(fd: int) -> None:
+        if slow.is_set():
+            time.sleep(1.0)  # the client hangs up meanwhile
+        fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", slow_fsync)
+    gateway = start_gateway(ScriptedUpstream([{"text": "Done.", "times": 2}]))
+    client = _client(gateway, "gone-1", max_retries=0, timeout=20)
+    slow.set()
+    stream = client.chat.completions.create(model="policy", messages=USER, stream=True)
+    next(iter(stream))
+    stream.close()
+    time.sleep(1.5)  # the cancelled line reaches the disk
+    slow.clear()
+    done = client.chat.completions.create(model="policy", messages=USER)
+    assert done.choices[0].message.content == "Done."
+    assert [line["status_code"] for line in capture_lines(tmp_path / "capture", "gone-1")] == [
+        200,
+        200,
+    ]
 
 
 def test_a_per_invocation_url_names_the_session_of_every_call(
