@@ -86,6 +86,14 @@ def atomic_writer(
         raise
 
 
+def write_all(fd: int, data: bytes | memoryview) -> None:
+    """Write all of ``data`` to the descriptor, however many writes it takes (a pipe or a
+    signal can cut one short, and a buffered writer loses the rest when that happens)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
 def atomic_link(source: Path, path: Path) -> None:
     """Make ``path`` a second name of the finished file ``source``: one copy on disk, an old
     ``path`` replaced atomically. Where the filesystem has no hard links, ``path`` is a copy."""

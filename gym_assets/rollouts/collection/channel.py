@@ -13,8 +13,8 @@ Two things used to break the run's reading of that pipe:
   output, a C library) lands in the channel, whatever ``sys.stdout`` is.
 
 So the child keeps its stdout as a descriptor of its own, points descriptor 1 at stderr, and
-writes each reply whole: ``send_line`` for a blocking child, an asyncio write transport (which
-keeps what the pipe cannot take yet) for one with an event loop.
+writes each reply whole: ``fileio.write_all`` for a blocking child, an asyncio write
+transport (which keeps what the pipe cannot take yet) for one with an event loop.
 """
 
 from __future__ import annotations
@@ -30,10 +30,3 @@ def take_stdout() -> int:
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     return channel
-
-
-def send_line(channel: int, line: bytes) -> None:
-    """Write all of ``line`` to ``channel``, however many writes the pipe takes."""
-    view = memoryview(line)
-    while view:
-        view = view[os.write(channel, view) :]

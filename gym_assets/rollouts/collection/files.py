@@ -37,7 +37,13 @@ from pathlib import Path
 from typing import Any
 
 from gym_assets.errors import UserError, reported
-from gym_assets.fileio import PUBLISHED_FILE_MODE, atomic_writer, json_line, parse_json_bytes
+from gym_assets.fileio import (
+    PUBLISHED_FILE_MODE,
+    atomic_writer,
+    json_line,
+    parse_json_bytes,
+    write_all,
+)
 from gym_assets.limits import MAX_PRODUCT_NESTING
 from gym_assets.outputs.lock import is_lock_leftover, lock_path
 from gym_assets.outputs.markers import (
@@ -348,12 +354,11 @@ class AppendLog:
 
     def write(self, row: dict[str, Any]) -> None:
         """Append ``row`` whole, or leave the file as it was and raise ``OutputError``."""
-        data = memoryview(self._redactor.data(json_line(row)))
+        data = self._redactor.data(json_line(row))
         with reported(self._path):
             end = os.lseek(self._fd, 0, os.SEEK_END)
             try:
-                while data:
-                    data = data[os.write(self._fd, data) :]
+                write_all(self._fd, data)
             except OSError:
                 with contextlib.suppress(OSError):  # if this fails too, resume cuts the tail
                     os.ftruncate(self._fd, end)

@@ -43,8 +43,9 @@ from pathlib import Path
 from typing import Any
 
 from gym_assets.errors import UserError
+from gym_assets.fileio import write_all
 from gym_assets.records.contracts import Step
-from gym_assets.rollouts.collection.channel import send_line, take_stdout
+from gym_assets.rollouts.collection.channel import take_stdout
 from gym_assets.rollouts.collection.model_gateway import build_gateway
 from gym_assets.rollouts.gateway.bodies import DEFAULT_LIMITS, BodyLimits
 from gym_assets.rollouts.gateway.capabilities import CapabilityPaths, new_key
@@ -212,7 +213,7 @@ class GatewayProcess:
 
 
 def _reply(channel: int, answer: dict[str, Any]) -> None:
-    send_line(channel, json.dumps(answer).encode() + b"\n")
+    write_all(channel, json.dumps(answer).encode() + b"\n")
 
 
 def main() -> int:

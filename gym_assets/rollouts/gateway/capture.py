@@ -32,6 +32,7 @@ from typing import Any
 import orjson
 from pydantic import ValidationError
 
+from gym_assets.fileio import write_all
 from gym_assets.records.evidence import (
     CaptureExchange,
     GapCode,
@@ -266,9 +267,7 @@ class CaptureWriter:
                 fcntl.flock(fd, fcntl.LOCK_EX)  # against other processes appending
                 whole = os.fstat(fd).st_size  # the file ends after a whole line here
                 try:
-                    view = memoryview(data)
-                    while view:
-                        view = view[os.write(fd, view) :]
+                    write_all(fd, data)
                     os.fsync(fd)
                 except OSError:
                     os.ftruncate(fd, whole)  # no part of a batch that did not reach the disk
