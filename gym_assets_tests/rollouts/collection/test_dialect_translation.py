@@ -4,43 +4,15 @@ call is captured with the agent's request and the one that went to the server.""
 
 from __future__ import annotations
 
-import json
-from http.server import BaseHTTPRequestHandler
-
 from gym_assets.rollouts.collection.files import read_jsonl
 from gym_assets.rollouts.gateway import read_capture
 from gym_assets.rollouts.gateway.upstream_config import upstream_config
 from gym_assets.rollouts.harnesses.registry import load_harnesses
 from gym_assets.rollouts.options import RunOptions
 from gym_assets.rollouts.run import run_rollouts
-from gym_assets_tests.loopback_http import serving
+from gym_assets_tests.loopback_http import ChatOnly, serving
 
 KEY_ENV = "GYM_ASSETS_TEST_KEY"
-
-
-class ChatOnly(BaseHTTPRequestHandler):
-    """Answers every chat completion with "4" and no usage; 404 for anything else."""
-
-    def do_POST(self) -> None:
-        self.rfile.read(int(self.headers["content-length"]))
-        if not self.path.endswith("/chat/completions"):
-            self.send_error(404)
-            return
-        message = {"role": "assistant", "content": "4"}
-        choice = {"index": 0, "message": message, "finish_reason": "stop"}
-        body = {
-            "id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "smollm2",
-            "choices": [choice],
-        }  # fmt: skip
-        data = json.dumps(body).encode()
-        self.send_response(200)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args: object) -> None:
-        pass
 
 
 def test_simple_agent_measures_arith_on_a_chat_only_server(products, tmp_path, monkeypatch):

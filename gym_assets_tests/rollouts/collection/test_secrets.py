@@ -21,7 +21,7 @@ from gym_assets.rollouts.collection.files import RunFiles, read_jsonl
 from gym_assets.rollouts.gateway import ModelGateway, ModelRequest, UpstreamReply
 from gym_assets.rollouts.gateway.upstream_config import upstream_config
 from gym_assets.rollouts.gateway.upstreams import OpenAIUpstream
-from gym_assets_tests.loopback_http import serving
+from gym_assets_tests.loopback_http import send_json, serving
 from gym_assets_tests.rollouts.collection.conftest import REPO
 
 KEY = "sk-echoed-3f9a1c77d2b84e06"
@@ -48,12 +48,7 @@ def _echoing(status: int | None) -> type[BaseHTTPRequestHandler]:
             else:
                 message = f"Incorrect API key provided: {key}"
                 body = {"error": {"message": message, "type": "invalid_request_error"}}
-            data = json.dumps(body).encode()
-            self.send_response(status)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            send_json(self, status, body)
 
         def log_message(self, *args: object) -> None:
             pass
