@@ -117,14 +117,18 @@ def pass_at_k_columns(table: pd.DataFrame) -> list[str]:
 
 def with_pass_at_k(table: pd.DataFrame) -> pd.DataFrame:
     """Add ``pass@k`` for k in 1..the most rollouts a task has (as ``metrics.pass_at_k``)."""
-    table = table.copy()
     max_k = int(table["rollouts"].to_numpy().max()) if len(table) else 0
-    for k in range(1, max_k + 1):
-        table[f"pass@{k}"] = [
-            pass_at_k_estimate(int(n), int(c), k) if n >= k else np.nan
-            for n, c in zip(table["measured"], table["passes"], strict=True)
+    counts = list(zip(table["measured"], table["passes"], strict=True))
+    columns = {
+        f"pass@{k}": [
+            pass_at_k_estimate(int(n), int(c), k) if n >= k else np.nan for n, c in counts
         ]
-    return table
+        for k in range(1, max_k + 1)
+    }
+    # One frame of every k at once: a column added at a time fragments the frame (pandas
+    # warns on the user's terminal past a hundred repeats, and each insert copies).
+    added = pd.DataFrame(columns, index=table.index, dtype="float64")
+    return pd.concat([table, added], axis=1)
 
 
 def run_table(run: Run) -> pd.DataFrame:

@@ -12,8 +12,11 @@ import json
 import re
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
 
 from gym_assets.cli import main
@@ -21,10 +24,15 @@ from gym_assets.rollouts.analysis.compare import compare_tables
 from gym_assets.rollouts.analysis.estimates import run_statistics
 from gym_assets.rollouts.analysis.history import KEEP, snapshots, write_snapshot
 from gym_assets.rollouts.analysis.report import ReportInput, render
-from gym_assets.rollouts.analysis.tables import run_table, task_table
+from gym_assets.rollouts.analysis.tables import (
+    pass_at_k_columns,
+    run_table,
+    task_table,
+    with_pass_at_k,
+)
 from gym_assets.rollouts.collection.files import RunFiles, read_jsonl
 from gym_assets.rollouts.collection.manifest import read_run
-from gym_assets.rollouts.collection.metrics import summarize
+from gym_assets.rollouts.collection.metrics import pass_at_k_estimate, summarize
 
 pytestmark = pytest.mark.slow
 
@@ -271,3 +279,14 @@ def test_runs_of_two_benchmarks_are_compared_only_when_asked(runs, tmp_path, cap
     )
     code, out, _ = _compare_cli(capsys, a, other, "--allow-different-benchmarks")
     assert code == 0 and "tasks: 8 in A, 2 in B, 0 paired" in out
+
+
+def test_pass_at_k_of_many_repeats_is_one_frame_and_warns_nothing():
+    table = pd.DataFrame({"rollouts": [200, 150], "measured": [200, 150], "passes": [50, 0]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # pandas warns of a fragmented frame past 100 inserts
+        with_k = with_pass_at_k(table)
+    assert pass_at_k_columns(with_k) == [f"pass@{k}" for k in range(1, 201)]
+    assert with_k.loc[0, "pass@200"] == pass_at_k_estimate(200, 50, 200) == 1.0
+    assert with_k.loc[0, "pass@1"] == pytest.approx(0.25) and with_k.loc[1, "pass@150"] == 0.0
+    assert np.isnan(with_k.loc[1, "pass@151"])  # fewer rollouts than k: no estimate
