@@ -81,8 +81,9 @@ class RunOptions:
         "refuse a model server's answer larger than this, streamed or not (agent_answer_too_large)",
     )
     overrides: RunOverrides = field(default_factory=RunOverrides)  # flat rows only (--override)
-    # Which of the planned rollouts this invocation may dispatch (a shard of the partition,
-    # collection/shards.py); the inventory, the manifest and the analysis stay the whole run's.
+    # Which of the planned rollouts this invocation dispatches and analyses (a shard of the
+    # partition, rollouts/shards.py); the inventory, the manifest and the plan copy stay the
+    # whole run's, and the merge analyses the whole run.
     only: Callable[[Sequence[RolloutInput]], Sequence[RolloutInput]] | None = None
 
     @classmethod

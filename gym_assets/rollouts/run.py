@@ -98,7 +98,7 @@ class RunResult:
     """What a run did and where it left it."""
 
     files: RunFiles
-    rollouts: int  # planned (the inventory)
+    rollouts: int  # planned (the inventory; a shard's span of it)
     dispatched: int  # in this invocation
     seconds: float
     totals: RunTotals  # the metrics over every rollout
@@ -544,7 +544,11 @@ def run_rollouts(
             manifest = _publish_inventory(files, inputs, plan_path, identity)
         claim_dir(Target.of(files.capture_dir, CAPTURES, catalog.workspace))
         ledger = Ledger.read(files, options.max_attempts)
-        todo = ledger.pending(inputs if options.only is None else options.only(inputs))
+        # A shard's own rollouts: what it dispatches and what its metrics and report cover
+        # (a shard of a huge partition pays for its span, not the partition; the merge
+        # analyses the whole run).
+        own = inputs if options.only is None else list(options.only(inputs))
+        todo = ledger.pending(own)
         gate = PlanGate(plan, allow_drift=manifest.allow_plan_drift)
         started = time.monotonic()
         if todo:
@@ -557,7 +561,7 @@ def run_rollouts(
 
         model = Model.of(servers.gateway.model_name, upstream.mode, upstream.base_url)
         result = publish_results(
-            files, inputs, manifest, catalog.workspace, notes, model=model, seconds=seconds
+            files, own, manifest, catalog.workspace, notes, model=model, seconds=seconds
         )
     return replace(
         result,

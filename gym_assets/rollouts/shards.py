@@ -4,7 +4,9 @@
 
 A shard is a run of the whole partition (its inventory, manifest and plan copy are the whole
 run's, so every shard of a partition describes the same run, byte for byte) that dispatches
-only a contiguous span of the inventory: shard I of N covers positions
+and analyses only a contiguous span of the inventory (its metrics, statistics and report are
+its span's: a shard of a huge partition pays for its span, not the partition's rollouts
+pending elsewhere; the merge analyses the whole run). Shard I of N covers positions
 ``[(I-1)·T//N, I·T//N)`` of the T planned rollouts, so N shards cover every rollout exactly
 once whatever T is, and a shard's span does not move between a run and its resume. Shards run
 anywhere that sees the same data root (another process, another Celery worker or pod).
@@ -152,8 +154,9 @@ def run_shard(
         replace(options, only=shard.select),
         progress_stream=progress_stream,
     )
-    span = len(shard.span(result.rollouts))
-    return ShardRun(shard, directory, span, result.dispatched, result.seconds, False, result.notes)
+    return ShardRun(
+        shard, directory, result.rollouts, result.dispatched, result.seconds, False, result.notes
+    )
 
 
 def _unfinished_or_none(files: RunFiles, shard: Shard, max_attempts: int) -> int | None:

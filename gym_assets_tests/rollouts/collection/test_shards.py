@@ -13,7 +13,9 @@ import pytest
 from gym_assets.cli import main
 from gym_assets.errors import UserError
 from gym_assets.rollouts import shards
+from gym_assets.rollouts.analysis.results import read_result
 from gym_assets.rollouts.collection.files import RunFiles
+from gym_assets.rollouts.collection.manifest import read_manifest
 from gym_assets.rollouts.gateway.capture import CAPTURE_SUFFIX
 from gym_assets.rollouts.gateway.upstream_config import upstream_config
 from gym_assets.rollouts.harnesses.registry import load_harnesses
@@ -96,6 +98,16 @@ def test_merged_shards_are_the_run_one_process_makes(three):
     assert result.analysis.report.is_file()
     assert_same_run(three.root / "one", three.root / "merged")
     assert "merged 3 shards" in result.notes[0]
+
+
+def test_a_shard_analyses_its_own_span_and_the_merge_the_whole_run(three):
+    for shard in shards_of(3):
+        files = RunFiles(three.root / "shards" / shard.name)
+        result = read_result(files.result)
+        # Not the 30 of the partition with 20 pending: a shard's analysis costs its span.
+        assert result.planned == len(shard.span(30)) == result.outcomes["measured"] == 10
+        assert read_manifest(files).rollouts == 30  # the inventory is still the whole run's
+    assert read_result(RunFiles(three.root / "one").result).planned == 30
 
 
 def test_merge_parses_one_inventory_and_links_the_captures(three, monkeypatch):
