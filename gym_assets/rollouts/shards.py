@@ -206,26 +206,25 @@ class _Read:
     def span(self) -> Sequence[RolloutInput]:
         return self.shard.select(self.inputs)
 
-    def refuse_strays(self) -> None:
-        """Every row of the shard answers a rollout of its own span: a row outside it was
-        written by a run of another span (another count, or no shard at all)."""
-        own = {item.key for item in self.span}
-        for path in (self.files.records, self.files.failures):
-            stray = next((key for row in read_jsonl(path) if (key := key_of(row)) not in own), None)
-            if stray is not None:
-                raise UserError(
-                    f"holds a row for rollout {stray}, which shard {self.shard} does not cover: "
-                    f"it was written by a run of another span; run shard {self.shard} afresh",
-                    path=path,
-                )
-
     def unfinished(self, max_attempts: int) -> list[tuple[RolloutInput, int]]:
-        """The rollouts of the span still to dispatch (read only: nothing is repaired)."""
+        """The rollouts of the span still to dispatch (read only: nothing is repaired), in one
+        pass over each log that also refuses a row outside the span: it was written by a run
+        of another span (another count, or no shard at all)."""
+        own = {item.key for item in self.span}
         ledger = Ledger(max_attempts=max_attempts)
-        for row in read_jsonl(self.files.records):
-            ledger.succeeded(row)
-        for row in read_jsonl(self.files.failures):
-            ledger.failed(row)
+        for path, keep in (
+            (self.files.records, ledger.succeeded),
+            (self.files.failures, ledger.failed),
+        ):
+            for row in read_jsonl(path):
+                if (key := key_of(row)) not in own:
+                    raise UserError(
+                        f"holds a row for rollout {key}, which shard {self.shard} does not "
+                        f"cover: it was written by a run of another span; run shard "
+                        f"{self.shard} afresh",
+                        path=path,
+                    )
+                keep(row)
         return ledger.pending(self.span)
 
 
@@ -274,7 +273,6 @@ def _read_all(
     one.manifest.refuse_other(one.files, asked)
     shards = [one, *(one.sibling(RunFiles(Path(shards_root) / s.name), s) for s in others)]
     for read in shards:
-        read.refuse_strays()
         left = read.unfinished(max_attempts)
         if left:
             raise UserError(

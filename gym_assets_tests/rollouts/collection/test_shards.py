@@ -6,6 +6,7 @@ from __future__ import annotations
 import errno
 import os
 import shutil
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -125,6 +126,16 @@ def test_merge_parses_one_inventory_and_links_the_captures(three, monkeypatch):
         own = RunFiles(three.root / "shards" / shard.name).capture_dir
         for capture in own.glob(f"*{CAPTURE_SUFFIX}"):
             assert os.path.samefile(capture, merged / capture.name)
+
+
+def test_merge_reads_each_shard_log_once_to_check_it(three, monkeypatch):
+    reads = Counter()
+    read_jsonl = shards.read_jsonl
+    monkeypatch.setattr(shards, "read_jsonl", lambda path: reads.update([path]) or read_jsonl(path))
+    three.merge(out="merged-one-pass")
+    for shard in shards_of(3):
+        files = RunFiles(three.root / "shards" / shard.name)
+        assert (reads[files.records], reads[files.failures]) == (1, 1)  # strays and ledger
 
 
 def test_merge_copies_the_captures_where_the_filesystem_has_no_links(three, monkeypatch):
