@@ -38,7 +38,7 @@ def test_one_shared_deadline_for_the_whole_unwind() -> None:
     log: list[str] = []
     stack = CleanupStack(0.1)
     stack.register("never reached", _recorder(log, "never reached"))
-    stack.register("slow", _recorder(log, "slow", delay=5))
+    stack.register("slow", _recorder(log, "slow", delay=60))
 
     async def unwind() -> tuple[list[str], float]:
         loop = asyncio.get_running_loop()
@@ -49,7 +49,7 @@ def test_one_shared_deadline_for_the_whole_unwind() -> None:
     errors, elapsed = asyncio.run(unwind())
     assert log == ["slow"]
     assert errors == ["cleanup timed out during slow"]
-    assert elapsed < 1.0
+    assert elapsed < 30  # the 0.1 s deadline, not the minute: no margin a loaded machine eats
 
 
 def test_early_close_runs_once_and_the_unwind_skips_it() -> None:
