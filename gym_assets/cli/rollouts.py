@@ -14,7 +14,8 @@ re-score a finished run with the current verifiers, or compare two runs.
     gym-assets rollouts compare RUN_A RUN_B [--json]
 
 With ``--shard I/N`` the run is shard I of N (``gym_assets.rollouts.shards``), written to
-``<out>/I-of-N``; ``rollouts merge`` merges the N finished shards into one run.
+``<out>/I-of-N`` from the partition's inventory in ``<out>/inventory`` (made by the first
+shard); ``rollouts merge`` merges the N finished shards into one run.
 
 Missing or stale products (prepared rows, collated taskset, plan) are made first (a rebuild
 is said on stderr; ``--no-rebuild`` refuses a stale one instead). Exit 0 when the run

@@ -1,4 +1,5 @@
-"""One writer per output: an exclusive lock held for the whole write, never waited for.
+"""One writer per output: an exclusive lock held for the whole write, not waited for (but for
+a product its writers take turns on).
 
 The lock is ``flock`` on ``.<name>.lock`` beside the output (outside a directory that gets
 swapped), through ``filelock``. The kernel drops it when its holder dies, so a killed run never
@@ -58,8 +59,10 @@ def _holder(path: Path) -> str:
 
 
 @contextlib.contextmanager
-def held(target: Target) -> Iterator[None]:
-    """Hold the output's lock, or refuse at once when another writer holds it."""
+def held(target: Target, wait_s: float = 0.0) -> Iterator[None]:
+    """Hold the output's lock, or refuse when another writer holds it: at once, or after
+    ``wait_s`` for a product that writers share and take turns on (a partition's inventory,
+    which the first of its shards writes and the others then read)."""
     path = lock_path(target.path)
     if os.path.lexists(path) and not is_lock_leftover(path):
         raise OutputError(
@@ -67,7 +70,7 @@ def held(target: Target) -> Iterator[None]:
             f"the lock would overwrite it); move it elsewhere or {target.elsewhere_hint()}",
             path=target.path,
         )
-    lock = FileLock(path, timeout=0, on_acquired=_record_pid)
+    lock = FileLock(path, timeout=wait_s, on_acquired=_record_pid)
     try:
         lock.acquire()
     except Timeout:  # checked first: filelock's Timeout is an OSError too

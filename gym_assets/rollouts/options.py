@@ -25,7 +25,6 @@ from gym_assets.rollouts.collection.overrides import RunOverrides
 
 if TYPE_CHECKING:
     from gym_assets.records.contracts import Step
-    from gym_assets.rollouts.collection.inputs import RolloutInput
 
 _FLAG, _HELP = "flag", "help"
 
@@ -81,10 +80,10 @@ class RunOptions:
         "refuse a model server's answer larger than this, streamed or not (agent_answer_too_large)",
     )
     overrides: RunOverrides = field(default_factory=RunOverrides)  # flat rows only (--override)
-    # Which of the planned rollouts this invocation dispatches and analyses (a shard of the
-    # partition, rollouts/shards.py); the inventory, the manifest and the plan copy stay the
-    # whole run's, and the merge analyses the whole run.
-    only: Callable[[Sequence[RolloutInput]], Sequence[RolloutInput]] | None = None
+    # Which positions of the T planned rollouts this invocation reads, dispatches and analyses
+    # (a shard of the partition, rollouts/shards.py); the inventory, the manifest and the plan
+    # copy stay the whole run's, and the merge analyses the whole run.
+    span: Callable[[int], range] | None = None
 
     @classmethod
     def of(cls, source: object, **given: Any) -> RunOptions:

@@ -21,8 +21,8 @@ import contextlib
 import json
 import shutil
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -35,9 +35,9 @@ from gym_assets.config.model import (
 )
 from gym_assets.config.model import server_instances as instances_of
 from gym_assets.errors import OutputError, UserError, reported
-from gym_assets.fileio import atomic_write_text, atomic_writer
+from gym_assets.fileio import atomic_link, atomic_write_text, atomic_writer
 from gym_assets.outputs.claims import State, claim_dir, claimed_dir, preflight_dir
-from gym_assets.outputs.markers import CAPTURES, ROLLOUTS_RUN
+from gym_assets.outputs.markers import CAPTURES, ROLLOUTS_INVENTORY, ROLLOUTS_RUN
 from gym_assets.outputs.targets import Roots, Target
 from gym_assets.plans.model import Plan, load_plan
 from gym_assets.records.contracts import EnvironmentServer, ResourcesServer, Step
@@ -62,8 +62,10 @@ from gym_assets.rollouts.collection.ledger import Key, Ledger, order_logs
 from gym_assets.rollouts.collection.manifest import (
     Manifest,
     check_inventory,
+    check_inventory_digest,
     check_rows,
     overrides_json,
+    planned_keys,
     publish_inventory,
     read_manifest,
 )
@@ -91,6 +93,9 @@ if TYPE_CHECKING:
     from gym_assets.rollouts.analysis.results import Model
 
 DEFAULT_MODEL = ("policy", "policy_model")  # (model id, model server) when the config names none
+# How long a shard waits for another to finish writing the partition's inventory (a million
+# rollouts take about a minute to materialize here).
+INVENTORY_WAIT_S = 30 * 60.0
 
 
 @dataclass
@@ -194,23 +199,61 @@ def _resumed(files: RunFiles, identity: dict[str, Any], options: RunOptions) -> 
     return manifest
 
 
-def _planned_inputs(
+@dataclass(frozen=True)
+class _Planned:
+    """What a run dispatches and analyses, and the inventory it comes from."""
+
+    inputs: list[RolloutInput]  # the planned rollouts, or a shard's span of them
+    source: RunFiles  # where the inventory is: the run's own, or the partition's (a shard)
+    manifest: Manifest | None  # the inventory's; None: just made, published as the run starts
+    resumed: bool = False
+
+    @property
+    def total(self) -> int:
+        """Planned rollouts in the whole inventory."""
+        return len(self.inputs) if self.manifest is None else self.manifest.rollouts
+
+    def keys(self) -> Iterable[Key]:
+        """The key of every planned rollout, the span's or not (streamed for a span)."""
+        if len(self.inputs) == self.total:
+            return (item.key for item in self.inputs)
+        return planned_keys(self.source)
+
+
+def _planned(
     files: RunFiles,
     benchmark: Benchmark,
     catalog: Catalog,
     options: RunOptions,
     identity: dict[str, Any],
     notes: list[str],
-) -> tuple[list[RolloutInput], Manifest | None]:
-    """The run's inventory, with the manifest of a resumed run (None: a fresh inventory, to
-    publish); reads only."""
+    inventory: RunFiles | None,
+) -> _Planned:
+    """The run's planned rollouts (a shard's span of them): read back on resume, read from
+    ``inventory`` when given (a shard's partition, written once), else made here; reads only."""
     if options.resume and files.materialized_inputs.is_file():
         manifest = _resumed(files, identity, options)
-        inputs = check_inventory(files, manifest)
+        inputs = check_inventory(files, manifest, _span(options, manifest))
         check_rows(files, inputs)
-        return inputs, manifest
+        return _Planned(inputs, files, manifest, resumed=True)
     if options.resume:
         notes.append(f"nothing to resume in {files.out_dir} (no inventory); starting fresh")
+    if inventory is not None:
+        manifest = _same_run(inventory, identity)
+        return _Planned(
+            check_inventory(inventory, manifest, _span(options, manifest)), inventory, manifest
+        )
+    return _Planned(_materialized(benchmark, catalog, options), files, None)
+
+
+def _span(options: RunOptions, manifest: Manifest) -> range | None:
+    return None if options.span is None else options.span(manifest.rollouts)
+
+
+def _materialized(
+    benchmark: Benchmark, catalog: Catalog, options: RunOptions
+) -> list[RolloutInput]:
+    """A fresh inventory of the benchmark's collated taskset."""
     taskset = collated_path(catalog.workspace.taskset_dir(benchmark.name), benchmark)
     if not taskset.is_file():
         raise UserError(
@@ -232,7 +275,78 @@ def _planned_inputs(
             f"task's input, which the plan of '{benchmark.name}' pins by digest; pass "
             "--allow-plan-drift to run them anyway"
         )
-    return inputs, None
+    return inputs
+
+
+def _same_run(inventory: RunFiles, identity: dict[str, Any]) -> Manifest:
+    """The manifest of a partition's inventory, refused unless it is the run asked."""
+    manifest = read_manifest(inventory)
+    if not _describes(manifest, identity):
+        raise UserError(
+            "was written again for other settings while this shard started; run the shard again",
+            path=inventory.out_dir,
+        )
+    return manifest
+
+
+def _describes(manifest: Manifest, identity: dict[str, Any]) -> bool:
+    recorded = asdict(manifest)
+    return all(recorded[name] == value for name, value in identity.items())
+
+
+def _publish(
+    planned: _Planned, files: RunFiles, plan_path: Path, identity: dict[str, Any]
+) -> Manifest:
+    """The run's manifest once its inventory is in place: a resumed run's own; a fresh run's
+    made here, or linked from the partition's (a shard: the same bytes, one copy on disk)."""
+    if planned.resumed:
+        assert planned.manifest is not None
+        return planned.manifest
+    if planned.manifest is None:
+        return _publish_inventory(files, planned.inputs, plan_path, identity)
+    files.clear()
+    source = planned.source
+    for name in ("plan", "manifest", "materialized_inputs"):  # the inventory last, as ever
+        atomic_link(getattr(source, name), getattr(files, name))
+    return planned.manifest
+
+
+def prepare_inventory(
+    catalog: Catalog,
+    benchmark_name: str,
+    harness: Harness,
+    out_dir: Path,
+    options: RunOptions | None = None,
+) -> RunFiles:
+    """``out_dir`` holding the inventory, manifest and plan copy a run of these settings
+    starts from, written unless it holds them already: the shards of a partition run from one,
+    made once (``shards.py``), so no shard holds more than its span. Another process writing it
+    is waited for (at most ``INVENTORY_WAIT_S``)."""
+    options = options or RunOptions()
+    benchmark = catalog.get(benchmark_name)
+    plan_path = catalog.workspace.plan_path(benchmark.name)
+    identity = _identity(catalog, benchmark, harness, load_plan(plan_path), options)
+    files = RunFiles(Path(out_dir))
+    target = Target.of(files.out_dir, ROLLOUTS_INVENTORY, catalog.workspace)
+    with claimed_dir(target, wait_s=INVENTORY_WAIT_S):
+        refuse_foreign(files, target)
+        if not _holds(files, identity):
+            _publish_inventory(
+                files, _materialized(benchmark, catalog, options), plan_path, identity
+            )
+    return files
+
+
+def _holds(files: RunFiles, identity: dict[str, Any]) -> bool:
+    """Whether ``files`` hold, intact, the inventory of the run ``identity`` asks for."""
+    if not files.materialized_inputs.is_file():
+        return False
+    try:
+        manifest = read_manifest(files)
+        check_inventory_digest(files, manifest)
+    except UserError:
+        return False
+    return _describes(manifest, identity)
 
 
 def _publish_inventory(
@@ -335,12 +449,12 @@ class _Served:
     corrupted: frozenset[Key]
 
     @classmethod
-    def of(cls, inputs: Sequence[RolloutInput], upstream: UpstreamConfig) -> _Served:
-        servers = tuple(dict.fromkeys(item.server for item in inputs))
+    def of(cls, planned: _Planned, upstream: UpstreamConfig) -> _Served:
+        servers = tuple(dict.fromkeys(item.server for item in planned.inputs))
         if upstream.mode != "reference":
             return cls(servers, frozenset())
-        keys = (item.key for item in inputs)
-        return cls(servers, corrupted_keys(keys, upstream.corrupt_fraction, upstream.seed))
+        fraction, seed = upstream.corrupt_fraction, upstream.seed
+        return cls(servers, corrupted_keys(planned.keys(), fraction, seed, total=planned.total))
 
 
 @dataclass
@@ -510,11 +624,14 @@ def run_rollouts(
     options: RunOptions | None = None,
     *,
     progress_stream: TextIO | None = None,
+    inventory: RunFiles | None = None,
 ) -> RunResult:
     """Collect ``benchmark_name`` with ``harness`` into ``out_dir`` (see the module docstring).
 
     The benchmark's collated taskset and plan must exist (``data_root/tasksets``,
     ``data_root/plans``); refusals are ``UserError``s and leave ``out_dir`` untouched.
+    ``inventory``: a fresh run starts from this one (``prepare_inventory``), linked into
+    ``out_dir``, rather than making its own.
     """
     options = options or RunOptions()
     if options.concurrency < 1:
@@ -537,17 +654,16 @@ def run_rollouts(
         refuse_foreign(files, target)
         if options.resume:
             _check_logs(files, options.quarantine_corrupt, notes)
-        inputs, manifest = _planned_inputs(files, benchmark, catalog, options, identity, notes)
-        served = _Served.of(inputs, upstream)
+        planned = _planned(files, benchmark, catalog, options, identity, notes, inventory)
+        served = _Served.of(planned, upstream)
         servers = _build_servers(catalog, harness, upstream, options, files, served, notes, sandbox)
-        if manifest is None:
-            manifest = _publish_inventory(files, inputs, plan_path, identity)
+        manifest = _publish(planned, files, plan_path, identity)
         claim_dir(Target.of(files.capture_dir, CAPTURES, catalog.workspace))
         ledger = Ledger.read(files, options.max_attempts)
         # A shard's own rollouts: what it dispatches and what its metrics and report cover
         # (a shard of a huge partition pays for its span, not the partition; the merge
         # analyses the whole run).
-        own = inputs if options.only is None else list(options.only(inputs))
+        own = planned.inputs
         todo = ledger.pending(own)
         gate = PlanGate(plan, allow_drift=manifest.allow_plan_drift)
         started = time.monotonic()

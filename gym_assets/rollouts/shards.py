@@ -1,12 +1,17 @@
 """One benchmark × harness run split into shards that run apart and merge into one run.
 
+    <shards>/inventory/    the partition's inventory, manifest and plan copy, made once
     <shards>/<I>-of-<N>/   shard I of N: a rollouts run directory of its own
 
 A shard is a run of the whole partition (its inventory, manifest and plan copy are the whole
-run's, so every shard of a partition describes the same run, byte for byte) that dispatches
-and analyses only a contiguous span of the inventory (its metrics, statistics and report are
-its span's: a shard of a huge partition pays for its span, not the partition's rollouts
-pending elsewhere; the merge analyses the whole run). Shard I of N covers positions
+run's, so every shard of a partition describes the same run, byte for byte) that reads,
+dispatches and analyses only a contiguous span of the inventory (it parses and holds its span,
+and its metrics, statistics and report are its span's: a shard of a huge partition pays for
+its span, not the partition; the merge analyses the whole run). The first shard to start makes
+the partition's inventory under ``inventory/`` while the others wait for it
+(``run.prepare_inventory``); each then links those files into its directory (one copy on
+disk) and reads its span. A shard asked for other settings makes it again (shards already run
+keep theirs, and the merge refuses to join two runs). Shard I of N covers positions
 ``[(I-1)·T//N, I·T//N)`` of the T planned rollouts, so N shards cover every rollout exactly
 once whatever T is, and a shard's span does not move between a run and its resume. Shards run
 anywhere that sees the same data root (another process, another Celery worker or pod).
@@ -55,6 +60,7 @@ from gym_assets.rollouts.options import RunOptions
 from gym_assets.rollouts.run import (
     RunResult,
     check_run_dir,
+    prepare_inventory,
     publish_results,
     refuse_foreign,
     run_rollouts,
@@ -65,6 +71,7 @@ from gym_assets.tasks.fingerprint import benchmark_fingerprint
 
 _NAME = re.compile(r"(?P<index>\d+)-of-(?P<count>\d+)")
 MAX_SHARDS = 1024
+INVENTORY_DIR = "inventory"  # the partition's inventory, written once (prepare_inventory)
 
 
 @dataclass(frozen=True)
@@ -98,13 +105,9 @@ class Shard:
         return f"{self.index}-of-{self.count}"
 
     def span(self, total: int) -> range:
-        """The inventory positions this shard covers among ``total`` planned rollouts."""
+        """The inventory positions this shard covers among ``total`` planned rollouts
+        (``RunOptions.span``)."""
         return range((self.index - 1) * total // self.count, self.index * total // self.count)
-
-    def select(self, inputs: Sequence[RolloutInput]) -> Sequence[RolloutInput]:
-        """The planned rollouts this shard dispatches (``RunOptions.only``)."""
-        span = self.span(len(inputs))
-        return inputs[span.start : span.stop]
 
 
 def shards_of(count: int) -> list[Shard]:
@@ -145,14 +148,19 @@ def run_shard(
             span = len(shard.span(read_manifest(RunFiles(directory)).rollouts))
             note = f"shard {shard} finished before: its {span} rollouts are not run again"
             return ShardRun(shard, directory, span, 0, 0.0, True, [note])
+    inventory = None
+    if not (options.resume and RunFiles(directory).materialized_inputs.is_file()):  # fresh
+        partition = Path(shards_root) / INVENTORY_DIR
+        inventory = prepare_inventory(catalog, benchmark, harness, partition, options)
     result = run_rollouts(
         catalog,
         benchmark,
         harness,
         directory,
         upstream,
-        replace(options, only=shard.select),
+        replace(options, span=shard.span),
         progress_stream=progress_stream,
+        inventory=inventory,
     )
     return ShardRun(
         shard, directory, result.rollouts, result.dispatched, result.seconds, False, result.notes
@@ -163,7 +171,7 @@ def _unfinished_or_none(files: RunFiles, shard: Shard, max_attempts: int) -> int
     """How many rollouts of the shard's span are still to dispatch, or None when the directory
     holds no readable run to tell (the run itself then refuses it or starts it fresh)."""
     try:
-        return len(_Read.of(files, shard).unfinished(max_attempts))
+        return len(_Read.of(files, shard, whole=False).unfinished(max_attempts))
     except UserError:
         return None
 
@@ -175,20 +183,27 @@ class _Read:
     shard: Shard
     files: RunFiles
     manifest: Manifest
-    inputs: list[RolloutInput]
+    span: Sequence[RolloutInput]  # the shard's planned rollouts
+    inputs: list[RolloutInput] | None  # the whole run's (a merge), or None (a span alone)
 
     @classmethod
-    def of(cls, files: RunFiles, shard: Shard) -> _Read:
+    def of(cls, files: RunFiles, shard: Shard, *, whole: bool = True) -> _Read:
+        """The shard in ``files``, with the whole inventory parsed, or (``whole=False``) its
+        span alone, as a resume reads it."""
         manifest = _manifest(files, shard)
+        positions = shard.span(manifest.rollouts)
+        if not whole:
+            return cls(shard, files, manifest, check_inventory(files, manifest, positions), None)
         inputs = check_inventory(files, manifest)
         check_rows(files, inputs)
-        return cls(shard, files, manifest, inputs)
+        return cls(shard, files, manifest, inputs[positions.start : positions.stop], inputs)
 
     def sibling(self, files: RunFiles, shard: Shard) -> _Read:
         """Another shard of this one's run, checked as ``of`` checks one. Its manifest must be
         this one's and its inventory the bytes that manifest names, so the inventory is this
         one's byte for byte and its parsed rows are shared: a merge of N shards holds one
         inventory, not N."""
+        assert self.inputs is not None
         manifest = _manifest(files, shard)
         if manifest != self.manifest:
             raise UserError(
@@ -200,11 +215,9 @@ class _Read:
             )
         check_inventory_digest(files, manifest)
         check_rows(files, self.inputs)
-        return replace(self, shard=shard, files=files)
-
-    @property
-    def span(self) -> Sequence[RolloutInput]:
-        return self.shard.select(self.inputs)
+        positions = shard.span(manifest.rollouts)
+        span = self.inputs[positions.start : positions.stop]
+        return replace(self, shard=shard, files=files, span=span)
 
     def unfinished(self, max_attempts: int) -> list[tuple[RolloutInput, int]]:
         """The rollouts of the span still to dispatch (read only: nothing is repaired), in one
@@ -330,6 +343,7 @@ def merge_shards(
         from gym_assets.rollouts.analysis.results import read_result
 
         ran = [read_result(read.files.result) for read in shards]
+        assert first.inputs is not None
         result = publish_results(
             files,
             first.inputs,

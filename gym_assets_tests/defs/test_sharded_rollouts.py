@@ -102,6 +102,7 @@ def test_a_sharded_partition_is_one_materialization_of_the_same_run(planned, ins
     assert sorted(os.listdir(planned / "rollout_shards" / "units" / "simple_agent")) == [
         "1-of-2",
         "2-of-2",
+        "inventory",  # the partition's, made once by the first shard
     ]
     sharded = shutil.copytree(run_dir, tmp_path / "sharded")
     with _run(instance, one_step_job) as result:

@@ -8,6 +8,7 @@ completion order or on which rollouts a resume still has to run.
 from __future__ import annotations
 
 import hashlib
+import heapq
 from collections.abc import Iterable, Sequence
 
 from gym_assets.records.contracts import Step
@@ -16,16 +17,23 @@ from gym_assets.rollouts.collection.ledger import Key
 WRONG_ANSWER = "I am not sure; here is my best guess: 42."
 
 
-def corrupted_keys(keys: Iterable[Key], fraction: float, seed: int) -> frozenset[Key]:
-    keys = list(keys)
-    count = round(fraction * len(keys))
+def corrupted_keys(
+    keys: Iterable[Key], fraction: float, seed: int, *, total: int | None = None
+) -> frozenset[Key]:
+    """The rollouts to corrupt among ``keys``; ``total``: how many keys there are, when the
+    caller knows (the keys are then streamed, holding only the chosen ones: a shard streams
+    the keys of the partition it holds only a span of)."""
+    if total is None:
+        keys = list(keys)
+        total = len(keys)
+    count = round(fraction * total)
     if count <= 0:
         return frozenset()
 
     def rank(key: Key) -> bytes:
         return hashlib.sha256(f"{seed}:{key[0]}:{key[1]}".encode()).digest()
 
-    return frozenset(sorted(keys, key=rank)[:count])
+    return frozenset(heapq.nsmallest(count, keys, key=rank))
 
 
 def corrupt(steps: Sequence[Step]) -> list[Step]:

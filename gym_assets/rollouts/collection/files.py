@@ -256,8 +256,10 @@ class CorruptRunFile(UserError):
     """A run file has a line that is not a JSON object (other than a cut-short last line)."""
 
 
-def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
-    """Every object line of a run file, strictly.
+def read_jsonl(path: Path, lines: range | None = None) -> Iterator[dict[str, Any]]:
+    """Every object line of a run file, strictly; with ``lines``, only the lines at those
+    positions (from 0) are parsed and yielded, the others read past (a shard reads its span
+    of an inventory whose bytes a digest has vouched for).
 
     The one defect tolerated is a last line without its newline, which a killed writer left
     (or a writer is appending right now): it is skipped. Any other line that is not a JSON
@@ -269,6 +271,10 @@ def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
         for number, raw in enumerate(handle, start=1):
             if not raw.endswith(b"\n"):
                 return
+            if lines is not None and number - 1 not in lines:
+                if number > lines.stop:
+                    return
+                continue
             if raw.isspace():
                 continue
             try:

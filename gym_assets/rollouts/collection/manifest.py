@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -42,9 +43,14 @@ def overrides_json(overrides: RunOverrides) -> dict[str, Any]:
     return json.loads(json.dumps(asdict(overrides), default=str, sort_keys=True))
 
 
-def _sha256_of(path: Path) -> str:
+def _sha256_and_lines(path: Path) -> tuple[str, int]:
+    """The file's sha256 and how many lines it ends (newlines), in one read."""
+    digest, lines = hashlib.sha256(), 0
     with reported(path), path.open("rb") as handle:
-        return hashlib.file_digest(handle, "sha256").hexdigest()
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+            lines += chunk.count(b"\n")
+    return digest.hexdigest(), lines
 
 
 @dataclass(frozen=True)
@@ -180,28 +186,38 @@ class Run:
 
 
 def check_inventory_digest(files: RunFiles, manifest: Manifest) -> None:
-    """Refuse the run's inventory file unless its bytes are the ones the manifest describes."""
-    found = _sha256_of(files.materialized_inputs)
+    """Refuse the run's inventory file unless its bytes are the ones the manifest describes,
+    one line for each rollout it counts."""
+    found, lines = _sha256_and_lines(files.materialized_inputs)
     if found != manifest.inventory_sha256:
         raise UserError(
             f"sha256 {found[:12]}… is not the {manifest.inventory_sha256[:12]}… the run wrote "
             f"({files.manifest.name}): the inventory was changed after the run; {_FRESH}",
             path=files.materialized_inputs,
         )
-
-
-def check_inventory(files: RunFiles, manifest: Manifest) -> list[RolloutInput]:
-    """The run's inventory, refused unless it is the one the manifest describes."""
-    check_inventory_digest(files, manifest)
-    rows = shared_repeats(read_jsonl(files.materialized_inputs))
-    inputs = [RolloutInput.of(row, manifest.taskset) for row in rows]
-    if not inputs or len(inputs) != manifest.rollouts:
-        counted = f"{len(inputs)} planned rollouts, not the {manifest.rollouts} the run planned"
+    if not lines or lines != manifest.rollouts:
+        counted = f"{lines} planned rollouts, not the {manifest.rollouts} the run planned"
         raise UserError(
-            f"holds {counted if inputs else 'no planned rollout'}; {_FRESH}",
+            f"holds {counted if lines else 'no planned rollout'}; {_FRESH}",
             path=files.materialized_inputs,
         )
-    return inputs
+
+
+def check_inventory(
+    files: RunFiles, manifest: Manifest, span: range | None = None
+) -> list[RolloutInput]:
+    """The run's inventory, refused unless it is the one the manifest describes; with
+    ``span``, only the planned rollouts at those positions (a shard's: it parses and holds its
+    span, not the partition)."""
+    check_inventory_digest(files, manifest)
+    rows = shared_repeats(read_jsonl(files.materialized_inputs, span))
+    return [RolloutInput.of(row, manifest.taskset) for row in rows]
+
+
+def planned_keys(files: RunFiles) -> Iterator[Key]:
+    """The key of every planned rollout of the run's inventory (checked already), streamed:
+    a shard choosing among the whole run's rollouts holds none of their rows."""
+    return (RolloutInput(row, "", "").key for row in read_jsonl(files.materialized_inputs))
 
 
 def check_rows(files: RunFiles, inputs: list[RolloutInput]) -> None:

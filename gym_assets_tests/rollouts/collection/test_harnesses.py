@@ -121,6 +121,8 @@ def test_corruption_picks_an_exact_seeded_share():
     assert chosen == corrupted_keys(list(reversed(keys)), 0.1, seed=7)  # order-free
     assert chosen != corrupted_keys(keys, 0.1, seed=8)
     assert corrupted_keys(keys, 0.0, seed=7) == frozenset()
+    streamed = corrupted_keys(iter(keys), 0.1, seed=7, total=len(keys))  # as a shard streams
+    assert streamed == chosen
 
 
 def test_corrupt_replaces_the_final_text_step():

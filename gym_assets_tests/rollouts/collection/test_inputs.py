@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 import os
 import tracemalloc
+from pathlib import Path
 
 import pytest
 
 from gym_assets.errors import UserError
+from gym_assets.rollouts.collection import files as files_module
 from gym_assets.rollouts.collection.files import RunFiles
 from gym_assets.rollouts.collection.inputs import (
     RolloutInput,
@@ -138,10 +140,10 @@ def test_an_inventory_read_back_shares_the_values_of_repeats():
     assert shared[3]["task_input"] is not shared[4]["task_input"]  # not a repeat: its own
 
 
-def test_a_resumed_run_reads_its_inventory_with_the_repeats_shared(products, tmp_path):
+def _units_run(products, out: Path, **options) -> RunFiles:
+    """A run of ``units`` on the reference model, in one process, into ``out``."""
     products.plan("units")
     harness = load_harnesses(products.catalog.loaded.data)["simple_agent"]
-    out = tmp_path / "run"
     with open(os.devnull, "w") as quiet:
         run_rollouts(
             products.catalog,
@@ -149,11 +151,34 @@ def test_a_resumed_run_reads_its_inventory_with_the_repeats_shared(products, tmp
             harness,
             out,
             upstream_config(mode="reference"),
-            RunOptions(repeats=3, limit=2, workers=1),
+            RunOptions(**options, workers=1),
             progress_stream=quiet,
         )
-    files = RunFiles(out)
+    return RunFiles(out)
+
+
+def test_a_resumed_run_reads_its_inventory_with_the_repeats_shared(products, tmp_path):
+    files = _units_run(products, tmp_path / "run", repeats=3, limit=2)
     inputs = check_inventory(files, read_manifest(files))  # as a resume or a shard reads it
     assert [item.key for item in inputs] == [(0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (1, 2)]
     assert inputs[0].row["task_input"] is inputs[2].row["task_input"]
     assert inputs[2].row["task_input"] is not inputs[3].row["task_input"]
+
+
+def test_a_span_of_the_inventory_parses_only_its_lines_and_still_checks_every_byte(
+    products, tmp_path, monkeypatch
+):
+    files = _units_run(products, tmp_path / "run", limit=10)
+    manifest = read_manifest(files)
+    parsed = []
+    parse = files_module.parse_json_bytes
+    monkeypatch.setattr(files_module, "parse_json_bytes", lambda *a: parsed.append(1) or parse(*a))
+    span = check_inventory(files, manifest, range(3, 6))
+    assert [item.key for item in span] == [(3, 0), (4, 0), (5, 0)]
+    assert len(parsed) == 3  # a shard of a million rollouts parses its span, not the million
+    lines = files.materialized_inputs.read_bytes().splitlines(keepends=True)
+    files.materialized_inputs.write_bytes(
+        b"".join(lines[:-1]) + lines[-1].replace(b"units", b"unitz")
+    )
+    with pytest.raises(UserError, match="the inventory was changed after the run"):
+        check_inventory(files, manifest, range(3, 6))  # an edit outside the span is seen too

@@ -6,14 +6,16 @@ from __future__ import annotations
 import errno
 import os
 import shutil
+import time
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from gym_assets.cli import main
 from gym_assets.errors import UserError
-from gym_assets.rollouts import shards
+from gym_assets.rollouts import run, shards
 from gym_assets.rollouts.analysis.results import read_result
 from gym_assets.rollouts.collection.files import RunFiles
 from gym_assets.rollouts.collection.manifest import read_manifest
@@ -109,6 +111,84 @@ def test_a_shard_analyses_its_own_span_and_the_merge_the_whole_run(three):
         assert result.planned == len(shard.span(30)) == result.outcomes["measured"] == 10
         assert read_manifest(files).rollouts == 30  # the inventory is still the whole run's
     assert read_result(RunFiles(three.root / "one").result).planned == 30
+
+
+def test_a_partition_is_materialized_once_and_each_shard_reads_its_span(tmp_path, monkeypatch):
+    made, read = [], []
+    materialize, check = run.materialize_inputs, run.check_inventory
+    monkeypatch.setattr(
+        run, "materialize_inputs", lambda *a, **k: made.append(1) or materialize(*a, **k)
+    )
+    monkeypatch.setattr(run, "check_inventory", lambda *a: read.append(check(*a)) or read[-1])
+    three = Shards(tmp_path)
+    for shard in shards_of(3):
+        three.run(shard)
+    assert len(made) == 1  # the first shard made the partition's inventory; the others read it
+    assert [len(inputs) for inputs in read] == [10, 10, 10]  # each parsed its span, not all 30
+    partition = RunFiles(tmp_path / "shards" / shards.INVENTORY_DIR)
+    for shard in shards_of(3):
+        own = RunFiles(tmp_path / "shards" / shard.name)
+        for name in ("materialized_inputs", "manifest", "plan"):  # one copy on disk
+            assert os.path.samefile(getattr(own, name), getattr(partition, name)), name
+    three.merge()
+    three.whole(tmp_path / "one")
+    assert_same_run(tmp_path / "one", tmp_path / "merged")
+
+
+def test_shards_started_together_make_the_partition_inventory_once(tmp_path, monkeypatch):
+    three = Shards(tmp_path)
+    made = []
+    materialize = run.materialize_inputs
+
+    def slowly(*args, **kwargs):
+        made.append(1)
+        time.sleep(1.0)  # the other shard finds the inventory being written, and waits
+        return materialize(*args, **kwargs)
+
+    monkeypatch.setattr(run, "materialize_inputs", slowly)
+    partition = tmp_path / "shards" / shards.INVENTORY_DIR
+
+    def prepare(_: int) -> RunFiles:
+        return run.prepare_inventory(three.catalog, BENCHMARK, three.harness, partition)
+
+    with ThreadPoolExecutor(2) as pool:
+        prepared = list(pool.map(prepare, range(2)))
+    assert made == [1] and prepared[0] == prepared[1]
+    assert read_manifest(prepared[0]).rollouts == 30
+
+
+def test_a_shard_of_other_settings_writes_the_partition_inventory_again(tmp_path):
+    two = Shards(tmp_path)
+    two.run(Shard(1, 2))
+    two.run(Shard(2, 2), repeats=2)
+    assert read_manifest(RunFiles(tmp_path / "shards" / shards.INVENTORY_DIR)).rollouts == 60
+    assert read_manifest(RunFiles(tmp_path / "shards" / "1-of-2")).rollouts == 30  # as it ran
+    with pytest.raises(UserError, match=r"shard 2/2 is of another run than shard 1/2"):
+        two.merge()
+
+
+def test_a_resumed_shard_leaves_the_partition_inventory_as_it_is(tmp_path):
+    two = Shards(tmp_path)
+    for shard in shards_of(2):
+        two.run(shard, repeats=2)
+    partition = RunFiles(tmp_path / "shards" / shards.INVENTORY_DIR).materialized_inputs
+    made = partition.stat().st_ino
+    records = RunFiles(tmp_path / "shards" / "2-of-2").records
+    records.write_bytes(b"".join(records.read_bytes().splitlines(keepends=True)[:20]))
+    resumed = two.run(Shard(2, 2), resume=True)  # no --repeats: the run's own settings
+    assert resumed.dispatched == 10 and partition.stat().st_ino == made
+    assert two.merge().rollouts == 60
+
+
+def test_shards_corrupt_the_rollouts_one_process_corrupts(tmp_path):
+    three = Shards(tmp_path)
+    three.upstream = upstream_config(mode="reference", corrupt_fraction=0.2, seed=5)
+    for shard in shards_of(3):
+        three.run(shard)
+    merged = three.merge()
+    three.whole(tmp_path / "one")
+    assert_same_run(tmp_path / "one", tmp_path / "merged")  # the same 6 of 30, chosen over all
+    assert merged.totals.reward_mean == pytest.approx(0.8)
 
 
 def test_merge_parses_one_inventory_and_links_the_captures(three, monkeypatch):
