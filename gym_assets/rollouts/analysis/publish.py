@@ -39,6 +39,15 @@ from gym_assets.rollouts.collection.ledger import Key
 from gym_assets.rollouts.collection.metrics import RunTotals, aggregate, row_key
 
 WORST_SHOWN = 50  # tasks in the Dagster table metadata
+# Tasks the report lists, each rollout with a file of its own: a run of more lists the ones
+# with the lowest mean reward, so a run of a million rollouts writes a page a browser opens
+# and a few thousand files at its end, not a million (every task stays in its snapshot).
+REPORT_TASKS = 1_000
+
+
+def lowest_first(table: pd.DataFrame) -> pd.DataFrame:
+    """The tasks by mean reward, lowest first (unmeasured before any), then by index."""
+    return table.sort_values(["reward_mean", "task_index"], na_position="first", kind="stable")
 
 
 @dataclass(frozen=True)
@@ -56,37 +65,46 @@ class Analysis:
     def worst_tasks(self, count: int = WORST_SHOWN) -> list[dict[str, Any]]:
         """The ``count`` tasks with the lowest mean reward (unmeasured first), as plain rows
         with the input digest shortened for display."""
-        ordered = self.table.sort_values(
-            ["reward_mean", "task_index"], na_position="first", kind="stable"
-        )
-        rows = table_rows(ordered.head(count))
+        rows = table_rows(lowest_first(self.table).head(count))
         return [{**row, "input_digest": short_digest(row["input_digest"])} for row in rows]
 
 
+def _listed(table: pd.DataFrame) -> pd.DataFrame:
+    """The tasks the report lists (``REPORT_TASKS``), in task order."""
+    if len(table) <= REPORT_TASKS:
+        return table
+    return lowest_first(table).head(REPORT_TASKS).sort_values("task_index", kind="stable")
+
+
 def _links(
-    inputs: list[RolloutInput], has_row: set[Key]
+    inputs: list[RolloutInput], has_row: set[Key], listed: set[int]
 ) -> dict[int, list[tuple[int, str | None]]]:
-    """Each task's rollouts with the href of their file (None: pending, nothing to open)."""
+    """Each listed task's rollouts with the href of their file (None: pending, nothing to
+    open)."""
     links: dict[int, list[tuple[int, str | None]]] = {}
-    for task, rollout in sorted(item.key for item in inputs):
+    for task, rollout in sorted(item.key for item in inputs if item.key[0] in listed):
         href = f"report/{report_name(task, rollout)}" if (task, rollout) in has_row else None
         links.setdefault(task, []).append((rollout, href))
     return links
 
 
-def _write_rollout_files(files: RunFiles, recorded: set[Key], roots: Roots) -> None:
-    """One JSON file per rollout with a record or a failure row (the report's links): its
-    record when it has one (``recorded``), else its latest failure row, as the run file has
-    it. The rows are streamed from the run's files, so a run of any size never holds them.
-    The directory is rebuilt beside and swapped in whole, so a run with thousands of
-    rollouts pays no fsync per file and never leaves half a set."""
+def _write_rollout_files(
+    files: RunFiles, recorded: set[Key], listed: set[int], roots: Roots
+) -> None:
+    """One JSON file per rollout of a listed task with a record or a failure row (the
+    report's links): its record when it has one (``recorded``), else its latest failure row,
+    as the run file has it. The rows are streamed from the run's files, so a run of any size
+    never holds them. The directory is rebuilt beside and swapped in whole, so a run with
+    thousands of rollouts pays no fsync per file and never leaves half a set."""
     with (
         rebuilt_dir(Target.of(files.report_dir, RUN_REPORT, roots)) as staging,
         reported(staging),
     ):
         failures = (row for row in read_jsonl(files.failures) if row_key(row) not in recorded)
         for row in itertools.chain(failures, read_jsonl(files.records)):  # a later row wins
-            (staging / report_name(*row_key(row))).write_bytes(json_line(row))
+            key = row_key(row)
+            if key[0] in listed:
+                (staging / report_name(*key)).write_bytes(json_line(row))
 
 
 def aggregate_entries(
@@ -129,16 +147,19 @@ def analyse(
             notes.append(f"{exc.render()}; this run is not compared with it")
             previous = None
     snapshot = write_snapshot(files, table, roots, now)
-    _write_rollout_files(files, set(records), roots)
+    listed = _listed(table)
+    tasks = {int(index) for index in listed["task_index"]}
+    _write_rollout_files(files, set(records), tasks, roots)
     page = ReportInput(
         benchmark=benchmark,
         harness=harness,
         totals=totals,
         statistics=statistics,
-        table=table,
-        links=_links(inputs, set(records) | set(failures)),
+        table=listed,
+        links=_links(inputs, set(records) | set(failures), tasks),
         comparison=comparison,
         previous=None if previous is None else previous.name,
+        tasks=len(table),
     )
     atomic_write_text(files.report, render(page))
     return Analysis(

@@ -7,7 +7,8 @@ from a fixed salt and carry no date, and nothing on the page depends on the cloc
 run and the same previous snapshot give the same bytes.
 
 Each rollout's row links (a relative href) to ``report/<task>-<rollout>.json``: its record, or
-for a failed rollout its latest failure row.
+for a failed rollout its latest failure row. A run of many tasks lists the ones with the lowest
+mean reward (``publish.REPORT_TASKS``) and says so.
 """
 
 from __future__ import annotations
@@ -49,7 +50,8 @@ SVG_METADATA = {"Date": None, "Creator": None, "Format": None, "Type": None}
 
 @dataclass(frozen=True)
 class ReportInput:
-    """What the page shows; ``links`` maps a task index to its rollouts' (index, href)."""
+    """What the page shows; ``table`` holds the tasks it lists, of ``tasks`` in the run (None:
+    all of them); ``links`` maps a task index to its rollouts' (index, href)."""
 
     benchmark: str
     harness: str
@@ -59,6 +61,7 @@ class ReportInput:
     links: Mapping[int, Sequence[tuple[int, str | None]]]
     comparison: Comparison | None
     previous: str | None  # the snapshot compared with
+    tasks: int | None = None
 
 
 def svg(figure: Figure) -> str:
@@ -198,6 +201,18 @@ def _task_rows(report: ReportInput) -> list[list[str]]:
     return rows
 
 
+def _tasks_note(report: ReportInput) -> str:
+    """What a page listing some of the run's tasks says of the rest."""
+    listed = len(report.table)
+    if report.tasks is None or report.tasks <= listed:
+        return ""
+    return (
+        f"<p class=muted>The {listed:,} tasks with the lowest mean reward (unmeasured first) of "
+        f"the run's {report.tasks:,}, each with its rollouts' files; every task's row is in the "
+        "run's snapshot under <code>history/</code>.</p>\n"
+    )
+
+
 def render(report: ReportInput) -> str:
     """The page (see the module docstring)."""
     title = f"Rollouts: {report.benchmark} × {report.harness}"
@@ -216,7 +231,10 @@ def render(report: ReportInput) -> str:
         ("Outcomes", _outcomes(report)),
         ("Plots", f'<div class="plots">{"".join(plots)}</div>'),
         ("Compared with the previous run", _comparison(report)),
-        ("Tasks", html_table(headers, _task_rows(report), {0, 3, 4, 5, 6, 7, 8})),
+        (
+            "Tasks",
+            _tasks_note(report) + html_table(headers, _task_rows(report), {0, 3, 4, 5, 6, 7, 8}),
+        ),
     ]
     body = "\n".join(f"<h2>{escape(name)}</h2>\n{html}" for name, html in sections)
     return (

@@ -20,6 +20,7 @@ import pandas as pd
 import pytest
 
 from gym_assets.cli import main
+from gym_assets.rollouts.analysis import publish
 from gym_assets.rollouts.analysis.compare import compare_tables
 from gym_assets.rollouts.analysis.estimates import run_statistics
 from gym_assets.rollouts.analysis.history import KEEP, snapshots, write_snapshot
@@ -150,6 +151,27 @@ def test_the_report_is_self_contained_and_its_links_open(runs):
         record = json.loads((b / href).read_text(encoding="utf-8"))
         task, rollout = re.fullmatch(r"report/(\d+)-(\d+)\.json", href).groups()
         assert (record["_ng_task_index"], record["_ng_rollout_index"]) == (int(task), int(rollout))
+
+
+def test_a_report_of_many_tasks_lists_the_lowest_scoring_with_their_files(tmp_path, monkeypatch):
+    monkeypatch.setattr(publish, "REPORT_TASKS", 4)
+    out = tmp_path / "run"
+    _run(tmp_path / "data", out, "--limit", "10", "--repeats", "2", "--corrupt-fraction", "0.3")
+    table = run_table(read_run(out))
+    assert len(table) == 10  # more tasks than the report lists
+    lowest = publish.lowest_first(table).head(4)
+    listed = sorted(int(task) for task in lowest["task_index"])
+    others = table[~table["task_index"].isin(listed)]
+    assert lowest["reward_mean"].max() <= others["reward_mean"].min()  # the worst, not any four
+    assert lowest["reward_mean"].min() < 1  # some were answered wrongly
+    page = RunFiles(out).report.read_text(encoding="utf-8")
+    assert "The 4 tasks with the lowest mean reward (unmeasured first) of the run's 10" in page
+    hrefs = re.findall(r'<a href="([^"]+)"', page)
+    assert sorted(hrefs) == [
+        f"report/{task}-{rollout}.json" for task in listed for rollout in (0, 1)
+    ]
+    files = sorted(path.name for path in RunFiles(out).report_dir.glob("[0-9]*-*.json"))
+    assert files == sorted(href.removeprefix("report/") for href in hrefs)  # and no others
 
 
 def test_the_report_escapes_strings_from_data(runs):
