@@ -240,9 +240,8 @@ def _planned(
         notes.append(f"nothing to resume in {files.out_dir} (no inventory); starting fresh")
     if inventory is not None:
         manifest = _same_run(inventory, identity)
-        return _Planned(
-            check_inventory(inventory, manifest, _span(options, manifest)), inventory, manifest
-        )
+        inputs = check_inventory(inventory, manifest, _span(options, manifest))
+        return _Planned(inputs, inventory, manifest)
     return _Planned(_materialized(benchmark, catalog, options), files, None)
 
 
@@ -282,11 +281,15 @@ def _same_run(inventory: RunFiles, identity: dict[str, Any]) -> Manifest:
     """The manifest of a partition's inventory, refused unless it is the run asked."""
     manifest = read_manifest(inventory)
     if not _describes(manifest, identity):
-        raise UserError(
-            "was written again for other settings while this shard started; run the shard again",
-            path=inventory.out_dir,
-        )
+        raise _rewritten(inventory)
     return manifest
+
+
+def _rewritten(inventory: RunFiles) -> UserError:
+    return UserError(
+        "was written again for other settings while this shard started; run the shard again",
+        path=inventory.out_dir,
+    )
 
 
 def _describes(manifest: Manifest, identity: dict[str, Any]) -> bool:
@@ -308,6 +311,14 @@ def _publish(
     source = planned.source
     for name in ("plan", "manifest", "materialized_inputs"):  # the inventory last, as ever
         atomic_link(getattr(source, name), getattr(files, name))
+    # What was linked is what the shard read, unless another shard made the partition's
+    # inventory again for other settings in between.
+    if read_manifest(files) != planned.manifest:
+        raise _rewritten(source)
+    try:
+        check_inventory_digest(files, planned.manifest)
+    except UserError:
+        raise _rewritten(source) from None
     return planned.manifest
 
 

@@ -167,6 +167,23 @@ def test_a_shard_of_other_settings_writes_the_partition_inventory_again(tmp_path
         two.merge()
 
 
+def test_a_shard_refuses_a_partition_inventory_written_again_under_it(tmp_path, monkeypatch):
+    two = Shards(tmp_path)
+    partition = tmp_path / "shards" / shards.INVENTORY_DIR
+    build = run._build_servers
+
+    def rewritten_meanwhile(*args, **kwargs):  # after the shard read its span, before it links
+        options = RunOptions(repeats=2)
+        run.prepare_inventory(two.catalog, BENCHMARK, two.harness, partition, options)
+        return build(*args, **kwargs)
+
+    monkeypatch.setattr(run, "_build_servers", rewritten_meanwhile)
+    with pytest.raises(UserError, match="written again for other settings"):
+        two.run(Shard(1, 2))
+    monkeypatch.undo()
+    assert two.run(Shard(1, 2), repeats=2).rollouts == 30  # the settings it holds now
+
+
 def test_a_resumed_shard_leaves_the_partition_inventory_as_it_is(tmp_path):
     two = Shards(tmp_path)
     for shard in shards_of(2):
