@@ -124,6 +124,7 @@ bench: setup  ## quick benchmark runs; see bench/README.md for the full-size one
 	$(BIN)/python bench/fanout.py --benchmarks 3
 	$(BIN)/python bench/rollouts_vs_inspect.py --rounds 1
 	$(BIN)/python bench/rollouts.py --waves 4
+	$(BIN)/python bench/shards.py --rollouts 20000 --shards 4
 	$(BIN)/python bench/conformance.py
 	$(BIN)/python bench/harnesses.py
 
