@@ -47,6 +47,11 @@ def test_a_shard_is_written_i_of_n():
             Shard.parse(bad)
 
 
+def _no_links(source, destination):
+    """``os.link`` where the filesystem has no hard links."""
+    raise OSError(errno.EXDEV, "Invalid cross-device link")
+
+
 class Shards:
     """Shards and whole runs of ``units`` in one temp data root."""
 
@@ -132,6 +137,21 @@ def test_a_partition_is_materialized_once_and_each_shard_reads_its_span(tmp_path
             assert os.path.samefile(getattr(own, name), getattr(partition, name)), name
     three.merge()
     three.whole(tmp_path / "one")
+    assert_same_run(tmp_path / "one", tmp_path / "merged")
+
+
+def test_shards_copy_the_partition_inventory_where_the_filesystem_has_no_links(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setattr(os, "link", _no_links)
+    two = Shards(tmp_path)
+    for shard in shards_of(2):
+        two.run(shard)
+    partition = RunFiles(tmp_path / "shards" / shards.INVENTORY_DIR).materialized_inputs
+    own = RunFiles(tmp_path / "shards" / "2-of-2").materialized_inputs
+    assert own.read_bytes() == partition.read_bytes() and not os.path.samefile(own, partition)
+    two.merge()
+    two.whole(tmp_path / "one")
     assert_same_run(tmp_path / "one", tmp_path / "merged")
 
 
@@ -236,10 +256,7 @@ def test_merge_reads_each_shard_log_once_to_check_it(three, monkeypatch):
 
 
 def test_merge_copies_the_captures_where_the_filesystem_has_no_links(three, monkeypatch):
-    def no_links(source, destination):
-        raise OSError(errno.EXDEV, "Invalid cross-device link")
-
-    monkeypatch.setattr(os, "link", no_links)
+    monkeypatch.setattr(os, "link", _no_links)
     three.merge(out="merged-copied")
     merged = RunFiles(three.root / "merged-copied").capture_dir
     own = RunFiles(three.root / "shards" / "2-of-3").capture_dir
