@@ -193,7 +193,9 @@ class _Read:
         manifest = _manifest(files, shard)
         positions = shard.span(manifest.rollouts)
         if not whole:
-            return cls(shard, files, manifest, check_inventory(files, manifest, positions), None)
+            span = check_inventory(files, manifest, positions)
+            check_rows(files, span)
+            return cls(shard, files, manifest, span, None)
         inputs = check_inventory(files, manifest)
         check_rows(files, inputs)
         return cls(shard, files, manifest, inputs[positions.start : positions.stop], inputs)

@@ -217,6 +217,17 @@ def test_a_resumed_shard_leaves_the_partition_inventory_as_it_is(tmp_path):
     assert two.merge().rollouts == 60
 
 
+def test_a_resume_refuses_a_finished_shard_with_a_doubled_record(tmp_path):
+    two = Shards(tmp_path)
+    for shard in shards_of(2):
+        two.run(shard)
+    records = RunFiles(tmp_path / "shards" / "2-of-2").records
+    first = records.read_bytes().splitlines(keepends=True)[0]
+    records.write_bytes(records.read_bytes() + first)  # nothing left to run, but not whole
+    with pytest.raises(UserError, match="2 records of rollout"):
+        two.run(Shard(2, 2), resume=True)
+
+
 def test_shards_corrupt_the_rollouts_one_process_corrupts(tmp_path):
     three = Shards(tmp_path)
     three.upstream = upstream_config(mode="reference", corrupt_fraction=0.2, seed=5)
