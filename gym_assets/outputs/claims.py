@@ -15,7 +15,7 @@ import os
 import shutil
 import stat
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from gym_assets.errors import OutputError, reported
@@ -71,12 +71,18 @@ def preflight_dir(target: Target) -> State:
 
 
 @contextlib.contextmanager
-def _locked(target: Target, *, directory: bool, wait_s: float = 0.0) -> Iterator[None]:
+def _locked(
+    target: Target,
+    *,
+    directory: bool,
+    wait_s: float = 0.0,
+    waiting: Callable[[str], None] | None = None,
+) -> Iterator[None]:
     """Check the path, create its parents, hold its lock, and check again under the lock."""
     check_location(target, directory=directory)
     with reported(target.path):
         target.path.parent.mkdir(parents=True, exist_ok=True)
-    with held(target, wait_s):
+    with held(target, wait_s, waiting):
         check_location(target, directory=directory)
         yield
 
@@ -88,14 +94,16 @@ def _only_marker_left(path: Path) -> bool:
 
 
 @contextlib.contextmanager
-def claimed_dir(target: Target, *, wait_s: float = 0.0) -> Iterator[bool]:
+def claimed_dir(
+    target: Target, *, wait_s: float = 0.0, waiting: Callable[[str], None] | None = None
+) -> Iterator[bool]:
     """Hold a product directory written in place; yields True when this call created it.
 
     The directory is created and marked when missing or empty. If the block fails before
     writing anything into it, the marker (and a directory this call created) is removed again.
-    ``wait_s``: how long to wait for another writer (``lock.held``).
+    ``wait_s``, ``waiting``: how long to wait for another writer, and who is told (``lock.held``).
     """
-    with _locked(target, directory=True, wait_s=wait_s):
+    with _locked(target, directory=True, wait_s=wait_s, waiting=waiting):
         state = dir_state(target)
         with reported(target.path):
             if state is State.MISSING:

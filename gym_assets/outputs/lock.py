@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from filelock import FileLock, Timeout
@@ -59,10 +59,13 @@ def _holder(path: Path) -> str:
 
 
 @contextlib.contextmanager
-def held(target: Target, wait_s: float = 0.0) -> Iterator[None]:
+def held(
+    target: Target, wait_s: float = 0.0, waiting: Callable[[str], None] | None = None
+) -> Iterator[None]:
     """Hold the output's lock, or refuse when another writer holds it: at once, or after
     ``wait_s`` for a product that writers share and take turns on (a partition's inventory,
-    which the first of its shards writes and the others then read)."""
+    which the first of its shards writes and the others then read); ``waiting`` is told who
+    holds it before such a wait."""
     path = lock_path(target.path)
     if os.path.lexists(path) and not is_lock_leftover(path):
         raise OutputError(
@@ -70,9 +73,16 @@ def held(target: Target, wait_s: float = 0.0) -> Iterator[None]:
             f"the lock would overwrite it); move it elsewhere or {target.elsewhere_hint()}",
             path=target.path,
         )
-    lock = FileLock(path, timeout=wait_s, on_acquired=_record_pid)
+    lock = FileLock(path, timeout=0, on_acquired=_record_pid)
     try:
-        lock.acquire()
+        try:
+            lock.acquire()
+        except Timeout:
+            if not wait_s:
+                raise
+            if waiting is not None:
+                waiting(_holder(path))
+            lock.acquire(timeout=wait_s)
     except Timeout:  # checked first: filelock's Timeout is an OSError too
         raise OutputError(
             f"is in use by {_holder(path)} (another gym-assets run); {target.busy_hint()}",

@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import json
 import shutil
+import sys
 import time
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -328,18 +329,25 @@ def prepare_inventory(
     harness: Harness,
     out_dir: Path,
     options: RunOptions | None = None,
+    *,
+    progress_stream: TextIO | None = None,
 ) -> RunFiles:
     """``out_dir`` holding the inventory, manifest and plan copy a run of these settings
     starts from, written unless it holds them already: the shards of a partition run from one,
     made once (``shards.py``), so no shard holds more than its span. Another process writing it
-    is waited for (at most ``INVENTORY_WAIT_S``)."""
+    is waited for (at most ``INVENTORY_WAIT_S``), saying so on ``progress_stream`` (stderr)."""
     options = options or RunOptions()
     benchmark = catalog.get(benchmark_name)
     plan_path = catalog.workspace.plan_path(benchmark.name)
     identity = _identity(catalog, benchmark, harness, load_plan(plan_path), options)
     files = RunFiles(Path(out_dir))
     target = Target.of(files.out_dir, ROLLOUTS_INVENTORY, catalog.workspace)
-    with claimed_dir(target, wait_s=INVENTORY_WAIT_S):
+
+    def waiting(holder: str) -> None:
+        stream = progress_stream if progress_stream is not None else sys.stderr
+        print(f"waiting for {holder}, which is making the inventory in {out_dir}", file=stream)
+
+    with claimed_dir(target, wait_s=INVENTORY_WAIT_S, waiting=waiting):
         refuse_foreign(files, target)
         if not _holds(files, identity):
             _publish_inventory(

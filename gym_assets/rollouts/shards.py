@@ -151,7 +151,9 @@ def run_shard(
     inventory = None
     if not (options.resume and RunFiles(directory).materialized_inputs.is_file()):  # fresh
         partition = Path(shards_root) / INVENTORY_DIR
-        inventory = prepare_inventory(catalog, benchmark, harness, partition, options)
+        inventory = prepare_inventory(
+            catalog, benchmark, harness, partition, options, progress_stream=progress_stream
+        )
     result = run_rollouts(
         catalog,
         benchmark,

@@ -4,6 +4,7 @@ bundled ``units`` benchmark against the reference model, offline)."""
 from __future__ import annotations
 
 import errno
+import io
 import os
 import shutil
 import time
@@ -15,6 +16,9 @@ import pytest
 
 from gym_assets.cli import main
 from gym_assets.errors import UserError
+from gym_assets.outputs.lock import held
+from gym_assets.outputs.markers import ROLLOUTS_INVENTORY
+from gym_assets.outputs.targets import Target
 from gym_assets.rollouts import run, shards
 from gym_assets.rollouts.analysis.results import read_result
 from gym_assets.rollouts.collection.files import RunFiles
@@ -175,6 +179,30 @@ def test_shards_started_together_make_the_partition_inventory_once(tmp_path, mon
         prepared = list(pool.map(prepare, range(2)))
     assert made == [1] and prepared[0] == prepared[1]
     assert read_manifest(prepared[0]).rollouts == 30
+
+
+def test_a_shard_waiting_for_the_partition_inventory_says_who_is_making_it(tmp_path):
+    three = Shards(tmp_path)
+    partition = tmp_path / "shards" / shards.INVENTORY_DIR
+    told = io.StringIO()
+    target = Target.of(partition, ROLLOUTS_INVENTORY, three.catalog.workspace)
+    with ThreadPoolExecutor(1) as pool:
+        with held(target):  # as the shard making it holds it
+            waiting = pool.submit(
+                run.prepare_inventory,
+                *(three.catalog, BENCHMARK, three.harness, partition),
+                progress_stream=told,
+            )
+            for _ in range(600):  # the other shard tells, then waits
+                if told.getvalue():
+                    break
+                time.sleep(0.1)
+            assert not waiting.done()
+        prepared = waiting.result()
+    assert told.getvalue() == (
+        f"waiting for pid {os.getpid()}, which is making the inventory in {partition}\n"
+    )
+    assert read_manifest(prepared).rollouts == 30
 
 
 def test_a_shard_of_other_settings_writes_the_partition_inventory_again(tmp_path):
