@@ -23,7 +23,7 @@ import shutil
 import sys
 import time
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -281,7 +281,7 @@ def _materialized(
 def _same_run(inventory: RunFiles, identity: dict[str, Any]) -> Manifest:
     """The manifest of a partition's inventory, refused unless it is the run asked."""
     manifest = read_manifest(inventory)
-    if not _describes(manifest, identity):
+    if not manifest.describes(identity):
         raise _rewritten(inventory)
     return manifest
 
@@ -291,11 +291,6 @@ def _rewritten(inventory: RunFiles) -> UserError:
         "was written again for other settings while this shard started; run the shard again",
         path=inventory.out_dir,
     )
-
-
-def _describes(manifest: Manifest, identity: dict[str, Any]) -> bool:
-    recorded = asdict(manifest)
-    return all(recorded[name] == value for name, value in identity.items())
 
 
 def _publish(
@@ -365,7 +360,7 @@ def _holds(files: RunFiles, identity: dict[str, Any]) -> bool:
         check_inventory_digest(files, manifest)
     except UserError:
         return False
-    return _describes(manifest, identity)
+    return manifest.describes(identity)
 
 
 def _publish_inventory(

@@ -101,6 +101,12 @@ class Manifest:
             raise _unreadable(path)
         return manifest
 
+    def describes(self, identity: dict[str, Any]) -> bool:
+        """Whether this is the run ``identity`` asks for, every field as asked (the partition
+        inventory a fresh shard reuses)."""
+        recorded = asdict(self)
+        return all(recorded[name] == value for name, value in identity.items())
+
     def refuse_other(self, files: RunFiles, asked: dict[str, Any]) -> None:
         """Refuse a resume asking for another run: ``asked`` maps each field to what is asked
         now, None where the run's own value goes (a flag left out); both sides are named."""
