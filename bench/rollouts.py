@@ -84,7 +84,7 @@ from gym_assets.rollouts.gateway.upstream_config import upstream_config
 LATENCY_S = 2.0
 BASE = 32
 LEVELS = (1024, 2048)
-WAVES = 8
+WAVES = 16  # the all-at-once start takes 3–5 waves to smear out; the steady rate needs more
 RATE_BARS = {2048: 0.8}  # share of the ideal rollouts/s; any other level: RATE_BAR
 RATE_BAR = 0.9
 CPU_BAR = 1.3  # steady CPU a rollout, against the base level's
