@@ -48,6 +48,19 @@ STRIPPED_FIELDS = frozenset(
         keys.TRAJECTORY,
     }
 )
+# What a summary row keeps beside the numeric fields: its key, what says how it counts
+# (``rollout_outcome``, ``passed``, ``failure_kind_of``) and whose agent ran it.
+SUMMARY_FIELDS = frozenset(
+    {
+        keys.TASK_INDEX,
+        keys.ROLLOUT_INDEX,
+        "reward",
+        "mask_sample",
+        "failure_kind",
+        keys.FAILURE_KIND,
+        keys.FAILURE_CLASS,
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -165,12 +178,15 @@ def row_key(row: dict[str, Any]) -> Key:
     return row[keys.TASK_INDEX], row[keys.ROLLOUT_INDEX]
 
 
+def _is_metric(name: str, value: Any) -> bool:
+    """A numeric top-level field the agent metrics cover."""
+    if name in STRIPPED_FIELDS or keys.is_collector_key(name) or isinstance(value, bool):
+        return False
+    return isinstance(value, int | float) and math.isfinite(value)
+
+
 def _numeric_fields(record: dict[str, Any]) -> Iterable[tuple[str, float]]:
-    for name, value in record.items():
-        if name in STRIPPED_FIELDS or keys.is_collector_key(name) or isinstance(value, bool):
-            continue
-        if isinstance(value, int | float) and math.isfinite(value):
-            yield name, value
+    return ((name, value) for name, value in record.items() if _is_metric(name, value))
 
 
 def field_stats(records: list[dict[str, Any]]) -> dict[str, float]:
@@ -274,15 +290,25 @@ def summarize(
 
 
 def summary_rows(rows: Iterable[dict[str, Any]]) -> dict[Key, dict[str, Any]]:
-    """The last row per ``(task, rollout)`` (for records: there is only one), without the
-    fields no summary reads (``STRIPPED_FIELDS``: the payloads and the evidence), dropped as
-    each row is read. They are nearly all of a record, so summing up a run of many rollouts
-    holds a few hundred bytes a rollout rather than every record whole."""
-    return {row_key(row): _summarized(row) for row in rows}
+    """The last row per ``(task, rollout)`` (for records: there is only one) with only the
+    fields the summaries read: the numeric ones (the agent metrics), ``SUMMARY_FIELDS`` and
+    the agent's name (``agent_ref``, one object per name), picked as each row is read. The
+    rest (the payloads, the evidence, the task's own data a verifier echoes) is nearly all of
+    a row, so summing up a run of a million rollouts holds a few hundred MB, not GBs."""
+    agents: dict[str, dict[str, str]] = {}
+    return {row_key(row): _summarized(row, agents) for row in rows}
 
 
-def _summarized(row: dict[str, Any]) -> dict[str, Any]:
-    return {name: value for name, value in row.items() if name not in STRIPPED_FIELDS}
+def _summarized(row: dict[str, Any], agents: dict[str, dict[str, str]]) -> dict[str, Any]:
+    kept = {
+        name: value
+        for name, value in row.items()
+        if name in SUMMARY_FIELDS or _is_metric(name, value)
+    }
+    ref = row.get("agent_ref")
+    if isinstance(ref, dict) and isinstance(name := ref.get("name"), str):
+        kept["agent_ref"] = agents.setdefault(name, {"name": name})
+    return kept
 
 
 def aggregate(

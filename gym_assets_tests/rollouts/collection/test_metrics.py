@@ -88,27 +88,32 @@ def test_per_server_metrics_match_hand_computed_values():
     assert second["pass_at_k"] == {} and "mean/reward" not in second["key_metrics"]
 
 
-def test_summary_rows_drop_the_payloads_and_evidence_and_sum_up_the_same():
+def test_summary_rows_keep_only_what_the_summaries_read_and_sum_up_the_same():
     evidence = {"ng_trajectory": {"turns": [1]}, "ng_model_call_capture": {"calls": []},
                 "ng_agent_observations": {}, "responses_create_params": {"input": "q"},
                 "response": {"usage": {"total_tokens": 9}}}  # fmt: skip
-    inputs = [_input(0, r, "s") for r in range(3)]
+    echoed = {"prompt": "p" * 1000, "aliases": ["a"], "meta": {"n": 1}, "passed_tests": True}
+    inputs = [_input(0, r, "s") for r in range(4)]
     records = [
-        _record(0, 0, reward=1.0, tokens=3, **evidence),
-        _record(0, 1, reward=0.0, tokens=5, mask_sample=False, **evidence),
+        _record(0, 0, reward=1.0, tokens=3, **evidence, **echoed),
+        _record(0, 1, reward=0.0, tokens=5, mask_sample=False, **evidence, **echoed),
+        _record(0, 3, reward=0.0, mask_sample=True, failure_kind="model_refused", **echoed),
     ]
     failures = [
         _record(0, 2, _ng_failure_class="environment_server_failed"),
-        _record(0, 2, _ng_failure_class="agent_timeout", **evidence),
+        _record(0, 2, _ng_failure_class="agent_timeout", _ng_failure_message="m", **evidence),
     ]
     slim = summary_rows(records)
-    assert all(not set(evidence) & set(row) for row in slim.values())
+    assert all(not (set(evidence) | set(echoed)) & set(row) for row in slim.values())
     assert slim[(0, 1)] == _record(0, 1, reward=0.0, tokens=5, mask_sample=False)
-    assert summary_rows(failures)[(0, 2)]["_ng_failure_class"] == "agent_timeout"
+    assert slim[(0, 3)]["failure_kind"] == "model_refused"
+    assert slim[(0, 0)]["agent_ref"] is slim[(0, 1)]["agent_ref"]  # one object per agent
+    assert summary_rows(failures)[(0, 2)] == _record(0, 2, _ng_failure_class="agent_timeout")
     whole = {(row["_ng_task_index"], row["_ng_rollout_index"]): row for row in records}
     (entry,) = aggregate(inputs, slim, summary_rows(failures))
     assert entry == aggregate(inputs, whole, summary_rows(failures))[0]
     assert entry["agent_metrics"]["mean/tokens"] == 4 and entry["outcomes"]["failed"] == 1
+    assert entry["masked_kinds"] == {"model_refused": 1}
 
 
 def test_pass_at_k_is_the_unbiased_estimator():
