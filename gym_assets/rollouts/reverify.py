@@ -59,6 +59,7 @@ from gym_assets.rollouts.collection.ledger import Key
 from gym_assets.rollouts.collection.manifest import Run, read_run
 from gym_assets.rollouts.collection.metrics import RunTotals, summarize, summary_rows
 from gym_assets.rollouts.collection.plan_gate import departure
+from gym_assets.rollouts.collection.planned import Planned
 from gym_assets.rollouts.collection.records import (
     AGENT_REQUEST_FAILED,
     success_record,
@@ -299,7 +300,7 @@ def reverify_run(
         from gym_assets.rollouts.analysis.tables import run_table
 
         table = run_table(replace(run, records=new_records))
-        metrics = aggregate_entries(run.inputs, new_records, run.failures, table)
+        metrics = aggregate_entries(Planned.of(run.inputs), new_records, run.failures, table)
         atomic_write_text(new.aggregate_metrics, json.dumps(metrics, indent=2) + "\n")
         summary = {
             "records": tally.records,

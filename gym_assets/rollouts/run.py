@@ -74,6 +74,7 @@ from gym_assets.rollouts.collection.metrics import RunTotals, summarize, summary
 from gym_assets.rollouts.collection.model_gateway import require_ready
 from gym_assets.rollouts.collection.overrides import RunOverrides
 from gym_assets.rollouts.collection.plan_gate import PlanGate
+from gym_assets.rollouts.collection.planned import Planned
 from gym_assets.rollouts.collection.progress import Progress
 from gym_assets.rollouts.collection.verification import reference_task_data
 from gym_assets.rollouts.collection.workers import run_in_workers, worker_count
@@ -691,7 +692,7 @@ def run_rollouts(
 
         model = Model.of(servers.gateway.model_name, upstream.mode, upstream.base_url)
         result = publish_results(
-            files, own, manifest, catalog.workspace, notes, model=model, seconds=seconds
+            files, Planned.of(own), manifest, catalog.workspace, notes, model=model, seconds=seconds
         )
     return replace(
         result,
@@ -704,7 +705,7 @@ def run_rollouts(
 
 def publish_results(
     files: RunFiles,
-    inputs: list[RolloutInput],
+    planned: Planned,
     manifest: Manifest,
     roots: Roots,
     notes: list[str],
@@ -718,7 +719,7 @@ def publish_results(
     nothing; its caller says what it did."""
     done = summary_rows(read_jsonl(files.records))
     failed = summary_rows(read_jsonl(files.failures))
-    totals = summarize(inputs, done, failed)
+    totals = summarize(planned.rollouts, done, failed)
     # Imported here: pandas and matplotlib cost a second, which loading the Dagster
     # definitions or a command that runs nothing should not pay.
     from gym_assets.rollouts.analysis.publish import aggregate_entries, analyse
@@ -727,7 +728,7 @@ def publish_results(
     finished_at = datetime.now(UTC)
     analysis = analyse(
         files,
-        inputs,
+        planned,
         done,
         failed,
         benchmark=manifest.benchmark,
@@ -736,7 +737,7 @@ def publish_results(
         roots=roots,
         now=finished_at,
     )
-    metrics = aggregate_entries(inputs, done, failed, analysis.table)
+    metrics = aggregate_entries(planned, done, failed, analysis.table)
     atomic_write_text(
         files.aggregate_metrics, json.dumps(metrics, indent=2, ensure_ascii=False) + "\n"
     )
@@ -753,7 +754,7 @@ def publish_results(
     write_result(files.result, result)
     return RunResult(
         files=files,
-        rollouts=len(inputs),
+        rollouts=len(planned.rollouts),
         dispatched=0,
         seconds=0.0,
         totals=totals,

@@ -45,7 +45,6 @@ from gym_assets.outputs.markers import CAPTURES, MARKER_NAME, ROLLOUTS_RUN
 from gym_assets.outputs.targets import Target
 from gym_assets.plans.model import load_plan
 from gym_assets.rollouts.collection.files import RunFiles, read_jsonl
-from gym_assets.rollouts.collection.inputs import RolloutInput
 from gym_assets.rollouts.collection.ledger import Ledger, key_of
 from gym_assets.rollouts.collection.manifest import (
     Manifest,
@@ -54,6 +53,7 @@ from gym_assets.rollouts.collection.manifest import (
     check_rows,
     read_manifest,
 )
+from gym_assets.rollouts.collection.planned import Keyed, Planned, read_planned
 from gym_assets.rollouts.gateway.upstream_config import UpstreamConfig
 from gym_assets.rollouts.harnesses.registry import Harness, resolve
 from gym_assets.rollouts.options import RunOptions
@@ -185,29 +185,31 @@ class _Read:
     shard: Shard
     files: RunFiles
     manifest: Manifest
-    span: Sequence[RolloutInput]  # the shard's planned rollouts
-    inputs: list[RolloutInput] | None  # the whole run's (a merge), or None (a span alone)
+    span: Sequence[Keyed]  # the shard's planned rollouts
+    planned: Planned | None  # the whole run's, as its end reads it (a merge), or None
 
     @classmethod
     def of(cls, files: RunFiles, shard: Shard, *, whole: bool = True) -> _Read:
-        """The shard in ``files``, with the whole inventory parsed, or (``whole=False``) its
-        span alone, as a resume reads it."""
+        """The shard in ``files`` with the whole inventory read as the end of a run reads it
+        (``planned``: no input row), or (``whole=False``) its span's rows alone, as a resume
+        reads them."""
         manifest = _manifest(files, shard)
         positions = shard.span(manifest.rollouts)
         if not whole:
             span = check_inventory(files, manifest, positions)
             check_rows(files, span)
             return cls(shard, files, manifest, span, None)
-        inputs = check_inventory(files, manifest)
-        check_rows(files, inputs)
-        return cls(shard, files, manifest, inputs[positions.start : positions.stop], inputs)
+        check_inventory_digest(files, manifest)
+        planned = read_planned(files, manifest.taskset)
+        check_rows(files, planned.rollouts)
+        span = planned.rollouts[positions.start : positions.stop]
+        return cls(shard, files, manifest, span, planned)
 
     def sibling(self, files: RunFiles, shard: Shard) -> _Read:
         """Another shard of this one's run, checked as ``of`` checks one. Its manifest must be
         this one's and its inventory the bytes that manifest names, so the inventory is this
-        one's byte for byte and its parsed rows are shared: a merge of N shards holds one
-        inventory, not N."""
-        assert self.inputs is not None
+        one's byte for byte and its view is shared: a merge of N shards holds one, not N."""
+        assert self.planned is not None
         manifest = _manifest(files, shard)
         if manifest != self.manifest:
             raise UserError(
@@ -218,12 +220,12 @@ class _Read:
                 path=files.manifest,
             )
         check_inventory_digest(files, manifest)
-        check_rows(files, self.inputs)
+        check_rows(files, self.planned.rollouts)
         positions = shard.span(manifest.rollouts)
-        span = self.inputs[positions.start : positions.stop]
+        span = self.planned.rollouts[positions.start : positions.stop]
         return replace(self, shard=shard, files=files, span=span)
 
-    def unfinished(self, max_attempts: int) -> list[tuple[RolloutInput, int]]:
+    def unfinished(self, max_attempts: int) -> list[tuple[Keyed, int]]:
         """The rollouts of the span still to dispatch (read only: nothing is repaired), in one
         pass over each log that also refuses a row outside the span: it was written by a run
         of another span (another count, or no shard at all)."""
@@ -347,10 +349,10 @@ def merge_shards(
         from gym_assets.rollouts.analysis.results import read_result
 
         ran = [read_result(read.files.result) for read in shards]
-        assert first.inputs is not None
+        assert first.planned is not None
         result = publish_results(
             files,
-            first.inputs,
+            first.planned,
             first.manifest,
             catalog.workspace,
             [note],

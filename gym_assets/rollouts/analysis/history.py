@@ -21,7 +21,7 @@ from gym_assets.limits import MAX_NESTING
 from gym_assets.outputs.claims import claim_dir
 from gym_assets.outputs.markers import RUN_HISTORY
 from gym_assets.outputs.targets import Roots, Target
-from gym_assets.rollouts.analysis.tables import table_of_rows, table_rows
+from gym_assets.rollouts.analysis.tables import iter_table_rows, table_of_rows
 from gym_assets.rollouts.collection.files import SNAPSHOT_FILE, RunFiles, write_jsonl_atomic
 
 KEEP = 20
@@ -59,7 +59,7 @@ def write_snapshot(files: RunFiles, table: pd.DataFrame, roots: Roots, now: date
     """Add ``table`` as the newest snapshot (named by ``now``), then keep the newest ``KEEP``."""
     claim_dir(Target.of(files.history_dir, RUN_HISTORY, roots))
     path = files.history_dir / _next_name([p.name for p in snapshots(files)], now)
-    write_jsonl_atomic(path, table_rows(table))
+    write_jsonl_atomic(path, iter_table_rows(table))
     with reported(files.history_dir):
         for old in snapshots(files)[:-KEEP]:
             old.unlink()

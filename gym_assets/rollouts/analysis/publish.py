@@ -34,9 +34,9 @@ from gym_assets.rollouts.analysis.history import read_snapshot, snapshots, write
 from gym_assets.rollouts.analysis.report import ReportInput, render
 from gym_assets.rollouts.analysis.tables import table_rows, task_table
 from gym_assets.rollouts.collection.files import RunFiles, read_jsonl, report_name
-from gym_assets.rollouts.collection.inputs import RolloutInput
 from gym_assets.rollouts.collection.ledger import Key
 from gym_assets.rollouts.collection.metrics import RunTotals, aggregate, row_key
+from gym_assets.rollouts.collection.planned import Planned
 
 WORST_SHOWN = 50  # tasks in the Dagster table metadata
 # Tasks the report lists, each rollout with a file of its own: a run of more lists the ones
@@ -77,12 +77,12 @@ def _listed(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def _links(
-    inputs: list[RolloutInput], has_row: set[Key], listed: set[int]
+    planned: Planned, has_row: set[Key], listed: set[int]
 ) -> dict[int, list[tuple[int, str | None]]]:
     """Each listed task's rollouts with the href of their file (None: pending, nothing to
     open)."""
     links: dict[int, list[tuple[int, str | None]]] = {}
-    for task, rollout in sorted(item.key for item in inputs if item.key[0] in listed):
+    for task, rollout in sorted(item.key for item in planned.rollouts if item.task in listed):
         href = f"report/{report_name(task, rollout)}" if (task, rollout) in has_row else None
         links.setdefault(task, []).append((rollout, href))
     return links
@@ -108,7 +108,7 @@ def _write_rollout_files(
 
 
 def aggregate_entries(
-    inputs: list[RolloutInput],
+    planned: Planned,
     records: dict[Key, dict[str, Any]],
     failures: dict[Key, dict[str, Any]],
     table: pd.DataFrame,
@@ -116,7 +116,7 @@ def aggregate_entries(
     """The aggregate-metrics entries (``metrics.aggregate``), each with the ``statistics``
     block of its environment server's tasks in ``table`` (the run's per-task table)."""
     by_server = grouped_statistics([table], by=["environment_server"])
-    entries = aggregate(inputs, records, failures)
+    entries = aggregate(planned.rollouts, records, failures)
     for entry in entries:
         entry["statistics"] = by_server[(entry[ENVIRONMENT_SERVER],)].to_json()
     return entries
@@ -124,7 +124,7 @@ def aggregate_entries(
 
 def analyse(
     files: RunFiles,
-    inputs: list[RolloutInput],
+    planned: Planned,
     records: dict[Key, dict[str, Any]],
     failures: dict[Key, dict[str, Any]],
     *,
@@ -135,7 +135,7 @@ def analyse(
     now: datetime,
 ) -> Analysis:
     """Analyse the run in ``files`` and write its snapshot and report (module docstring)."""
-    table = task_table(inputs, records, failures, benchmark=benchmark, harness=harness)
+    table = task_table(planned, records, failures, benchmark=benchmark, harness=harness)
     statistics = run_statistics(table)
     earlier = snapshots(files)
     previous = earlier[-1] if earlier else None
@@ -156,7 +156,7 @@ def analyse(
         totals=totals,
         statistics=statistics,
         table=listed,
-        links=_links(inputs, set(records) | set(failures), tasks),
+        links=_links(planned, set(records) | set(failures), tasks),
         comparison=comparison,
         previous=None if previous is None else previous.name,
         tasks=len(table),

@@ -9,14 +9,12 @@ A task is ``solved`` when at least half its measured rollouts pass; compare flip
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from gym_assets.plans.canonical import digest
-from gym_assets.rollouts.collection.inputs import RolloutInput
 from gym_assets.rollouts.collection.ledger import Key
 from gym_assets.rollouts.collection.manifest import Run
 from gym_assets.rollouts.collection.metrics import (
@@ -24,6 +22,7 @@ from gym_assets.rollouts.collection.metrics import (
     passed,
     rollout_outcome,
 )
+from gym_assets.rollouts.collection.planned import Keyed, Planned
 
 KEY_COLUMNS = ["benchmark", "harness", "task_index"]
 TASK_COLUMNS = [
@@ -43,15 +42,8 @@ TASK_COLUMNS = [
 ROLLOUT_COLUMNS = ["task_index", "rollout_index", "outcome", "kind", "reward", "passed"]
 
 
-def _digest(item: RolloutInput) -> str:
-    try:
-        return digest(item.task_input())
-    except ValueError:  # an input no plan could hash either: it pairs with nothing
-        return "unhashable"
-
-
 def _rollout_frame(
-    inputs: Iterable[RolloutInput],
+    inputs: Iterable[Keyed],
     records: dict[Key, dict[str, Any]],
     failures: dict[Key, dict[str, Any]],
 ) -> pd.DataFrame:
@@ -68,7 +60,7 @@ def _rollout_frame(
 
 
 def task_table(
-    inputs: list[RolloutInput],
+    planned: Planned,
     records: dict[Key, dict[str, Any]],
     failures: dict[Key, dict[str, Any]],
     *,
@@ -76,10 +68,8 @@ def task_table(
     harness: str,
 ) -> pd.DataFrame:
     """The per-task table (see the module docstring), sorted by task index."""
-    rollouts = _rollout_frame(inputs, records, failures)
-    first = {}
-    for item in sorted(inputs, key=lambda i: i.key):
-        first.setdefault(item.key[0], item)
+    rollouts = _rollout_frame(planned.rollouts, records, failures)
+    first = planned.tasks
     grouped = rollouts.groupby("task_index", sort=True)
     outcome = rollouts["outcome"]
     table = pd.DataFrame(
@@ -98,7 +88,7 @@ def task_table(
     table.insert(3, "environment_server", [first[i].server for i in index])
     table.insert(4, "taskset", [first[i].taskset for i in index])
     table.insert(5, "task_id", [first[i].task_id for i in index])
-    table.insert(6, "input_digest", [_digest(first[i]) for i in index])
+    table.insert(6, "input_digest", [first[i].input_digest for i in index])
     table["solved"] = (table["measured"] > 0) & (2 * table["passes"] >= table["measured"])
     return with_pass_at_k(_typed(table))
 
@@ -135,7 +125,7 @@ def run_table(run: Run) -> pd.DataFrame:
     """The per-task table of a run read whole and checked (``manifest.read_run``)."""
     manifest = run.manifest
     return task_table(
-        run.inputs,
+        Planned.of(run.inputs),
         run.records,
         run.failures,
         benchmark=manifest.benchmark,
@@ -147,6 +137,13 @@ def table_rows(table: pd.DataFrame) -> list[dict[str, Any]]:
     """The table as JSON-ready rows (NaN as None), for snapshots and ``--json``."""
     rows = table.astype(object).where(table.notna(), None).to_dict("records")
     return [{str(k): _plain(v) for k, v in row.items()} for row in rows]
+
+
+def iter_table_rows(table: pd.DataFrame, chunk: int = 4096) -> Iterator[dict[str, Any]]:
+    """``table_rows`` a chunk of tasks at a time: a table of a million tasks written out holds
+    a chunk's rows, not a million dicts."""
+    for start in range(0, len(table), chunk):
+        yield from table_rows(table.iloc[start : start + chunk])
 
 
 def _plain(value: Any) -> Any:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterator
 
 from gym_assets.check_outcome import CheckOutcome
 from gym_assets.limits import DEFAULT_MAX_UNMEASURED_SHARE
@@ -13,12 +14,14 @@ from gym_assets.rollouts.collection.inputs import RolloutInput
 from gym_assets.rollouts.collection.ledger import Key
 from gym_assets.rollouts.collection.metrics import row_key, summarize, summary_rows
 from gym_assets.rollouts.collection.plan_gate import PlanGate
+from gym_assets.rollouts.collection.planned import read_planned
 
 MAX_LISTED = 20
 
 
-def _inventory(files: RunFiles, flat_taskset: str) -> list[RolloutInput]:
-    return [RolloutInput.of(row, flat_taskset) for row in read_jsonl(files.materialized_inputs)]
+def _inventory(files: RunFiles, flat_taskset: str) -> Iterator[RolloutInput]:
+    """The run's planned rollouts, a line at a time: a check holds none of their rows."""
+    return (RolloutInput.of(row, flat_taskset) for row in read_jsonl(files.materialized_inputs))
 
 
 def _ids(keys: set[tuple[str, str]] | list[tuple[str, str]]) -> list[str]:
@@ -51,11 +54,11 @@ def rollouts_cover_plan(plan: Plan, files: RunFiles, flat_taskset: str) -> Check
 def inputs_match_plan(plan: Plan, files: RunFiles, flat_taskset: str) -> CheckOutcome:
     """Every materialized input hashes to its task's digest in the plan."""
     gate = PlanGate(plan)
-    inputs = _inventory(files, flat_taskset)
-    for item in inputs:
+    seen: set[tuple[str, str]] = set()
+    for item in _inventory(files, flat_taskset):
         gate.refusal(item)
-    drifted = gate.drifted()
-    tasks = len({item.task_key for item in inputs})
+        seen.add(item.task_key)
+    drifted, tasks = gate.drifted(), len(seen)
     description = (
         f"the inputs of all {tasks} tasks match the plan"
         if not drifted
@@ -71,9 +74,10 @@ def unmeasured_share(
     run. Each is a failure of our machinery (or the model endpoint's), never the model's, and a
     mean that leaves out more than a few does not measure the benchmark; the description names
     the kinds that cost the measurements."""
-    inputs = _inventory(files, flat_taskset)
     totals = summarize(
-        inputs, summary_rows(read_jsonl(files.records)), summary_rows(read_jsonl(files.failures))
+        read_planned(files, flat_taskset).rollouts,
+        summary_rows(read_jsonl(files.records)),
+        summary_rows(read_jsonl(files.failures)),
     )
     outcomes, kinds = totals.outcomes, totals.unmeasured_kinds
     share = outcomes.unmeasured_share

@@ -31,7 +31,7 @@ import contextlib
 import os
 import re
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -247,7 +247,7 @@ def _clear_dir(directory: Path) -> None:
                 os.unlink(entry.path)
 
 
-def write_jsonl_atomic(path: Path, rows: list[dict[str, Any]]) -> None:
+def write_jsonl_atomic(path: Path, rows: Iterable[dict[str, Any]]) -> None:
     with atomic_writer(path, "wb") as handle:
         handle.writelines(json_line(row) for row in rows)
 

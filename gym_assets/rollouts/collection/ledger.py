@@ -12,15 +12,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from gym_assets.limits import DEFAULT_MAX_ATTEMPTS
 from gym_assets.records import keys
 from gym_assets.records.keys import ROLLOUT_INDEX, TASK_INDEX
 from gym_assets.rollouts.collection.files import RunFiles, read_jsonl, repair_tail, sort_jsonl
-from gym_assets.rollouts.collection.inputs import RolloutInput
+from gym_assets.rollouts.collection.planned import Key, Keyed
 
-Key = tuple[int, int]
+K = TypeVar("K", bound=Keyed)
 
 
 @dataclass
@@ -99,7 +99,7 @@ class Ledger:
             return None
         return state.failed_attempts
 
-    def pending(self, inputs: Iterable[RolloutInput]) -> list[tuple[RolloutInput, int]]:
+    def pending(self, inputs: Iterable[K]) -> list[tuple[K, int]]:
         """The rollouts still to dispatch, in input order, with their attempt index."""
         todo = []
         for item in inputs:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -33,6 +33,7 @@ from gym_assets.rollouts.collection.inputs import RolloutInput, shared_repeats
 from gym_assets.rollouts.collection.ledger import Key, key_of
 from gym_assets.rollouts.collection.metrics import summary_rows
 from gym_assets.rollouts.collection.overrides import RunOverrides
+from gym_assets.rollouts.collection.planned import Keyed
 
 MANIFEST_FORMAT = 1
 _FRESH = "start a fresh run (without --resume, or in another --out)"
@@ -226,7 +227,7 @@ def planned_keys(files: RunFiles) -> Iterator[Key]:
     return (RolloutInput(row, "", "").key for row in read_jsonl(files.materialized_inputs))
 
 
-def check_rows(files: RunFiles, inputs: list[RolloutInput]) -> None:
+def check_rows(files: RunFiles, inputs: Iterable[Keyed]) -> None:
     """Every record and failure row answers a planned rollout, and no rollout has two records
     (a doubled file would be counted twice by one reader and once by another)."""
     planned = {item.key for item in inputs}

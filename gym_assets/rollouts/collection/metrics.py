@@ -26,15 +26,15 @@ from __future__ import annotations
 import math
 import statistics
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from gym_assets.records import keys
 from gym_assets.records.accounting import outcome_of
 from gym_assets.records.keys import ENVIRONMENT_SERVER
-from gym_assets.rollouts.collection.inputs import RolloutInput
 from gym_assets.rollouts.collection.ledger import Key
+from gym_assets.rollouts.collection.planned import Keyed, PlannedRollout, agent_name
 from gym_assets.rollouts.collection.records import failure_kind_of
 
 PASS_REWARD = 1.0
@@ -243,7 +243,7 @@ def reward_histogram(rewards: list[float]) -> tuple[HistogramBin, ...]:
 
 
 def summarize(
-    inputs: list[RolloutInput],
+    inputs: Sequence[Keyed],
     records: dict[Key, dict[str, Any]],
     failures: dict[Key, dict[str, Any]],
 ) -> RunTotals:
@@ -305,21 +305,21 @@ def _summarized(row: dict[str, Any], agents: dict[str, dict[str, str]]) -> dict[
         for name, value in row.items()
         if name in SUMMARY_FIELDS or _is_metric(name, value)
     }
-    ref = row.get("agent_ref")
-    if isinstance(ref, dict) and isinstance(name := ref.get("name"), str):
+    name = agent_name(row)
+    if name is not None:
         kept["agent_ref"] = agents.setdefault(name, {"name": name})
     return kept
 
 
 def aggregate(
-    inputs: list[RolloutInput],
+    planned: Sequence[PlannedRollout],
     records: dict[Key, dict[str, Any]],
     failures: dict[Key, dict[str, Any]],
 ) -> list[dict[str, Any]]:
-    """One entry per environment server, in the order servers first appear in the inputs."""
-    groups: dict[str, list[RolloutInput]] = defaultdict(list)
-    for item in inputs:
-        groups[item.row[ENVIRONMENT_SERVER]].append(item)
+    """One entry per environment server, in the order servers first appear in the inventory."""
+    groups: dict[str, list[PlannedRollout]] = defaultdict(list)
+    for item in planned:
+        groups[item.server].append(item)
     entries = []
     for server, items in groups.items():
         label = _agent_label(items, records, failures) or server
@@ -334,13 +334,15 @@ def aggregate(
 
 
 def _agent_label(
-    items: list[RolloutInput],
+    items: list[PlannedRollout],
     records: dict[Key, dict[str, Any]],
     failures: dict[Key, dict[str, Any]],
 ) -> str | None:
     for item in sorted(items, key=lambda i: i.key):
-        for row in (records.get(item.key), failures.get(item.key), item.row):
-            ref = row.get("agent_ref") if row else None
-            if isinstance(ref, dict) and isinstance(ref.get("name"), str):
-                return ref["name"]
+        for row in (records.get(item.key), failures.get(item.key)):
+            name = agent_name(row) if row else None
+            if name is not None:
+                return name
+        if item.agent is not None:
+            return item.agent
     return None

@@ -26,14 +26,17 @@ from gym_assets.rollouts.analysis.estimates import run_statistics
 from gym_assets.rollouts.analysis.history import KEEP, snapshots, write_snapshot
 from gym_assets.rollouts.analysis.report import ReportInput, render
 from gym_assets.rollouts.analysis.tables import (
+    iter_table_rows,
     pass_at_k_columns,
     run_table,
+    table_rows,
     task_table,
     with_pass_at_k,
 )
 from gym_assets.rollouts.collection.files import RunFiles, read_jsonl
 from gym_assets.rollouts.collection.manifest import read_run
 from gym_assets.rollouts.collection.metrics import pass_at_k_estimate, summarize
+from gym_assets.rollouts.collection.planned import Planned
 
 pytestmark = pytest.mark.slow
 
@@ -178,7 +181,7 @@ def test_the_report_escapes_strings_from_data(runs):
     a, _ = runs
     run = read_run(a)
     inputs, records, failures = run.inputs, run.records, run.failures
-    table = task_table(inputs, records, failures, benchmark="units", harness="<b>h</b>")
+    table = task_table(Planned.of(inputs), records, failures, benchmark="units", harness="<b>h</b>")
     hostile = '--><script>alert("task")</script>'
     table.loc[0, "task_id"] = hostile
     totals = summarize(inputs, records, failures)
@@ -229,7 +232,7 @@ def test_history_keeps_the_newest_snapshots_and_only_deletes_its_own(tmp_path):
 
     files = RunFiles(tmp_path / "run")
     roots = Workspace(configs=REPO / "configs", data=tmp_path)
-    table = task_table([], {}, {}, benchmark="b", harness="h")
+    table = task_table(Planned.of([]), {}, {}, benchmark="b", harness="h")
     start = datetime(2026, 1, 1, tzinfo=UTC)
     written = [write_snapshot(files, table, roots, start + timedelta(minutes=i)) for i in range(3)]
     (files.history_dir / "notes.txt").write_text("mine")
@@ -312,3 +315,16 @@ def test_pass_at_k_of_many_repeats_is_one_frame_and_warns_nothing():
     assert with_k.loc[0, "pass@200"] == pass_at_k_estimate(200, 50, 200) == 1.0
     assert with_k.loc[0, "pass@1"] == pytest.approx(0.25) and with_k.loc[1, "pass@150"] == 0.0
     assert np.isnan(with_k.loc[1, "pass@151"])  # fewer rollouts than k: no estimate
+
+
+def test_a_table_written_a_chunk_at_a_time_is_the_table_written_whole():
+    table = pd.DataFrame(
+        {
+            "task_index": np.arange(5, dtype="int64"),
+            "reward_mean": [0.5, np.nan, 1.0, np.nan, 0.0],
+            "solved": [True, False, True, False, False],
+        }
+    )
+    rows = list(iter_table_rows(table, chunk=2))
+    assert rows == table_rows(table)
+    assert rows[1]["reward_mean"] is None and type(rows[4]["task_index"]) is int

@@ -15,6 +15,7 @@ from gym_assets.records import keys
 from gym_assets.rollouts.analysis.results import read_result
 from gym_assets.rollouts.collection.files import RunFiles, read_jsonl, report_name
 from gym_assets.rollouts.collection.manifest import read_run
+from gym_assets.rollouts.collection.planned import Planned
 from gym_assets.rollouts.run import publish_results
 from gym_assets.workspace import Workspace
 
@@ -60,14 +61,13 @@ def test_rollout_files_are_whole_rows_and_the_summary_holds_no_record(tmp_path):
     assert len(run.records) == len(records) and not any(
         keys.TRAJECTORY in row or "response" in row for row in run.records.values()
     )
-    inputs, manifest = run.inputs, run.manifest
+    planned, manifest = Planned.of(run.inputs), run.manifest
+    roots = Workspace(REPO / "configs", data)
     model = read_result(files.result).model
 
     tracemalloc.start()
     try:
-        result = publish_results(
-            files, inputs, manifest, Workspace(REPO / "configs", data), [], model=model, seconds=1.0
-        )
+        result = publish_results(files, planned, manifest, roots, [], model=model, seconds=1.0)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()

@@ -15,6 +15,7 @@ from gym_assets.rollouts.collection.metrics import (
     summarize,
     summary_rows,
 )
+from gym_assets.rollouts.collection.planned import Planned
 
 
 def _input(task, rollout, server):
@@ -56,7 +57,7 @@ def test_per_server_metrics_match_hand_computed_values():
             _record(1, 2, _ng_failure_class="agent_timeout", _ng_failure_kind="agent_timeout"),
         ]
     )
-    first, second = aggregate(inputs, records, failures)
+    first, second = aggregate(Planned.of(inputs).rollouts, records, failures)
     assert first["_ng_environment_server"] == "s1" and first["agent_ref"] == {"name": "a"}
     assert first["rollouts"] == 6
     assert first["outcomes"] == {
@@ -110,8 +111,8 @@ def test_summary_rows_keep_only_what_the_summaries_read_and_sum_up_the_same():
     assert slim[(0, 0)]["agent_ref"] is slim[(0, 1)]["agent_ref"]  # one object per agent
     assert summary_rows(failures)[(0, 2)] == _record(0, 2, _ng_failure_class="agent_timeout")
     whole = {(row["_ng_task_index"], row["_ng_rollout_index"]): row for row in records}
-    (entry,) = aggregate(inputs, slim, summary_rows(failures))
-    assert entry == aggregate(inputs, whole, summary_rows(failures))[0]
+    (entry,) = aggregate(Planned.of(inputs).rollouts, slim, summary_rows(failures))
+    assert entry == aggregate(Planned.of(inputs).rollouts, whole, summary_rows(failures))[0]
     assert entry["agent_metrics"]["mean/tokens"] == 4 and entry["outcomes"]["failed"] == 1
     assert entry["masked_kinds"] == {"model_refused": 1}
 
@@ -126,7 +127,7 @@ def test_pass_at_k_is_the_unbiased_estimator():
 def test_rewards_out_of_range_get_their_own_bins():
     inputs = [_input(0, r, "s") for r in range(3)]
     records = summary_rows([_record(0, r, reward=v) for r, v in enumerate((-1.0, 1.0, 2.5))])
-    (entry,) = aggregate(inputs, records, {})
+    (entry,) = aggregate(Planned.of(inputs).rollouts, records, {})
     bins = entry["reward_histogram"]
     assert (bins[0]["lo"], bins[0]["count"]) == (None, 1)
     assert (bins[-1]["hi"], bins[-1]["count"]) == (None, 1)
@@ -150,7 +151,7 @@ def test_run_totals_are_typed_and_write_the_files_entry():
     assert (totals.reward_mean, totals.pass_at_1, totals.passed) == (0.5, 0.5, 1)
     assert totals.failure_kinds == {"agent_timeout": 1}
     assert totals.reward_histogram[0] == HistogramBin(0.0, 0.1, 1)
-    (entry,) = aggregate(inputs, records, failures)
+    (entry,) = aggregate(Planned.of(inputs).rollouts, records, failures)
     assert list(entry) == ["agent_ref", "_ng_environment_server", *totals.to_json()]
     assert totals.headline == "mean 0.500 over 2 of 4 planned; 1 masked; 1 failed"
     assert totals.unmeasured_kinds == {"agent_request_failed": 1, "agent_timeout": 1}

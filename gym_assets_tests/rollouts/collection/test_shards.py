@@ -267,14 +267,14 @@ def test_shards_corrupt_the_rollouts_one_process_corrupts(tmp_path):
     assert merged.totals.reward_mean == pytest.approx(0.8)
 
 
-def test_merge_parses_one_inventory_and_links_the_captures(three, monkeypatch):
-    parsed = []
-    check_inventory = shards.check_inventory
-    monkeypatch.setattr(
-        shards, "check_inventory", lambda *a: parsed.append(a) or check_inventory(*a)
-    )
+def test_merge_reads_one_inventory_view_and_links_the_captures(three, monkeypatch):
+    views, rows = [], []
+    read_planned = shards.read_planned
+    monkeypatch.setattr(shards, "read_planned", lambda *a: views.append(a) or read_planned(*a))
+    monkeypatch.setattr(shards, "check_inventory", lambda *a: rows.append(a))
     three.merge(out="merged-once")
-    assert len(parsed) == 1  # shards 2 and 3 are checked by digest and share shard 1's rows
+    assert len(views) == 1  # shards 2 and 3 are checked by digest and share shard 1's view
+    assert not rows  # no input row is held: the end of a run reads keys, routes and digests
     merged = RunFiles(three.root / "merged-once").capture_dir
     names = sorted(p.name for p in merged.iterdir() if p.name.endswith(CAPTURE_SUFFIX))
     assert len(names) == 30
