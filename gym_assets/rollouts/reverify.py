@@ -293,8 +293,9 @@ def reverify_run(
                 with reported(staging):
                     shutil.copyfile(path, staging / path.name)
         new_records = summary_rows(read_jsonl(new.records))
-        before = summarize(run.inputs, run.records, run.failures)
-        after = summarize(run.inputs, new_records, run.failures)
+        planned = [item.key for item in run.inputs]
+        before = summarize(planned, run.records, run.failures)
+        after = summarize(planned, new_records, run.failures)
         # Imported here, as in ``run``: pandas is for the commands that analyse.
         from gym_assets.rollouts.analysis.publish import aggregate_entries
         from gym_assets.rollouts.analysis.tables import run_table

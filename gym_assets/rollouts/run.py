@@ -719,7 +719,7 @@ def publish_results(
     nothing; its caller says what it did."""
     done = summary_rows(read_jsonl(files.records))
     failed = summary_rows(read_jsonl(files.failures))
-    totals = summarize(planned.rollouts, done, failed)
+    totals = summarize((rollout.key for rollout in planned.rollouts), done, failed)
     # Imported here: pandas and matplotlib cost a second, which loading the Dagster
     # definitions or a command that runs nothing should not pay.
     from gym_assets.rollouts.analysis.publish import aggregate_entries, analyse

@@ -12,9 +12,9 @@ from gym_assets.records import keys
 from gym_assets.rollouts.collection.files import RunFiles, read_jsonl
 from gym_assets.rollouts.collection.inputs import RolloutInput
 from gym_assets.rollouts.collection.ledger import Key
+from gym_assets.rollouts.collection.manifest import planned_keys
 from gym_assets.rollouts.collection.metrics import row_key, summarize, summary_rows
 from gym_assets.rollouts.collection.plan_gate import PlanGate
-from gym_assets.rollouts.collection.planned import read_planned
 
 MAX_LISTED = 20
 
@@ -75,7 +75,7 @@ def unmeasured_share(
     mean that leaves out more than a few does not measure the benchmark; the description names
     the kinds that cost the measurements."""
     totals = summarize(
-        read_planned(files, flat_taskset).rollouts,
+        planned_keys(files),
         summary_rows(read_jsonl(files.records)),
         summary_rows(read_jsonl(files.failures)),
     )

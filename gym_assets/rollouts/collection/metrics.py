@@ -34,7 +34,7 @@ from gym_assets.records import keys
 from gym_assets.records.accounting import outcome_of
 from gym_assets.records.keys import ENVIRONMENT_SERVER
 from gym_assets.rollouts.collection.ledger import Key
-from gym_assets.rollouts.collection.planned import Keyed, PlannedRollout, agent_name
+from gym_assets.rollouts.collection.planned import PlannedRollout, agent_name
 from gym_assets.rollouts.collection.records import failure_kind_of
 
 PASS_REWARD = 1.0
@@ -243,11 +243,12 @@ def reward_histogram(rewards: list[float]) -> tuple[HistogramBin, ...]:
 
 
 def summarize(
-    inputs: Sequence[Keyed],
+    planned: Iterable[Key],
     records: dict[Key, dict[str, Any]],
     failures: dict[Key, dict[str, Any]],
 ) -> RunTotals:
-    """The metrics of one group of planned rollouts (see the module docstring)."""
+    """The metrics of one group of planned rollouts, given by their keys (see the module
+    docstring)."""
     outcomes: Counter[str] = Counter()
     kinds: Counter[str] = Counter()
     masked_kinds: Counter[str] = Counter()
@@ -255,10 +256,11 @@ def summarize(
     unmasked: list[dict[str, Any]] = []
     passes: dict[int, list[bool]] = defaultdict(list)
     rollouts_per_task: Counter[int] = Counter()
-    for item in sorted(inputs, key=lambda i: i.key):
-        rollouts_per_task[item.key[0]] += 1
-        record = records.get(item.key)
-        outcome, kind = rollout_outcome(record, failures.get(item.key))
+    ordered = sorted(planned)
+    for key in ordered:
+        rollouts_per_task[key[0]] += 1
+        record = records.get(key)
+        outcome, kind = rollout_outcome(record, failures.get(key))
         outcomes[outcome] += 1
         if outcome == "failed":
             kinds[kind] += 1
@@ -267,7 +269,7 @@ def summarize(
         if record is not None and outcome != "masked":
             unmasked.append(record)  # field_stats skips STRIPPED_FIELDS itself
         if record is not None and outcome == "measured":
-            passes[item.key[0]].append(passed(record))
+            passes[key[0]].append(passed(record))
             if record.get("failure_kind") is not None:
                 model_kinds[str(record["failure_kind"])] += 1
     stats = field_stats(unmasked)
@@ -276,7 +278,7 @@ def summarize(
     key_metrics = {k: stats[k] for k in ("mean/reward",) if k in stats}
     key_metrics.update({k: v for k, v in pass_k.items() if k == "pass@1"})
     return RunTotals(
-        rollouts=len(inputs),
+        rollouts=len(ordered),
         passed=sum(sum(task) for task in passes.values()),
         outcomes=Outcomes(**outcomes),
         failure_kinds=dict(sorted(kinds.items())),
@@ -327,7 +329,7 @@ def aggregate(
             {
                 "agent_ref": {"name": label},
                 ENVIRONMENT_SERVER: server,
-                **summarize(items, records, failures).to_json(),
+                **summarize((item.key for item in items), records, failures).to_json(),
             }
         )
     return entries

@@ -100,7 +100,7 @@ def test_the_task_table_follows_the_records(runs):
     assert table["measured"].tolist() == [1] * 8
     passes = _passes(a)
     assert table["passes"].tolist() == [int(passes[t]) for t in range(8)]
-    totals = summarize(run.inputs, run.records, run.failures)
+    totals = summarize((item.key for item in run.inputs), run.records, run.failures)
     assert run_statistics(table).reward.mean == pytest.approx(totals.reward_mean)
     assert run_statistics(table).pass_at_k["pass@1"].mean == pytest.approx(totals.pass_at_1)
     aggregate = json.loads(RunFiles(a).aggregate_metrics.read_text())
@@ -184,7 +184,7 @@ def test_the_report_escapes_strings_from_data(runs):
     table = task_table(Planned.of(inputs), records, failures, benchmark="units", harness="<b>h</b>")
     hostile = '--><script>alert("task")</script>'
     table.loc[0, "task_id"] = hostile
-    totals = summarize(inputs, records, failures)
+    totals = summarize((item.key for item in inputs), records, failures)
     totals = type(totals)(**{**totals.__dict__, "failure_kinds": {hostile: 1}})
     page = render(
         ReportInput("units", "<b>h</b>", totals, run_statistics(table), table, {}, None, None)

@@ -144,7 +144,7 @@ def test_run_totals_are_typed_and_write_the_files_entry():
         ]
     )
     failures = summary_rows([_record(0, 3, _ng_failure_class="agent_timeout")])
-    totals = summarize(inputs, records, failures)
+    totals = summarize((item.key for item in inputs), records, failures)
     assert totals.masked_kinds == {"agent_request_failed": 1}
     assert totals.outcomes == Outcomes(measured=2, masked=1, failed=1)
     assert totals.outcomes.produced == 3
