@@ -3,8 +3,9 @@ and agent, and each task's identity and input digest, without the input rows.
 
 The summaries, the per-task table and the report need no rollout's input, only which task it
 is and where it went. A rollout's row is about 2 KB on ``units`` and far more on a benchmark
-with long prompts; this view is about 100 bytes a rollout, so a merge of a partition's shards
-reads it from the inventory file line by line (``read_planned``) instead of holding the rows.
+with long prompts; this view is about 100 bytes a rollout and 250 a task (traced), so a merge
+of a partition's shards reads it from the inventory file line by line (``read_planned``)
+instead of holding the rows.
 """
 
 from __future__ import annotations
