@@ -38,7 +38,7 @@ import shutil
 import time
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, TypeGuard
 
@@ -293,15 +293,23 @@ def reverify_run(
                 with reported(staging):
                     shutil.copyfile(path, staging / path.name)
         new_records = summary_rows(read_jsonl(new.records))
-        planned = [item.key for item in run.inputs]
-        before = summarize(planned, run.records, run.failures)
-        after = summarize(planned, new_records, run.failures)
+        planned = Planned.of(run.inputs)
+        rollout_keys = [rollout.key for rollout in planned.rollouts]
+        before = summarize(rollout_keys, run.records, run.failures)
+        after = summarize(rollout_keys, new_records, run.failures)
         # Imported here, as in ``run``: pandas is for the commands that analyse.
         from gym_assets.rollouts.analysis.publish import aggregate_entries
-        from gym_assets.rollouts.analysis.tables import run_table
+        from gym_assets.rollouts.analysis.tables import task_table
 
-        table = run_table(replace(run, records=new_records))
-        metrics = aggregate_entries(Planned.of(run.inputs), new_records, run.failures, table)
+        manifest = run.manifest
+        table = task_table(
+            planned,
+            new_records,
+            run.failures,
+            benchmark=manifest.benchmark,
+            harness=manifest.harness,
+        )
+        metrics = aggregate_entries(planned, new_records, run.failures, table)
         atomic_write_text(new.aggregate_metrics, json.dumps(metrics, indent=2) + "\n")
         summary = {
             "records": tally.records,
