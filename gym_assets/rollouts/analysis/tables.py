@@ -43,13 +43,13 @@ ROLLOUT_COLUMNS = ["task_index", "rollout_index", "outcome", "kind", "reward", "
 
 
 def _rollout_frame(
-    inputs: Iterable[Keyed],
+    planned: Iterable[Keyed],
     records: dict[Key, dict[str, Any]],
     failures: dict[Key, dict[str, Any]],
 ) -> pd.DataFrame:
     """One row per planned rollout: how it ended and, when measured, its reward."""
     rows = []
-    for item in sorted(inputs, key=lambda i: i.key):
+    for item in sorted(planned, key=lambda i: i.key):
         record = records.get(item.key)
         outcome, kind = rollout_outcome(record, failures.get(item.key))
         if record is not None and outcome == "measured":
