@@ -678,8 +678,12 @@ def run_rollouts(
         # A shard's own rollouts: what it dispatches and what its metrics and report cover
         # (a shard of a huge partition pays for its span, not the partition; the merge
         # analyses the whole run).
-        own = planned.inputs
-        todo = ledger.pending(own)
+        own = Planned.of(planned.inputs)
+        todo = ledger.pending(planned.inputs)
+        # The inventory's rows are what the dispatch sends; the end of the run reads the
+        # view, so they are let go before it (the largest thing a long run holds).
+        del planned
+        dispatched = len(todo)
         gate = PlanGate(plan, allow_drift=manifest.allow_plan_drift)
         started = time.monotonic()
         if todo:
@@ -687,16 +691,17 @@ def run_rollouts(
             redactor = upstream.redactor()
             _dispatch(servers, setup, todo, ledger, gate, progress_stream, redactor)
             order_logs(files)
+        del todo
         seconds = time.monotonic() - started
         from gym_assets.rollouts.analysis.results import Model
 
         model = Model.of(servers.gateway.model_name, upstream.mode, upstream.base_url)
         result = publish_results(
-            files, Planned.of(own), manifest, catalog.workspace, notes, model=model, seconds=seconds
+            files, own, manifest, catalog.workspace, notes, model=model, seconds=seconds
         )
     return replace(
         result,
-        dispatched=len(todo),
+        dispatched=dispatched,
         seconds=seconds,
         drifted=gate.drifted(),
         harness=resolved.metadata(),

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gc
 import json
+import weakref
 from pathlib import Path
 
 import pytest
@@ -11,12 +13,15 @@ from gym_assets.conformance.checker import check_record
 from gym_assets.conformance.scope import EvidenceScope
 from gym_assets.errors import UserError
 from gym_assets.records.evidence import FailureSidecarRow, RolloutRecord
+from gym_assets.rollouts import run
 from gym_assets.rollouts.collection.files import read_jsonl
+from gym_assets.rollouts.collection.inputs import RolloutInput
+from gym_assets.rollouts.collection.ledger import Ledger
 from gym_assets.rollouts.gateway import ModelGateway, ScriptedUpstream
 from gym_assets.rollouts.gateway.upstream_config import upstream_config
 from gym_assets.rollouts.harnesses.registry import load_harnesses
 from gym_assets.rollouts.options import RunOptions
-from gym_assets.rollouts.run import run_rollouts
+from gym_assets.rollouts.run import publish_results, run_rollouts
 from gym_assets_tests.rollouts.collection.conftest import Products
 
 
@@ -158,3 +163,28 @@ def test_openai_upstream_reads_the_key_from_the_environment_and_never_writes_it(
     with pytest.raises(UserError, match="GYM_ASSETS_TEST_KEY is not set"):
         _run(products, "units", tmp_path / "run", upstream, limit=1)
     assert len(list(read_jsonl(result.files.records))) == 3  # a refusal writes nothing
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_the_end_of_a_run_holds_no_input_row(products, tmp_path, monkeypatch, workers):
+    """The summaries, table and report read the inventory's view: by then every input row the
+    dispatch sent has been let go (a long run's largest holding)."""
+    handed: list[weakref.ref[RolloutInput]] = []
+    alive: list[int] = []
+    pending = Ledger.pending
+
+    def recording(self, inputs):
+        inputs = list(inputs)
+        handed.extend(weakref.ref(item) for item in inputs)
+        return pending(self, inputs)
+
+    def counting(*args, **kwargs):
+        gc.collect()
+        alive.append(sum(ref() is not None for ref in handed))
+        return publish_results(*args, **kwargs)
+
+    monkeypatch.setattr(Ledger, "pending", recording)
+    monkeypatch.setattr(run, "publish_results", counting)
+    result = _run(products, "units", tmp_path / "run", concurrency=64, workers=workers)
+    assert result.dispatched == result.totals.outcomes.measured == len(handed) > 0
+    assert alive == [0]

