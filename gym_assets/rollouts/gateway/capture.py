@@ -452,7 +452,9 @@ def read_capture(capture_dir: Path, rollout_id: str, *, include_payloads: bool =
     records: list[ModelCallRecord] = []
     path = capture_path(capture_dir, rollout_id)
     try:
-        lines = path.read_bytes().splitlines() if path.exists() else []
+        lines = path.read_bytes().splitlines()
+    except FileNotFoundError:  # nothing captured (no exists() first: a lookup in a busy dir)
+        lines = []
     except OSError as exc:
         lines = []
         gaps.append(
