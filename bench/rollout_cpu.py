@@ -40,10 +40,9 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from units_runs import make_units, run_units, units_catalog
+from units_runs import make_units, process_roles, run_units, stat_seconds, units_catalog
 
 WARM_WAVES = 3  # the all-at-once start smears out over three to five waves
-GATEWAY_MODULE = b"collection.gateway_process"
 # A sample's layer: the first pattern any frame of its stack matches, in this order.
 LAYERS = (
     ("the garbage collector", ("gc_collect",)),
@@ -163,17 +162,10 @@ def _lines(path: Path) -> int:
 
 def _gateway(run: int) -> int:
     """The run's gateway child."""
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-            command = Path(f"/proc/{entry}/cmdline").read_bytes()
-        except OSError:
-            continue
-        if int(stat.rsplit(")", 1)[1].split()[1]) == run and GATEWAY_MODULE in command:
-            return int(entry)
-    raise SystemExit("the run has no gateway child")
+    gateways = [pid for pid, role in process_roles(run).items() if role == "gateways"]
+    if not gateways:
+        raise SystemExit("the run has no gateway child")
+    return gateways[0]
 
 
 def _cpu(pid: int) -> dict[int, float]:
@@ -181,10 +173,9 @@ def _cpu(pid: int) -> dict[int, float]:
     seconds = {}
     for tid in os.listdir(f"/proc/{pid}/task"):
         try:
-            fields = Path(f"/proc/{pid}/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()
+            seconds[int(tid)] = stat_seconds(f"/proc/{pid}/task/{tid}/stat")
         except OSError:
-            continue
-        seconds[int(tid)] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+            continue  # ended meanwhile
     return seconds
 
 

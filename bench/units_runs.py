@@ -90,34 +90,44 @@ def cpu_seconds() -> tuple[float, float]:
 ROLES = {b"collection.workers": "workers", b"collection.gateway_process": "gateways"}
 
 
-def tree_cpu_seconds(root: int | None = None) -> dict[str, float]:
-    """User + system CPU seconds of ``root`` (this process: ``run``) and of every live
-    descendant, by role: the run's ``workers``, the model ``gateways`` (their children, or
-    the run's own with one process), anything else (harness programs) ``other``; read from
-    /proc while they run."""
-    root = os.getpid() if root is None else root
+def stat_seconds(stat: str) -> float:
+    """User + system CPU seconds in a /proc ``stat`` file (a process's or a thread's)."""
+    with open(stat) as handle:
+        fields = handle.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
+
+
+def process_roles(root: int) -> dict[int, str]:
+    """``root`` (``run``) and every live descendant by role: the run's ``workers``, the model
+    ``gateways`` (their children, or the run's own with one process), anything else (harness
+    programs) ``other``."""
     parents: dict[int, int] = {}
-    ticks: dict[int, int] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
             with open(f"/proc/{entry}/stat") as handle:
-                fields = handle.read().rsplit(")", 1)[1].split()
+                parents[int(entry)] = int(handle.read().rsplit(")", 1)[1].split()[1])
         except OSError:
             continue  # exited meanwhile
-        parents[int(entry)] = int(fields[1])
-        ticks[int(entry)] = int(fields[11]) + int(fields[12])  # utime, stime
-    tree, frontier = {root}, [root]
+    roles, frontier = {root: "run"}, [root]
     while frontier:
         parent = frontier.pop()
         children = [pid for pid, ppid in parents.items() if ppid == parent]
-        tree.update(children)
+        roles.update((pid, _role(pid)) for pid in children)
         frontier.extend(children)
+    return roles
+
+
+def tree_cpu_seconds(root: int | None = None) -> dict[str, float]:
+    """User + system CPU seconds of ``root`` (this process) and of every live descendant,
+    summed by role (``process_roles``); read from /proc while they run."""
     seconds: dict[str, float] = dict.fromkeys(("run", "workers", "gateways", "other"), 0.0)
-    for pid in tree:
-        role = "run" if pid == root else _role(pid)
-        seconds[role] += ticks.get(pid, 0) / os.sysconf("SC_CLK_TCK")
+    for pid, role in process_roles(os.getpid() if root is None else root).items():
+        try:
+            seconds[role] += stat_seconds(f"/proc/{pid}/stat")
+        except OSError:
+            continue  # exited meanwhile
     return seconds
 
 
